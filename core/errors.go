@@ -1,0 +1,95 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors of the store contract (spec §4.0). Every error a store
+// returns wraps exactly one of them, so callers branch with errors.Is; the
+// typed errors below carry the details and unwrap to their sentinel.
+var (
+	// ErrNotFound: the execution, event, delay row or other record does not exist
+	// (DbErrorRead::NotFound / DbErrorWrite::NotFound).
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a uniqueness violation — duplicate execution id, duplicate
+	// response for a child or delay, duplicate delay request (NonRetriable(Conflict)).
+	ErrConflict = errors.New("conflict")
+	// ErrAlreadyFinished: the execution is finished (NonRetriable(AlreadyFinished)).
+	ErrAlreadyFinished = errors.New("already finished")
+	// ErrIllegalState: the event is not allowed in the current state; see *IllegalStateError.
+	ErrIllegalState = errors.New("illegal state")
+	// ErrValidation: the request is malformed; see *ValidationError.
+	ErrValidation = errors.New("validation failed")
+	// ErrVersionConflict: a version-guarded write used a stale version; see *VersionConflictError.
+	ErrVersionConflict = errors.New("version conflict")
+	// ErrUnlockedCannotBeAppended: `Unlocked` is not applicable in the current state;
+	// see *UnlockedCannotBeAppendedError. Executors treat it as success.
+	ErrUnlockedCannotBeAppended = errors.New("`Unlocked` cannot be appended")
+	// ErrStubConflict: a stub was already finished with a different return value.
+	ErrStubConflict = errors.New("stub conflict: already finished with a different value")
+	// ErrTimeout: a wait ended because its context was done before the awaited
+	// condition held (DbErrorReadWithTimeout::Timeout, SubscriptionEnded).
+	ErrTimeout = errors.New("timeout")
+	// ErrClosed: the store was closed (DbErrorGeneric::Close).
+	ErrClosed = errors.New("store closed")
+	// ErrNotImplemented: the backend does not implement this method yet.
+	ErrNotImplemented = errors.New("not implemented")
+)
+
+// VersionConflictError is returned when a write's version is not the next one.
+type VersionConflictError struct {
+	Expected  Version // the version the store would accept
+	Requested Version // the version the caller sent
+}
+
+func (e *VersionConflictError) Error() string {
+	return fmt.Sprintf("version conflict: expected: %d, got: %d", e.Expected, e.Requested)
+}
+
+// Unwrap returns ErrVersionConflict.
+func (e *VersionConflictError) Unwrap() error { return ErrVersionConflict }
+
+// IllegalStateError explains why an event cannot be applied.
+type IllegalStateError struct{ Reason string }
+
+func (e *IllegalStateError) Error() string { return "illegal state: " + e.Reason }
+
+// Unwrap returns ErrIllegalState.
+func (e *IllegalStateError) Unwrap() error { return ErrIllegalState }
+
+// ValidationError explains why input was rejected.
+type ValidationError struct{ Reason string }
+
+func (e *ValidationError) Error() string { return "validation failed: " + e.Reason }
+
+// Unwrap returns ErrValidation.
+func (e *ValidationError) Unwrap() error { return ErrValidation }
+
+// UnlockedCannotBeAppendedError names the state ("pending", "paused" or
+// "cancelling") in which `Unlocked` was rejected.
+type UnlockedCannotBeAppendedError struct{ State string }
+
+func (e *UnlockedCannotBeAppendedError) Error() string {
+	return "illegal state: `Unlocked` cannot be appended in state " + e.State
+}
+
+// Unwrap returns ErrUnlockedCannotBeAppended.
+func (e *UnlockedCannotBeAppendedError) Unwrap() error { return ErrUnlockedCannotBeAppended }
+
+func illegal(reason string) error              { return &IllegalStateError{Reason: reason} }
+func invalid(reason string) error              { return &ValidationError{Reason: reason} }
+func asErr[T error](err error, target *T) bool { return errors.As(err, target) }
+
+// IsNonRetriable reports whether err is a permanent write error: retrying the
+// same request cannot succeed (conflict, validation, illegal state, version
+// conflict, already finished, Unlocked rejection).
+func IsNonRetriable(err error) bool {
+	for _, s := range []error{ErrConflict, ErrAlreadyFinished, ErrIllegalState, ErrValidation,
+		ErrVersionConflict, ErrUnlockedCannotBeAppended, ErrStubConflict} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,176 @@
+package core
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Timestamp is a UTC instant with nanosecond precision whose JSON form matches
+// Obelisk's (chrono's "AutoSi" RFC 3339): always UTC with a literal `Z`, and a
+// fractional part of 0, 3, 6 or 9 digits (none when the nanoseconds are zero,
+// 3 when they are a multiple of 1 ms, 6 when a multiple of 1 µs, else 9).
+// Go's time.RFC3339Nano trims trailing zeros and is therefore not compatible.
+//
+// Decoding accepts any RFC 3339 offset and converts to UTC.
+type Timestamp struct{ time.Time }
+
+// TS returns t as a Timestamp, converted to UTC and stripped of its monotonic
+// clock reading so that values compare equal with reflect.DeepEqual.
+func TS(t time.Time) Timestamp { return Timestamp{t.UTC().Round(0)} }
+
+// UnixEpoch is 1970-01-01T00:00:00Z.
+var UnixEpoch = TS(time.Unix(0, 0))
+
+// Add returns ts+d.
+func (ts Timestamp) Add(d time.Duration) Timestamp { return TS(ts.Time.Add(d)) }
+
+// Before reports whether ts is before o.
+func (ts Timestamp) Before(o Timestamp) bool { return ts.Time.Before(o.Time) }
+
+// After reports whether ts is after o.
+func (ts Timestamp) After(o Timestamp) bool { return ts.Time.After(o.Time) }
+
+// Equal reports whether ts and o are the same instant.
+func (ts Timestamp) Equal(o Timestamp) bool { return ts.Time.Equal(o.Time) }
+
+// Compare returns -1, 0 or +1.
+func (ts Timestamp) Compare(o Timestamp) int { return ts.Time.Compare(o.Time) }
+
+// MaxTS returns the later of a and b.
+func MaxTS(a, b Timestamp) Timestamp {
+	if a.Before(b) {
+		return b
+	}
+	return a
+}
+
+// String returns the JSON text form without quotes.
+func (ts Timestamp) String() string { return string(ts.AppendText(nil)) }
+
+// AppendText appends the AutoSi RFC 3339 form of ts to b.
+func (ts Timestamp) AppendText(b []byte) []byte {
+	t := ts.Time.UTC()
+	b = t.AppendFormat(b, "2006-01-02T15:04:05")
+	ns := t.Nanosecond()
+	switch {
+	case ns == 0:
+	case ns%1_000_000 == 0:
+		b = appendFrac(b, ns/1_000_000, 3)
+	case ns%1_000 == 0:
+		b = appendFrac(b, ns/1_000, 6)
+	default:
+		b = appendFrac(b, ns, 9)
+	}
+	return append(b, 'Z')
+}
+
+func appendFrac(b []byte, v, digits int) []byte {
+	b = append(b, '.')
+	s := strconv.Itoa(v)
+	for i := len(s); i < digits; i++ {
+		b = append(b, '0')
+	}
+	return append(b, s...)
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (ts Timestamp) MarshalText() ([]byte, error) {
+	if y := ts.Time.UTC().Year(); y < 0 || y > 9999 {
+		return nil, fmt.Errorf("timestamp year %d out of range", y)
+	}
+	return ts.AppendText(nil), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler; it accepts RFC 3339 with
+// any offset and any number of fractional digits.
+func (ts *Timestamp) UnmarshalText(b []byte) error {
+	t, err := ParseTimestamp(string(b))
+	if err != nil {
+		return err
+	}
+	*ts = t
+	return nil
+}
+
+// ParseTimestamp parses an RFC 3339 timestamp.
+func ParseTimestamp(s string) (Timestamp, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return Timestamp{}, &ValidationError{Reason: fmt.Sprintf("invalid timestamp %q", s)}
+	}
+	return TS(t), nil
+}
+
+// Duration is Rust's std::time::Duration: JSON `{"secs":u64,"nanos":u32}`.
+// It can represent spans longer than time.Duration; use Std to convert.
+type Duration struct {
+	Secs  uint64 `json:"secs"`
+	Nanos uint32 `json:"nanos"`
+}
+
+// DurationOf converts a non-negative time.Duration.
+func DurationOf(d time.Duration) Duration {
+	if d < 0 {
+		d = 0
+	}
+	return Duration{Secs: uint64(d / time.Second), Nanos: uint32(d % time.Second)}
+}
+
+// DurationFromMillis returns a Duration of ms milliseconds.
+func DurationFromMillis(ms uint64) Duration {
+	return Duration{Secs: ms / 1000, Nanos: uint32(ms%1000) * 1_000_000}
+}
+
+// Std converts to time.Duration; ok is false if it does not fit.
+func (d Duration) Std() (time.Duration, bool) {
+	const maxSecs = uint64(1<<63-1) / uint64(time.Second)
+	if d.Secs > maxSecs || (d.Secs == maxSecs && d.Nanos > 0) {
+		return 0, false
+	}
+	return time.Duration(d.Secs)*time.Second + time.Duration(d.Nanos), true
+}
+
+// Millis returns the whole milliseconds, saturating at MaxUint64.
+func (d Duration) Millis() uint64 {
+	const max = ^uint64(0)
+	if d.Secs > max/1000 {
+		return max
+	}
+	return d.Secs*1000 + uint64(d.Nanos/1_000_000)
+}
+
+// UnmarshalJSON rejects nanos >= 1e9 and missing fields.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	type plain Duration
+	var p plain
+	if err := decodeStrict(b, &p); err != nil {
+		return err
+	}
+	if p.Nanos >= 1_000_000_000 {
+		return &ValidationError{Reason: "duration nanos must be < 1e9"}
+	}
+	*d = Duration(p)
+	return nil
+}
+
+// isJSONNull reports whether b is the JSON literal null.
+func isJSONNull(b []byte) bool { return bytes.Equal(bytes.TrimSpace(b), []byte("null")) }
+
+// MarshalJSON shadows time.Time's RFC3339Nano encoding with the AutoSi form.
+func (ts Timestamp) MarshalJSON() ([]byte, error) {
+	b, err := ts.MarshalText()
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]byte{'"'}, b...), '"'), nil
+}
+
+// UnmarshalJSON decodes a JSON string in RFC 3339 form.
+func (ts *Timestamp) UnmarshalJSON(b []byte) error {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return &ValidationError{Reason: "timestamp must be a JSON string"}
+	}
+	return ts.UnmarshalText(b[1 : len(b)-1])
+}
