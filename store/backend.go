@@ -1,0 +1,129 @@
+// Package store implements core's store interfaces (core.DbExternalApi) once,
+// over a small storage port (Backend) that each adapter — the embedded SQLite
+// store, DynamoDB — implements. Every decision (the state machine, version
+// checks, the unblock rule, cancellation and pause rules) is made here by
+// calling core's pure functions inside Backend.Update; adapters only read,
+// buffer and atomically commit. The contract suite in core/coretest therefore
+// exercises the same logic on every backend.
+package store
+
+import (
+	"context"
+
+	"github.com/stela-dev/stela/core"
+)
+
+// Backend is the storage port. Implementations must be safe for concurrent use.
+//
+// Consistency contract: Update is serializable per execution. A backend may
+// run fn optimistically and call it again when something fn read changed
+// before the commit (DynamoDB), or run it under a lock (SQLite); either way
+// the effects of one successful Update are atomic and all reads inside one
+// fn call observe a single consistent state of every execution fn touched.
+//
+// Every write to an execution's items (events, responses, delays) goes with a
+// write of its head (PutHead/CreateHead) in the same Update, so guarding the
+// heads read by fn is enough to detect every conflicting concurrent commit.
+type Backend interface {
+	Queries
+	// Update runs fn in a read-write transaction and commits what fn wrote if
+	// fn returns nil. fn may run more than once and must not have side effects
+	// outside tx. If fn returns an error nothing is written and Update returns
+	// that error unchanged. Uniqueness violations detected at commit time are
+	// returned as errors wrapping core.ErrConflict.
+	Update(ctx context.Context, fn func(tx Tx) error) error
+	// View runs fn against a consistent read of the data it touches.
+	View(ctx context.Context, fn func(tx ReadTx) error) error
+	// Close releases resources; later calls fail with core.ErrClosed.
+	Close() error
+}
+
+// ReadTx reads within a transaction. Reads are strongly consistent.
+type ReadTx interface {
+	// Head returns the execution's state; core.ErrNotFound if it does not exist.
+	Head(id core.ExecutionId) (core.ExecutionState, error)
+	// Event returns the event at version v; core.ErrNotFound if absent.
+	Event(id core.ExecutionId, v core.Version) (core.ExecutionEvent, error)
+	// Events returns the events with from <= version < to, ascending
+	// (BacktraceID nil). to is exclusive; missing versions are simply absent.
+	Events(id core.ExecutionId, from, to core.Version) ([]core.ExecutionEvent, error)
+	// Responses returns the responses with from <= cursor < to, ascending.
+	Responses(id core.ExecutionId, from, to core.ResponseCursor) ([]core.ResponseWithCursor, error)
+	// JoinNextCount counts the join_next history events of js in the log
+	// (closing ones included; JoinNextTry and JoinNextTooMany excluded).
+	JoinNextCount(id core.ExecutionId, js core.JoinSetId) (uint32, error)
+	// NthResponse returns the n-th (1-based) response of js in cursor order.
+	NthResponse(id core.ExecutionId, js core.JoinSetId, n uint32) (core.ResponseWithCursor, bool, error)
+	// DelayOutcome returns the recorded result of a delay's response
+	// (true = fired, false = cancelled), looked up globally by delay id.
+	DelayOutcome(delay core.DelayId) (success bool, found bool, err error)
+	// Delay returns the timer row, if it still exists.
+	Delay(id core.ExecutionId, js core.JoinSetId, delay core.DelayId) (core.DelayTimer, bool, error)
+}
+
+// Tx reads and buffers writes. Writes become visible only when Update commits.
+type Tx interface {
+	ReadTx
+	// CreateHead inserts a new execution with its first events (version 0 and,
+	// when created paused, version 1). core.ErrConflict if the id exists
+	// (possibly reported by Update at commit time).
+	CreateHead(st core.ExecutionState, events []core.ExecutionEvent) error
+	// PutHead replaces the state of an execution fn read with Head in this
+	// transaction. The commit fails (and fn is retried) if the head changed
+	// since that read.
+	PutHead(st core.ExecutionState) error
+	// AppendEvents inserts events; each (execution, version) must be new
+	// (core.ErrConflict otherwise).
+	AppendEvents(id core.ExecutionId, events []core.ExecutionEvent) error
+	// AddResponse inserts a response with its cursor (allocated by the caller
+	// from the head's MaxCursor). A child execution id and a delay id may have
+	// at most one response across all executions: core.ErrConflict otherwise.
+	AddResponse(id core.ExecutionId, resp core.ResponseWithCursor) error
+	// PutDelay inserts a timer row; core.ErrConflict if (execution, join set,
+	// delay) already has one.
+	PutDelay(d core.DelayTimer) error
+	// DeleteDelay removes a timer row if it exists.
+	DeleteDelay(id core.ExecutionId, js core.JoinSetId, delay core.DelayId) error
+	// SetDelayPaused flips a timer's paused flag; core.ErrNotFound if absent.
+	SetDelayPaused(id core.ExecutionId, js core.JoinSetId, delay core.DelayId, paused bool) error
+}
+
+// Queries are index-backed reads outside transactions. Their results may be
+// stale (DynamoDB indexes are eventually consistent); the service re-checks
+// every candidate inside Update before acting on it.
+type Queries interface {
+	// PendingByFFQN returns up to limit ids of executions of ffqn that are
+	// PendingAt, active and scheduled at or before at, by scheduled time
+	// ascending (ties in creation order). With skipIncompatible set, executions
+	// whose IncompatibleDigest equals it are excluded.
+	PendingByFFQN(ctx context.Context, ffqn core.FunctionFqn, at core.Timestamp, limit int, skipIncompatible *core.ComponentDigest) ([]core.ExecutionId, error)
+	// PendingByDigest is PendingByFFQN keyed by the current component digest.
+	PendingByDigest(ctx context.Context, digest core.ComponentDigest, at core.Timestamp, limit int) ([]core.ExecutionId, error)
+	// ExpiredLocks returns the heads of executions in state Locked (any
+	// lifecycle) whose lock expired at or before at.
+	ExpiredLocks(ctx context.Context, at core.Timestamp) ([]core.ExecutionState, error)
+	// ExpiredDelays returns unpaused timers with expires_at <= at.
+	ExpiredDelays(ctx context.Context, at core.Timestamp) ([]core.ExpiredDelay, error)
+	// Cancelling returns up to limit cancelling executions by created_at ascending.
+	Cancelling(ctx context.Context, limit int) ([]core.ExecutionId, error)
+	// ListExecutions applies filter and pagination (spec §4.4.4) and returns
+	// heads newest first.
+	ListExecutions(ctx context.Context, filter core.ListExecutionsFilter, p core.ExecutionListPagination) ([]core.ExecutionState, error)
+
+	// AppendLogs stores log rows, assigning increasing global cursors.
+	AppendLogs(ctx context.Context, rows []core.LogInfoAppendRow) error
+	// ListLogs returns log rows of id (and of ids having id as a string prefix
+	// when showDerived) matching filter, in scan order (spec §6.8).
+	ListLogs(ctx context.Context, id core.ExecutionId, showDerived bool, filter core.LogFilter, p core.Pagination[core.LogCursor]) ([]core.LogEntryRow, error)
+	// AppendBacktraces stores backtraces (insert-if-absent per (execution,
+	// version_min, version_max)) and returns the number newly inserted.
+	AppendBacktraces(ctx context.Context, bts []core.BacktraceInfo) (int, error)
+	// GetBacktrace finds a backtrace; core.ErrNotFound if none.
+	GetBacktrace(ctx context.Context, id core.ExecutionId, filter core.BacktraceFilter) (core.BacktraceInfo, error)
+	// BacktraceRanges returns [min, max) of every stored backtrace of id.
+	BacktraceRanges(ctx context.Context, id core.ExecutionId) ([][2]core.Version, error)
+
+	// Deployments, component metadata, source mappings and the CAS
+	// references; backends may return core.ErrNotImplemented until supported.
+	core.DeploymentStore
+}
