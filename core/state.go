@@ -175,7 +175,8 @@ func (s *ExecutionState) clearJoinSet() {
 	s.JoinSetClosing = false
 }
 
-func (s ExecutionState) clone() ExecutionState {
+// Clone returns a deep copy of s.
+func (s ExecutionState) Clone() ExecutionState {
 	c := s
 	if s.LastLock != nil {
 		v := *s.LastLock
@@ -468,7 +469,7 @@ func AppendBatch(s ExecutionState, version Version, batch []AppendRequest, js Jo
 	if js == nil {
 		js = NoJoinSets{}
 	}
-	res := AppendResult{State: s.clone()}
+	res := AppendResult{State: s.Clone()}
 	joinNexts := map[JoinSetId]uint32{}
 	v := version
 	for _, req := range batch {
@@ -696,7 +697,7 @@ func (c *CreateRequest) Validate() error {
 // paused becomes pending at max(block.lock_expires_at, createdAt). The version
 // never changes. It returns the new state, the cursor and whether it unblocked.
 func ApplyResponse(s ExecutionState, js JoinSetId, createdAt Timestamp) (ExecutionState, ResponseCursor, bool) {
-	st := s.clone()
+	st := s.Clone()
 	st.MaxCursor++
 	unblocked := false
 	if st.State == StateBlockedByJoinSet && st.JoinSetID != nil && *st.JoinSetID == js &&

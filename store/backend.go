@@ -24,6 +24,11 @@ import (
 // Every write to an execution's items (events, responses, delays) goes with a
 // write of its head (PutHead/CreateHead) in the same Update, so guarding the
 // heads read by fn is enough to detect every conflicting concurrent commit.
+// The one exception is SetDelayPaused, which no decision reads.
+//
+// Reads inside fn see the state committed before the transaction, not fn's
+// own buffered writes: the service never reads back what it wrote in the same
+// Update (it keeps the heads it modifies in memory).
 type Backend interface {
 	Queries
 	// Update runs fn in a read-write transaction and commits what fn wrote if

@@ -1,0 +1,842 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/stela-dev/stela/core"
+)
+
+// Options configure a Service.
+type Options struct {
+	// Clock provides the server wall clock (upgrade timestamps). Default: system clock.
+	Clock core.Clock
+	// PollInterval bounds how long waits rely on in-process notifications
+	// before re-reading the backend; it makes waits correct across processes
+	// (several Lambdas, several dev servers). Default 200 ms.
+	PollInterval time.Duration
+	// Logger receives best-effort failures. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// SystemClock is the wall clock.
+type SystemClock struct{}
+
+// Now returns the current UTC time.
+func (SystemClock) Now() core.Timestamp { return core.TS(time.Now()) }
+
+// Service implements core.DbExternalApi and core.ResponseAppender on a Backend.
+// It is safe for concurrent use.
+type Service struct {
+	b     Backend
+	clock core.Clock
+	poll  time.Duration
+	log   *slog.Logger
+	hub   *hub
+}
+
+var (
+	_ core.DbExternalApi    = (*Service)(nil)
+	_ core.ResponseAppender = (*Service)(nil)
+)
+
+// New returns a Service on b.
+func New(b Backend, opts Options) *Service {
+	if opts.Clock == nil {
+		opts.Clock = SystemClock{}
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 200 * time.Millisecond
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Service{b: b, clock: opts.Clock, poll: opts.PollInterval, log: opts.Logger.WithGroup("store"), hub: newHub()}
+}
+
+// Backend returns the underlying backend.
+func (s *Service) Backend() Backend { return s.b }
+
+// Close closes the backend and wakes every waiter.
+func (s *Service) Close() error {
+	s.hub.close()
+	return s.b.Close()
+}
+
+// --- transaction helpers ----------------------------------------------------------
+
+// txn wraps one run of an Update fn: it caches heads so the service never
+// re-reads what it is about to write, and collects notifications to emit after
+// a successful commit.
+type txn struct {
+	tx      Tx
+	heads   map[core.ExecutionId]*core.ExecutionState
+	created map[core.ExecutionId]bool
+	dirty   []core.ExecutionId
+	notes   []note
+}
+
+func newTxn(tx Tx) *txn {
+	return &txn{tx: tx, heads: map[core.ExecutionId]*core.ExecutionState{}, created: map[core.ExecutionId]bool{}}
+}
+
+func (t *txn) head(id core.ExecutionId) (*core.ExecutionState, error) {
+	if h, ok := t.heads[id]; ok {
+		return h, nil
+	}
+	h, err := t.tx.Head(id)
+	if err != nil {
+		return nil, err
+	}
+	t.heads[id] = &h
+	return &h, nil
+}
+
+func (t *txn) setHead(st core.ExecutionState) {
+	id := st.ExecutionID
+	if _, ok := t.heads[id]; !ok || !t.isDirty(id) {
+		t.dirty = append(t.dirty, id)
+	}
+	t.heads[id] = &st
+}
+
+func (t *txn) isDirty(id core.ExecutionId) bool {
+	for _, d := range t.dirty {
+		if d == id {
+			return true
+		}
+	}
+	return false
+}
+
+// flush writes every modified head.
+func (t *txn) flush() error {
+	for _, id := range t.dirty {
+		if t.created[id] {
+			continue
+		}
+		if err := t.tx.PutHead(*t.heads[id]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// update runs fn in a backend transaction with head caching and notifications.
+func (s *Service) update(ctx context.Context, fn func(t *txn) error) error {
+	var notes []note
+	err := s.b.Update(ctx, func(tx Tx) error {
+		t := newTxn(tx)
+		if err := fn(t); err != nil {
+			return err
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+		notes = t.notes
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.hub.emit(notes)
+	return nil
+}
+
+func (s *Service) view(ctx context.Context, fn func(tx ReadTx) error) error {
+	return s.b.View(ctx, fn)
+}
+
+// lookup adapts ReadTx to core.JoinSetLookup, remembering the first error.
+type lookup struct {
+	tx  ReadTx
+	id  core.ExecutionId
+	err error
+}
+
+func (l *lookup) JoinNextCount(js core.JoinSetId) uint32 {
+	n, err := l.tx.JoinNextCount(l.id, js)
+	if err != nil && l.err == nil {
+		l.err = err
+	}
+	return n
+}
+
+func (l *lookup) NthResponse(js core.JoinSetId, n uint32) (core.Timestamp, bool) {
+	r, ok, err := l.tx.NthResponse(l.id, js, n)
+	if err != nil && l.err == nil {
+		l.err = err
+	}
+	if !ok {
+		return core.Timestamp{}, false
+	}
+	return r.Event.CreatedAt, true
+}
+
+// appendIn appends batch to id at version inside t; currentTime drives pending notifications.
+func (s *Service) appendIn(t *txn, id core.ExecutionId, version core.Version, batch []core.AppendRequest, currentTime core.Timestamp, opts core.AppendOptions) (core.AppendResult, error) {
+	h, err := t.head(id)
+	if err != nil {
+		return core.AppendResult{}, err
+	}
+	lk := &lookup{tx: t.tx, id: id}
+	res, err := core.AppendBatch(*h, version, batch, lk, opts)
+	if lk.err != nil {
+		return core.AppendResult{}, lk.err
+	}
+	if err != nil {
+		return core.AppendResult{}, err
+	}
+	if err := t.tx.AppendEvents(id, res.Events); err != nil {
+		return core.AppendResult{}, err
+	}
+	for _, d := range res.Delays {
+		if err := t.tx.PutDelay(d); err != nil {
+			return core.AppendResult{}, err
+		}
+	}
+	t.setHead(res.State)
+	t.notes = append(t.notes, stateNotes(&res.State, currentTime)...)
+	return res, nil
+}
+
+// respondIn records a response for id inside t (spec §3.12).
+func (s *Service) respondIn(t *txn, id core.ExecutionId, createdAt core.Timestamp, ev core.JoinSetResponseEvent, currentTime core.Timestamp) error {
+	h, err := t.head(id)
+	if err != nil {
+		return err
+	}
+	st, cursor, unblocked := core.ApplyResponse(*h, ev.JoinSetID, createdAt)
+	resp := core.ResponseWithCursor{
+		Event:  core.JoinSetResponseEventOuter{CreatedAt: createdAt, Event: ev},
+		Cursor: cursor,
+	}
+	if err := t.tx.AddResponse(id, resp); err != nil {
+		return err
+	}
+	if d, ok := ev.Event.(*core.DelayFinished); ok {
+		if err := t.tx.DeleteDelay(id, ev.JoinSetID, d.DelayID); err != nil {
+			return err
+		}
+	}
+	t.setHead(st)
+	t.notes = append(t.notes, note{kind: noteResponse, key: id.String()})
+	if unblocked {
+		t.notes = append(t.notes, stateNotes(&st, currentTime)...)
+	}
+	return nil
+}
+
+// --- DbExecutor ---------------------------------------------------------------------
+
+// LockPendingByFFQNs implements core.DbExecutor.
+func (s *Service) LockPendingByFFQNs(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn) ([]core.LockedExecution, error) {
+	return s.lockPending(ctx, req, ffqns, false)
+}
+
+// LockPendingByFFQNsAuto implements core.DbExecutor.
+func (s *Service) LockPendingByFFQNsAuto(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn) ([]core.LockedExecution, error) {
+	return s.lockPending(ctx, req, ffqns, true)
+}
+
+func (s *Service) lockPending(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn, auto bool) ([]core.LockedExecution, error) {
+	out := []core.LockedExecution{}
+	var skip *core.ComponentDigest
+	if auto {
+		d := req.ComponentID.ComponentDigest
+		skip = &d
+	}
+	for _, ffqn := range ffqns {
+		remaining := int(req.BatchSize) - len(out)
+		if remaining <= 0 {
+			break
+		}
+		ids, err := s.b.PendingByFFQN(ctx, ffqn, req.PendingAtOrSooner, remaining, skip)
+		if err != nil {
+			return out, fmt.Errorf("store: pending %s: %w", ffqn, err)
+		}
+		for _, id := range ids {
+			if len(out) >= int(req.BatchSize) {
+				break
+			}
+			ffqn := ffqn
+			le, ok, err := s.tryLock(ctx, req, id, func(h *core.ExecutionState) bool {
+				return h.FFQN == ffqn && (!auto || h.IncompatibleDigest == nil || *h.IncompatibleDigest != req.ComponentID.ComponentDigest)
+			}, auto)
+			if err != nil {
+				return out, err
+			}
+			if ok {
+				out = append(out, le)
+			}
+		}
+	}
+	return out, nil
+}
+
+// LockPendingByComponentDigest implements core.DbExecutor.
+func (s *Service) LockPendingByComponentDigest(ctx context.Context, req core.LockRequest) ([]core.LockedExecution, error) {
+	out := []core.LockedExecution{}
+	if req.BatchSize == 0 {
+		return out, nil
+	}
+	digest := req.ComponentID.ComponentDigest
+	ids, err := s.b.PendingByDigest(ctx, digest, req.PendingAtOrSooner, int(req.BatchSize))
+	if err != nil {
+		return out, fmt.Errorf("store: pending by digest: %w", err)
+	}
+	for _, id := range ids {
+		le, ok, err := s.tryLock(ctx, req, id, func(h *core.ExecutionState) bool { return h.ComponentDigest == digest }, false)
+		if err != nil {
+			return out, err
+		}
+		if ok {
+			out = append(out, le)
+		}
+	}
+	return out, nil
+}
+
+// tryLock locks one candidate if it still matches; a lost race is a skip, not an error.
+func (s *Service) tryLock(ctx context.Context, req core.LockRequest, id core.ExecutionId, matches func(*core.ExecutionState) bool, auto bool) (core.LockedExecution, bool, error) {
+	var le core.LockedExecution
+	locked := false
+	err := s.update(ctx, func(t *txn) error {
+		locked = false
+		h, err := t.head(id)
+		if errors.Is(err, core.ErrNotFound) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if !h.IsPendingActive(req.PendingAtOrSooner) || !matches(h) {
+			return nil // stale index entry or lost race: skip
+		}
+		le, err = s.lockIn(t, req, id, h.NextVersion(), auto)
+		if err != nil {
+			if core.IsNonRetriable(err) {
+				return nil // e.g. not yet pending at created_at: skip this candidate
+			}
+			return err
+		}
+		locked = true
+		return nil
+	})
+	if err != nil {
+		return core.LockedExecution{}, false, fmt.Errorf("store: lock %s: %w", id, err)
+	}
+	return le, locked, nil
+}
+
+// lockIn appends the Locked event and assembles the LockedExecution.
+func (s *Service) lockIn(t *txn, req core.LockRequest, id core.ExecutionId, version core.Version, auto bool) (core.LockedExecution, error) {
+	locked := req.LockedEvent()
+	res, err := s.appendIn(t, id, version, []core.AppendRequest{{CreatedAt: req.CreatedAt, Event: locked}}, req.CreatedAt, core.AppendOptions{KeepComponent: auto})
+	if err != nil {
+		return core.LockedExecution{}, err
+	}
+	created, err := t.tx.Event(id, 0)
+	if err != nil {
+		return core.LockedExecution{}, fmt.Errorf("read created event: %w", err)
+	}
+	c, ok := created.Event.(*core.Created)
+	if !ok {
+		return core.LockedExecution{}, fmt.Errorf("execution log of %s must start with Created", id)
+	}
+	history, err := t.tx.Events(id, 1, version)
+	if err != nil {
+		return core.LockedExecution{}, err
+	}
+	h := t.heads[id]
+	responses, err := t.tx.Responses(id, 1, h.MaxCursor+1)
+	if err != nil {
+		return core.LockedExecution{}, err
+	}
+	return core.LockedExecution{
+		ExecutionID: id, NextVersion: res.NextVersion, Metadata: c.Metadata,
+		ComponentDigest: res.State.ComponentDigest, LockedEvent: *locked, FFQN: c.FFQN, Params: c.Params,
+		EventHistory: core.EventHistoryOf(history), Responses: responses, Parent: c.Parent,
+		IntermittentEventCount: res.State.IntermittentEventCount,
+	}, nil
+}
+
+// LockOne implements core.DbExecutor.
+func (s *Service) LockOne(ctx context.Context, req core.LockRequest, id core.ExecutionId, version core.Version) (core.LockedExecution, error) {
+	var le core.LockedExecution
+	err := s.update(ctx, func(t *txn) error {
+		var err error
+		le, err = s.lockIn(t, req, id, version, false)
+		return err
+	})
+	return le, err
+}
+
+// Append implements core.DbExecutor.
+func (s *Service) Append(ctx context.Context, id core.ExecutionId, version core.Version, req core.AppendRequest) (core.Version, error) {
+	return s.AppendBatch(ctx, req.CreatedAt, []core.AppendRequest{req}, id, version)
+}
+
+// AppendBatch implements core.DbConnection.
+func (s *Service) AppendBatch(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version) (core.Version, error) {
+	var next core.Version
+	err := s.update(ctx, func(t *txn) error {
+		res, err := s.appendIn(t, id, version, batch, currentTime, core.AppendOptions{})
+		next = res.NextVersion
+		return err
+	})
+	return next, err
+}
+
+// AppendBatchRespondToParent implements core.DbExecutor.
+func (s *Service) AppendBatchRespondToParent(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, error) {
+	if err := core.ValidateRespondToParent(events, resp); err != nil {
+		return 0, err
+	}
+	var next core.Version
+	err := s.update(ctx, func(t *txn) error {
+		res, err := s.appendIn(t, events.ExecutionID, events.Version, events.Batch, currentTime, core.AppendOptions{})
+		if err != nil {
+			return err
+		}
+		next = res.NextVersion
+		return s.respondIn(t, resp.ParentExecutionID, resp.CreatedAt, core.JoinSetResponseEvent{
+			JoinSetID: resp.JoinSetID,
+			Event: &core.ChildExecutionFinished{ChildExecutionID: resp.ChildExecutionID,
+				FinishedVersion: resp.FinishedVersion, Result: resp.Result},
+		}, currentTime)
+	})
+	return next, err
+}
+
+// WaitForPendingByFFQN implements core.DbExecutor.
+func (s *Service) WaitForPendingByFFQN(ctx context.Context, at core.Timestamp, ffqns []core.FunctionFqn, currentDigest *core.ComponentDigest) {
+	keys := make([]string, len(ffqns))
+	for i, f := range ffqns {
+		keys[i] = pendingFFQNKey(f)
+	}
+	s.waitLoop(ctx, keys, func() (bool, error) {
+		for _, f := range ffqns {
+			ids, err := s.b.PendingByFFQN(ctx, f, at, 1, currentDigest)
+			if err != nil || len(ids) > 0 {
+				return len(ids) > 0, err
+			}
+		}
+		return false, nil
+	})
+}
+
+// WaitForPendingByComponentDigest implements core.DbExecutor.
+func (s *Service) WaitForPendingByComponentDigest(ctx context.Context, at core.Timestamp, digest core.ComponentDigest) {
+	s.waitLoop(ctx, []string{pendingDigestKey(digest)}, func() (bool, error) {
+		ids, err := s.b.PendingByDigest(ctx, digest, at, 1)
+		return len(ids) > 0, err
+	})
+}
+
+// waitLoop registers for keys, then checks; it returns when check reports
+// true, or ctx is done. Check failures wait for the next poll (no hot loop).
+func (s *Service) waitLoop(ctx context.Context, keys []string, check func() (bool, error)) {
+	w := s.hub.register(keys)
+	defer s.hub.unregister(w)
+	ticker := time.NewTicker(s.poll)
+	defer ticker.Stop()
+	for {
+		if ok, err := check(); ok && err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.ch:
+		case <-ticker.C:
+		}
+	}
+}
+
+// CancelWorkflow implements core.DbExecutor.
+func (s *Service) CancelWorkflow(ctx context.Context, id core.ExecutionId, cancelledAt core.Timestamp) (core.CancelOutcome, error) {
+	var out core.CancelOutcome
+	err := s.update(ctx, func(t *txn) error {
+		h, err := t.head(id)
+		if err != nil {
+			return err
+		}
+		o, req, err := core.PlanCancelWorkflow(h, cancelledAt)
+		if err != nil {
+			return err
+		}
+		out = o
+		if req == nil {
+			return nil
+		}
+		_, err = s.appendIn(t, id, h.NextVersion(), []core.AppendRequest{*req}, cancelledAt, core.AppendOptions{})
+		return err
+	})
+	return out, err
+}
+
+// AppendActivityCancellationRequested implements core.DbExecutor.
+func (s *Service) AppendActivityCancellationRequested(ctx context.Context, id core.ExecutionId, cancelledAt core.Timestamp) (core.CancelOutcome, error) {
+	var out core.CancelOutcome
+	err := s.update(ctx, func(t *txn) error {
+		h, err := t.head(id)
+		if err != nil {
+			return err
+		}
+		o, req := core.PlanCancelActivity(h, cancelledAt)
+		out = o
+		if req == nil {
+			return nil
+		}
+		_, err = s.appendIn(t, id, h.NextVersion(), []core.AppendRequest{*req}, cancelledAt, core.AppendOptions{})
+		return err
+	})
+	return out, err
+}
+
+// GetLastExecutionEvent implements core.DbExecutor.
+func (s *Service) GetLastExecutionEvent(ctx context.Context, id core.ExecutionId) (core.ExecutionEvent, error) {
+	var ev core.ExecutionEvent
+	err := s.view(ctx, func(tx ReadTx) error {
+		h, err := tx.Head(id)
+		if err != nil {
+			return err
+		}
+		ev, err = tx.Event(id, h.Version)
+		return err
+	})
+	return ev, err
+}
+
+// --- DbConnection -------------------------------------------------------------------
+
+// Get implements core.DbConnection.
+func (s *Service) Get(ctx context.Context, id core.ExecutionId) (*core.ExecutionLog, error) {
+	var log *core.ExecutionLog
+	err := s.view(ctx, func(tx ReadTx) error {
+		h, err := tx.Head(id)
+		if err != nil {
+			return err
+		}
+		events, err := tx.Events(id, 0, h.Version+1)
+		if err != nil {
+			return err
+		}
+		responses, err := tx.Responses(id, 1, h.MaxCursor+1)
+		if err != nil {
+			return err
+		}
+		log = &core.ExecutionLog{
+			ExecutionID: id, Events: events, Responses: responses, NextVersion: h.NextVersion(),
+			PendingState: h.PendingState(), ComponentDigest: h.ComponentDigest,
+			ComponentType: h.ComponentType, DeploymentID: h.DeploymentID,
+		}
+		return nil
+	})
+	return log, err
+}
+
+// GetCancelling implements core.DbConnection.
+func (s *Service) GetCancelling(ctx context.Context, batchSize uint32) ([]core.ExecutionId, error) {
+	return s.b.Cancelling(ctx, int(batchSize))
+}
+
+// AppendDelayResponse implements core.DbConnection.
+func (s *Service) AppendDelayResponse(ctx context.Context, createdAt core.Timestamp, id core.ExecutionId, js core.JoinSetId, delay core.DelayId, success bool) (core.AppendDelayResponseOutcome, error) {
+	err := s.update(ctx, func(t *txn) error {
+		return s.respondIn(t, id, createdAt, core.JoinSetResponseEvent{JoinSetID: js,
+			Event: &core.DelayFinished{DelayID: delay, Result: core.UnitResult(success)}}, createdAt)
+	})
+	if err == nil {
+		return core.DelayResponseSuccess, nil
+	}
+	if !errors.Is(err, core.ErrConflict) {
+		return 0, err
+	}
+	var ok, found bool
+	if verr := s.view(ctx, func(tx ReadTx) error {
+		var err error
+		ok, found, err = tx.DelayOutcome(delay)
+		return err
+	}); verr != nil {
+		return 0, verr
+	}
+	if !found {
+		return 0, err
+	}
+	if ok {
+		return core.DelayResponseAlreadyFinished, nil
+	}
+	return core.DelayResponseAlreadyCancelled, nil
+}
+
+// AppendBatchWithDelayResponse implements core.DbConnection.
+func (s *Service) AppendBatchWithDelayResponse(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, js core.JoinSetId, delay core.DelayId) (core.Version, error) {
+	var next core.Version
+	err := s.update(ctx, func(t *txn) error {
+		res, err := s.appendIn(t, id, version, batch, currentTime, core.AppendOptions{})
+		if err != nil {
+			return err
+		}
+		next = res.NextVersion
+		return s.respondIn(t, id, currentTime, core.JoinSetResponseEvent{JoinSetID: js,
+			Event: &core.DelayFinished{DelayID: delay, Result: true}}, currentTime)
+	})
+	return next, err
+}
+
+// AppendBatchCreateNewExecution implements core.DbConnection.
+func (s *Service) AppendBatchCreateNewExecution(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo) (core.Version, error) {
+	var next core.Version
+	err := s.update(ctx, func(t *txn) error {
+		res, err := s.appendIn(t, id, version, batch, currentTime, core.AppendOptions{})
+		if err != nil {
+			return err
+		}
+		next = res.NextVersion
+		for _, c := range children {
+			if err := s.createIn(t, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if len(backtraces) > 0 {
+		if _, berr := s.b.AppendBacktraces(ctx, backtraces); berr != nil {
+			s.log.Warn("append backtraces failed", "execution_id", id.String(), "err", berr)
+		}
+	}
+	return next, nil
+}
+
+func (s *Service) createIn(t *txn, req core.CreateRequest) error {
+	st, events, _, err := core.NewExecution(req)
+	if err != nil {
+		return err
+	}
+	if err := t.tx.CreateHead(st, events); err != nil {
+		return err
+	}
+	t.created[st.ExecutionID] = true
+	t.heads[st.ExecutionID] = &st
+	if !req.Paused {
+		t.notes = append(t.notes, stateNotes(&st, req.CreatedAt)...)
+	}
+	return nil
+}
+
+// GetExecutionEvent implements core.DbConnection.
+func (s *Service) GetExecutionEvent(ctx context.Context, id core.ExecutionId, version core.Version) (core.ExecutionEvent, error) {
+	var ev core.ExecutionEvent
+	err := s.view(ctx, func(tx ReadTx) error {
+		var err error
+		ev, err = tx.Event(id, version)
+		return err
+	})
+	return ev, err
+}
+
+// UpsertStubResponse implements core.DbConnection.
+func (s *Service) UpsertStubResponse(ctx context.Context, id core.ExecutionIdDerived, version core.Version, req core.AppendRequest, resp core.AppendResponseToExecution, currentTime core.Timestamp) error {
+	err := s.update(ctx, func(t *txn) error {
+		if _, err := s.appendIn(t, id.ExecutionId, version, []core.AppendRequest{req}, currentTime, core.AppendOptions{}); err != nil {
+			return err
+		}
+		return s.respondIn(t, resp.ParentExecutionID, resp.CreatedAt, core.JoinSetResponseEvent{
+			JoinSetID: resp.JoinSetID,
+			Event: &core.ChildExecutionFinished{ChildExecutionID: resp.ChildExecutionID,
+				FinishedVersion: resp.FinishedVersion, Result: resp.Result},
+		}, currentTime)
+	})
+	if !errors.Is(err, core.ErrAlreadyFinished) {
+		return err
+	}
+	ev, rerr := s.GetExecutionEvent(ctx, id.ExecutionId, version)
+	if rerr == nil {
+		if f, ok := ev.Event.(*core.Finished); ok && f.Retval.Equal(resp.Result) {
+			return nil
+		}
+	}
+	return core.ErrStubConflict
+}
+
+// GetCreateRequest implements core.DbConnection.
+func (s *Service) GetCreateRequest(ctx context.Context, id core.ExecutionId) (core.CreateRequest, error) {
+	ev, err := s.GetExecutionEvent(ctx, id, 0)
+	if err != nil {
+		return core.CreateRequest{}, err
+	}
+	c, ok := ev.Event.(*core.Created)
+	if !ok {
+		return core.CreateRequest{}, fmt.Errorf("store: execution log of %s must start with creation", id)
+	}
+	return core.CreateRequestFrom(id, ev.CreatedAt, c), nil
+}
+
+// GetPendingState implements core.DbConnection.
+func (s *Service) GetPendingState(ctx context.Context, id core.ExecutionId) (core.ExecutionWithState, error) {
+	var out core.ExecutionWithState
+	err := s.view(ctx, func(tx ReadTx) error {
+		h, err := tx.Head(id)
+		if err != nil {
+			return err
+		}
+		out = h.WithState()
+		return nil
+	})
+	return out, err
+}
+
+// GetExpiredTimers implements core.DbConnection: due unpaused delays, then
+// expired locks of active executions.
+func (s *Service) GetExpiredTimers(ctx context.Context, at core.Timestamp) ([]core.ExpiredTimer, error) {
+	delays, err := s.b.ExpiredDelays(ctx, at)
+	if err != nil {
+		return nil, fmt.Errorf("store: expired delays: %w", err)
+	}
+	locks, err := s.b.ExpiredLocks(ctx, at)
+	if err != nil {
+		return nil, fmt.Errorf("store: expired locks: %w", err)
+	}
+	out := make([]core.ExpiredTimer, 0, len(delays)+len(locks))
+	for i := range delays {
+		out = append(out, core.ExpiredTimer{Delay: &delays[i]})
+	}
+	for i := range locks {
+		if l, ok := core.ExpiredLockOf(&locks[i], at); ok {
+			out = append(out, core.ExpiredTimer{Lock: &l})
+		}
+	}
+	return out, nil
+}
+
+// Create implements core.DbConnection.
+func (s *Service) Create(ctx context.Context, req core.CreateRequest) (core.Version, error) {
+	if err := req.Validate(); err != nil {
+		return 0, err
+	}
+	var next core.Version = 1
+	if req.Paused {
+		next = 2
+	}
+	err := s.update(ctx, func(t *txn) error { return s.createIn(t, req) })
+	if err != nil {
+		return 0, err
+	}
+	return next, nil
+}
+
+// SubscribeToNextResponses implements core.DbConnection.
+func (s *Service) SubscribeToNextResponses(ctx context.Context, id core.ExecutionId, last core.ResponseCursor) ([]core.ResponseWithCursor, error) {
+	w := s.hub.register([]string{responseKey(id)})
+	defer s.hub.unregister(w)
+	ticker := time.NewTicker(s.poll)
+	defer ticker.Stop()
+	for {
+		var out []core.ResponseWithCursor
+		err := s.view(ctx, func(tx ReadTx) error {
+			h, err := tx.Head(id)
+			if errors.Is(err, core.ErrNotFound) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			if h.MaxCursor <= last {
+				return nil
+			}
+			out, err = tx.Responses(id, last+1, h.MaxCursor+1)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(out) > 0 {
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %w", core.ErrTimeout, ctx.Err())
+		case <-w.ch:
+		case <-ticker.C:
+		}
+	}
+}
+
+// WaitForFinishedResult implements core.DbConnection.
+func (s *Service) WaitForFinishedResult(ctx context.Context, id core.ExecutionId) (core.ReturnValue, error) {
+	w := s.hub.register([]string{finishedKey(id)})
+	defer s.hub.unregister(w)
+	ticker := time.NewTicker(s.poll)
+	defer ticker.Stop()
+	for {
+		var rv *core.ReturnValue
+		err := s.view(ctx, func(tx ReadTx) error {
+			h, err := tx.Head(id)
+			if err != nil {
+				return err
+			}
+			if !h.IsFinished() {
+				return nil
+			}
+			ev, err := tx.Event(id, h.Version)
+			if err != nil {
+				return err
+			}
+			f, ok := ev.Event.(*core.Finished)
+			if !ok {
+				return fmt.Errorf("store: event %d of %s is not Finished", h.Version, id)
+			}
+			rv = &f.Retval
+			return nil
+		})
+		if err != nil {
+			return core.ReturnValue{}, err
+		}
+		if rv != nil {
+			return *rv, nil
+		}
+		select {
+		case <-ctx.Done():
+			return core.ReturnValue{}, fmt.Errorf("%w: %w", core.ErrTimeout, ctx.Err())
+		case <-w.ch:
+		case <-ticker.C:
+		}
+	}
+}
+
+// AppendBacktrace implements core.DbConnection (best effort: failures are logged).
+func (s *Service) AppendBacktrace(ctx context.Context, bt core.BacktraceInfo) error {
+	if _, err := s.b.AppendBacktraces(ctx, []core.BacktraceInfo{bt}); err != nil {
+		s.log.Warn("append backtrace failed", "execution_id", bt.ExecutionID.String(), "err", err)
+	}
+	return nil
+}
+
+// AppendBacktraceBatch implements core.DbConnection.
+func (s *Service) AppendBacktraceBatch(ctx context.Context, batch []core.BacktraceInfo) (int, error) {
+	return s.b.AppendBacktraces(ctx, batch)
+}
+
+// AppendLog implements core.DbConnection.
+func (s *Service) AppendLog(ctx context.Context, row core.LogInfoAppendRow) error {
+	return s.b.AppendLogs(ctx, []core.LogInfoAppendRow{row})
+}
+
+// AppendLogBatch implements core.DbConnection.
+func (s *Service) AppendLogBatch(ctx context.Context, rows []core.LogInfoAppendRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	return s.b.AppendLogs(ctx, rows)
+}
+
+// AppendResponse implements core.ResponseAppender (the test back door).
+func (s *Service) AppendResponse(ctx context.Context, createdAt core.Timestamp, id core.ExecutionId, resp core.JoinSetResponseEvent) error {
+	return s.update(ctx, func(t *txn) error { return s.respondIn(t, id, createdAt, resp, createdAt) })
+}
