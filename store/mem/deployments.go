@@ -34,7 +34,9 @@ func (notImplemented) MissingDigests(context.Context, core.DeploymentId) ([]core
 func (notImplemented) ListDeploymentFiles(context.Context, core.DeploymentId) ([]core.DeploymentFileRecord, error) {
 	return nil, core.ErrNotImplemented
 }
-func (notImplemented) GCOrphanFiles(context.Context) (uint64, error) { return 0, core.ErrNotImplemented }
+func (notImplemented) GCOrphanFiles(context.Context) (uint64, error) {
+	return 0, core.ErrNotImplemented
+}
 func (notImplemented) ActivateDeployment(context.Context, core.DeploymentId, core.Timestamp) error {
 	return core.ErrNotImplemented
 }
