@@ -1,0 +1,184 @@
+// Package timers runs Stela's periodic background work: the expired-timers
+// sweep (due delays fire, expired locks are resolved) and the cancellation
+// driver. The dev server runs it in-process; the `timers` Lambda runs it
+// for most of each EventBridge-scheduled invocation.
+//
+// Every write a pass makes is version-guarded or unique per delay (see
+// store.Sweep and store.DriveCancellations), so any number of loops may run
+// at once, late or duplicated, against one store: each due delay fires once
+// and each expired lock is resolved once.
+package timers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/store"
+)
+
+// Defaults of Options.
+const (
+	// DefaultInterval is the pause between two passes.
+	DefaultInterval = time.Second
+	// DefaultBatch is how many cancelling executions one pass drives.
+	DefaultBatch = 100
+)
+
+// Log attribute keys.
+const (
+	logKeyPass          = "pass"
+	logKeyExpiredLocks  = "expired_locks"
+	logKeyExpiredDelays = "expired_delays"
+	logKeySkipped       = "skipped"
+	logKeyCancelled     = "cancelled"
+	logKeyErr           = "err"
+	logKeyPhase         = "phase"
+)
+
+// Options configure Run. The zero value runs a pass every second, sweeping
+// at "now", until ctx is done.
+type Options struct {
+	// Interval is the time from the start of one pass to the start of the
+	// next (a pass that takes longer is followed immediately by the next).
+	// Default DefaultInterval.
+	Interval time.Duration
+	// Leeway is subtracted from the clock's now for the sweep, so that a
+	// worker finishing right at its lock deadline wins the race (semantics
+	// §5.2). Default 0.
+	Leeway time.Duration
+	// Batch bounds the cancelling executions driven per pass. Default DefaultBatch.
+	Batch int
+	// Budget, when positive, stops the loop once this much wall time has
+	// passed since Run started: no pass starts after it, and the pass under
+	// way finishes (with ctx, not with the budget). Zero: run until ctx is done.
+	Budget time.Duration
+	// Logger receives one line per pass that did something (Info), one per
+	// failed pass (Error) and a summary when the loop stops (Debug).
+	// Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Stats counts what Run did over its lifetime.
+type Stats struct {
+	// Passes is the number of passes run (failed ones included).
+	Passes int `json:"passes"`
+	// FailedPasses is the number of passes in which the sweep or the
+	// cancellation driver returned an error.
+	FailedPasses int `json:"failed_passes"`
+	// ExpiredLocks is the number of expired locks this loop resolved.
+	ExpiredLocks int `json:"expired_locks"`
+	// ExpiredDelays is the number of delays this loop fired.
+	ExpiredDelays int `json:"expired_delays"`
+	// Skipped counts timers another sweeper or a late worker resolved first.
+	Skipped int `json:"skipped"`
+	// Cancelled is the number of cancelling executions this loop finished.
+	Cancelled int `json:"cancelled"`
+}
+
+// Run runs passes until ctx is done or opts.Budget is spent. The first pass
+// starts at once. A pass calls store.Sweep at clock.Now()-opts.Leeway, then
+// store.DriveCancellations at clock.Now(). A failing pass is logged and the
+// loop goes on; Run returns an error only for invalid options, and otherwise
+// nil with the accumulated Stats (check Stats.FailedPasses).
+func Run(ctx context.Context, db core.DbConnection, clock core.Clock, opts Options) (Stats, error) {
+	var st Stats
+	if opts.Interval < 0 || opts.Leeway < 0 || opts.Batch < 0 || opts.Budget < 0 {
+		return st, errors.New("timers: negative interval, leeway, batch or budget")
+	}
+	if db == nil || clock == nil {
+		return st, errors.New("timers: nil store or clock")
+	}
+	if opts.Interval == 0 {
+		opts.Interval = DefaultInterval
+	}
+	if opts.Batch == 0 {
+		opts.Batch = DefaultBatch
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.WithGroup("timers")
+
+	var budget <-chan time.Time
+	if opts.Budget > 0 {
+		t := time.NewTimer(opts.Budget)
+		defer t.Stop()
+		budget = t.C
+	}
+	ticker := time.NewTicker(opts.Interval)
+	defer ticker.Stop()
+	for {
+		select { // a spent budget or a done ctx wins over a due tick
+		case <-ctx.Done():
+			return st.done(log), nil
+		case <-budget:
+			return st.done(log), nil
+		default:
+		}
+		st.Passes++
+		p := pass(ctx, db, clock, opts)
+		st.add(p)
+		switch {
+		case p.err != nil && ctx.Err() != nil:
+			// Interrupted by shutdown: not a failure of the store.
+		case p.err != nil:
+			st.FailedPasses++
+			log.ErrorContext(ctx, "timers pass failed", slog.Int(logKeyPass, st.Passes),
+				slog.String(logKeyPhase, p.phase), slog.String(logKeyErr, p.err.Error()))
+		case p.sweep.ExpiredLocks+p.sweep.ExpiredDelays+p.sweep.Skipped+p.cancelled > 0:
+			log.InfoContext(ctx, "timers pass", slog.Int(logKeyPass, st.Passes),
+				slog.Int(logKeyExpiredLocks, p.sweep.ExpiredLocks), slog.Int(logKeyExpiredDelays, p.sweep.ExpiredDelays),
+				slog.Int(logKeySkipped, p.sweep.Skipped), slog.Int(logKeyCancelled, p.cancelled))
+		}
+		select {
+		case <-ctx.Done():
+		case <-budget:
+			return st.done(log), nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// passResult is what one pass did; err is the first failure, in phase.
+type passResult struct {
+	sweep     store.SweepResult
+	cancelled int
+	phase     string
+	err       error
+}
+
+// pass runs one sweep and one cancellation-driver pass. The driver runs even
+// when the sweep failed, so one broken timer cannot starve cancellations.
+func pass(ctx context.Context, db core.DbConnection, clock core.Clock, opts Options) passResult {
+	var p passResult
+	sweep, err := store.Sweep(ctx, db, clock.Now().Add(-opts.Leeway))
+	p.sweep = sweep
+	if err != nil {
+		p.phase, p.err = "sweep", fmt.Errorf("timers: sweep: %w", err)
+	}
+	n, err := store.DriveCancellations(ctx, db, clock.Now(), opts.Batch)
+	p.cancelled = n
+	if err != nil && p.err == nil {
+		p.phase, p.err = "cancellations", fmt.Errorf("timers: drive cancellations: %w", err)
+	}
+	return p
+}
+
+func (s *Stats) add(p passResult) {
+	s.ExpiredLocks += p.sweep.ExpiredLocks
+	s.ExpiredDelays += p.sweep.ExpiredDelays
+	s.Skipped += p.sweep.Skipped
+	s.Cancelled += p.cancelled
+}
+
+func (s *Stats) done(log *slog.Logger) Stats {
+	log.Debug("timers stopped", slog.Int("passes", s.Passes), slog.Int("failed_passes", s.FailedPasses),
+		slog.Int(logKeyExpiredLocks, s.ExpiredLocks), slog.Int(logKeyExpiredDelays, s.ExpiredDelays),
+		slog.Int(logKeySkipped, s.Skipped), slog.Int(logKeyCancelled, s.Cancelled))
+	return *s
+}
