@@ -53,8 +53,9 @@ type Options struct {
 	// Batch bounds the cancelling executions driven per pass. Default DefaultBatch.
 	Batch int
 	// Budget, when positive, stops the loop once this much wall time has
-	// passed since Run started: no pass starts after it, and the pass under
-	// way finishes (with ctx, not with the budget). Zero: run until ctx is done.
+	// passed since Run started: no pass starts after it (except the first),
+	// and the pass under way finishes (with ctx, not with the budget). Zero:
+	// run until ctx is done.
 	Budget time.Duration
 	// Logger receives one line per pass that did something (Info), one per
 	// failed pass (Error) and a summary when the loop stops (Debug).
@@ -80,7 +81,8 @@ type Stats struct {
 }
 
 // Run runs passes until ctx is done or opts.Budget is spent. The first pass
-// starts at once. A pass calls store.Sweep at clock.Now()-opts.Leeway, then
+// starts at once and always runs unless ctx is already done, however small
+// the budget. A pass calls store.Sweep at clock.Now()-opts.Leeway, then
 // store.DriveCancellations at clock.Now(). A failing pass is logged and the
 // loop goes on; Run returns an error only for invalid options, and otherwise
 // nil with the accumulated Stats (check Stats.FailedPasses).
@@ -112,14 +114,7 @@ func Run(ctx context.Context, db core.DbConnection, clock core.Clock, opts Optio
 	}
 	ticker := time.NewTicker(opts.Interval)
 	defer ticker.Stop()
-	for {
-		select { // a spent budget or a done ctx wins over a due tick
-		case <-ctx.Done():
-			return st.done(log), nil
-		case <-budget:
-			return st.done(log), nil
-		default:
-		}
+	for ctx.Err() == nil {
 		st.Passes++
 		p := pass(ctx, db, clock, opts)
 		st.add(p)
@@ -138,10 +133,16 @@ func Run(ctx context.Context, db core.DbConnection, clock core.Clock, opts Optio
 		select {
 		case <-ctx.Done():
 		case <-budget:
-			return st.done(log), nil
+			return st.done(ctx, log), nil
 		case <-ticker.C:
+			select { // a spent budget wins over a due tick
+			case <-budget:
+				return st.done(ctx, log), nil
+			default:
+			}
 		}
 	}
+	return st.done(ctx, log), nil
 }
 
 // passResult is what one pass did; err is the first failure, in phase.
@@ -176,8 +177,8 @@ func (s *Stats) add(p passResult) {
 	s.Cancelled += p.cancelled
 }
 
-func (s *Stats) done(log *slog.Logger) Stats {
-	log.Debug("timers stopped", slog.Int("passes", s.Passes), slog.Int("failed_passes", s.FailedPasses),
+func (s *Stats) done(ctx context.Context, log *slog.Logger) Stats {
+	log.DebugContext(ctx, "timers stopped", slog.Int("passes", s.Passes), slog.Int("failed_passes", s.FailedPasses),
 		slog.Int(logKeyExpiredLocks, s.ExpiredLocks), slog.Int(logKeyExpiredDelays, s.ExpiredDelays),
 		slog.Int(logKeySkipped, s.Skipped), slog.Int(logKeyCancelled, s.Cancelled))
 	return *s

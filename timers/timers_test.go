@@ -360,6 +360,17 @@ func TestRun(t *testing.T) {
 		}
 	})
 
+	t.Run("RunsOnePassEvenWhenTheBudgetIsSpentAtOnce", func(t *testing.T) {
+		f := newFixture(t)
+		f.addDelayed(t)
+		f.clock.set(t0.Add(2 * time.Second))
+		st, err := timers.Run(context.Background(), f.svc, f.clock, timers.Options{Interval: time.Hour,
+			Budget: time.Nanosecond, Logger: quietLogger()})
+		if err != nil || st.Passes != 1 || st.ExpiredDelays != 1 {
+			t.Errorf("Run = %+v, %v; want exactly one pass that fired the delay", st, err)
+		}
+	})
+
 	t.Run("StopsWhenTheContextIsDone", func(t *testing.T) {
 		f := newFixture(t)
 		ctx, cancel := context.WithCancel(context.Background())
