@@ -1,0 +1,104 @@
+package sqlite_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/store"
+)
+
+// BenchmarkUpdate measures raw Update throughput: each op is one Update
+// creating a head with its Created event. With -cpu 2 it runs 8 goroutines.
+func BenchmarkUpdate(b *testing.B) {
+	be := MustOpen(b)
+	ctx := context.Background()
+	b.SetParallelism(4)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			h := pendingHead(newID(), ffqnA, t0, t0)
+			ev := createdEvent(h)
+			if err := be.Update(ctx, func(tx store.Tx) error {
+				return tx.CreateHead(h, []core.ExecutionEvent{ev})
+			}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkActivityRoundTrip emulates what the service does for one activity
+// execution: create; find it pending and lock it (read head, Created event and
+// responses, write head and Locked); finish it (read head, write head and
+// Finished). One op = one round trip = three Updates and one query.
+func BenchmarkActivityRoundTrip(b *testing.B) {
+	be := MustOpen(b)
+	ctx := context.Background()
+	by := lockedBy(1)
+	b.SetParallelism(4)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := newID()
+			h := pendingHead(id, ffqnA, t0, t0)
+			ev := createdEvent(h)
+			if err := be.Update(ctx, func(tx store.Tx) error {
+				return tx.CreateHead(h, []core.ExecutionEvent{ev})
+			}); err != nil {
+				b.Error(err)
+				return
+			}
+			if _, err := be.PendingByFFQN(ctx, ffqnA, t0, 1, nil); err != nil {
+				b.Error(err)
+				return
+			}
+			if err := be.Update(ctx, func(tx store.Tx) error {
+				st, err := tx.Head(id)
+				if err != nil {
+					return err
+				}
+				if _, err := tx.Events(id, 0, st.Version+1); err != nil {
+					return err
+				}
+				if _, err := tx.Responses(id, 1, st.MaxCursor+1); err != nil {
+					return err
+				}
+				st.Version++
+				st.State, st.At, st.LastLock = core.StateLocked, t0.Add(60e9), &by
+				st.LastLockVersion, st.MaxRetries, st.RetryExpBackoffMillis = ver(st.Version), u32(0), u64(0)
+				if err := tx.PutHead(st); err != nil {
+					return err
+				}
+				return tx.AppendEvents(id, []core.ExecutionEvent{{CreatedAt: t0, Version: st.Version, Event: &core.Locked{
+					ExecutorID: by.ExecutorID, RunID: by.RunID, LockExpiresAt: st.At, DeploymentID: depA,
+					ComponentID: core.ComponentId{ComponentType: core.ComponentTypeActivity, Name: "c", ComponentDigest: digA},
+				}}})
+			}); err != nil {
+				b.Error(err)
+				return
+			}
+			if err := be.Update(ctx, func(tx store.Tx) error {
+				st, err := tx.Head(id)
+				if err != nil {
+					return err
+				}
+				st.Version++
+				rk := core.ResultKindOk()
+				st.State, st.At, st.LastLock, st.ResultKind = core.StateFinished, t0, nil, &rk
+				st.LastLockVersion, st.MaxRetries, st.RetryExpBackoffMillis = nil, nil, nil
+				if err := tx.PutHead(st); err != nil {
+					return err
+				}
+				return tx.AppendEvents(id, []core.ExecutionEvent{{CreatedAt: t0, Version: st.Version,
+					Event: &core.Finished{Retval: core.RetOk(nil)}}})
+			}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

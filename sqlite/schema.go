@@ -1,0 +1,176 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+)
+
+// migrations[i] upgrades a database from PRAGMA user_version i to i+1. Never
+// edit a released entry: append a new one.
+var migrations = []string{
+	// v1: execution data (spec §7.1).
+	`
+CREATE TABLE t_meta (
+	key   TEXT PRIMARY KEY,
+	value INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+INSERT INTO t_meta (key, value) VALUES ('head_seq', 0);
+
+CREATE TABLE t_state (
+	execution_id             TEXT    NOT NULL PRIMARY KEY,
+	seq                      INTEGER NOT NULL,
+	is_top_level             INTEGER NOT NULL,
+	ffqn                     TEXT    NOT NULL,
+	created_at               TEXT    NOT NULL,
+	first_scheduled_at       TEXT    NOT NULL,
+	component_type           TEXT    NOT NULL,
+	component_digest         BLOB    NOT NULL,
+	deployment_id            TEXT    NOT NULL,
+	incompatible_digest      BLOB,
+	version                  INTEGER NOT NULL,
+	state                    TEXT    NOT NULL CHECK (state IN ('pending_at', 'locked', 'blocked_by_join_set', 'finished')),
+	lifecycle                TEXT    NOT NULL CHECK (lifecycle IN ('active', 'paused', 'cancelling')),
+	at                       TEXT    NOT NULL,
+	executor_id              TEXT,
+	run_id                   TEXT,
+	last_lock_version        INTEGER,
+	max_retries              INTEGER,
+	retry_exp_backoff_millis INTEGER,
+	join_set_id              TEXT,
+	join_set_closing         INTEGER NOT NULL,
+	result_kind              TEXT,
+	intermittent_event_count INTEGER NOT NULL,
+	max_cursor               INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+CREATE INDEX idx_state_pending_ffqn ON t_state (ffqn, at, seq) WHERE state = 'pending_at' AND lifecycle = 'active';
+CREATE INDEX idx_state_pending_digest ON t_state (component_digest, at, seq) WHERE state = 'pending_at' AND lifecycle = 'active';
+CREATE INDEX idx_state_locked ON t_state (at) WHERE state = 'locked';
+CREATE INDEX idx_state_cancelling ON t_state (created_at, seq) WHERE lifecycle = 'cancelling';
+CREATE INDEX idx_state_created ON t_state (created_at, seq);
+
+CREATE TABLE t_event (
+	execution_id       TEXT    NOT NULL,
+	version            INTEGER NOT NULL,
+	created_at         TEXT    NOT NULL,
+	variant            TEXT    NOT NULL,
+	join_set_id        TEXT,
+	history_event_type TEXT,
+	json               TEXT    NOT NULL,
+	PRIMARY KEY (execution_id, version)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX idx_event_join_next ON t_event (execution_id, join_set_id) WHERE history_event_type = 'join_next';
+
+CREATE TABLE t_response (
+	execution_id       TEXT    NOT NULL,
+	cursor             INTEGER NOT NULL,
+	join_set_id        TEXT    NOT NULL,
+	js_ordinal         INTEGER NOT NULL,
+	created_at         TEXT    NOT NULL,
+	child_execution_id TEXT,
+	delay_id           TEXT,
+	delay_success      INTEGER,
+	json               TEXT    NOT NULL,
+	PRIMARY KEY (execution_id, cursor)
+) STRICT, WITHOUT ROWID;
+CREATE UNIQUE INDEX idx_response_join_set ON t_response (execution_id, join_set_id, js_ordinal);
+CREATE UNIQUE INDEX idx_response_child ON t_response (child_execution_id) WHERE child_execution_id IS NOT NULL;
+CREATE UNIQUE INDEX idx_response_delay ON t_response (delay_id) WHERE delay_id IS NOT NULL;
+
+CREATE TABLE t_delay (
+	execution_id TEXT    NOT NULL,
+	join_set_id  TEXT    NOT NULL,
+	delay_id     TEXT    NOT NULL,
+	expires_at   TEXT    NOT NULL,
+	paused       INTEGER NOT NULL,
+	PRIMARY KEY (execution_id, join_set_id, delay_id)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX idx_delay_expires ON t_delay (expires_at) WHERE paused = 0;
+
+CREATE TABLE t_log (
+	id           INTEGER PRIMARY KEY AUTOINCREMENT,
+	execution_id TEXT NOT NULL,
+	run_id       TEXT NOT NULL,
+	created_at   TEXT NOT NULL,
+	level        INTEGER,
+	message      TEXT,
+	stream_type  INTEGER,
+	payload      BLOB
+) STRICT;
+CREATE INDEX idx_log_execution ON t_log (execution_id, id);
+
+CREATE TABLE t_wasm_backtrace (
+	hash BLOB PRIMARY KEY,
+	json TEXT NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE t_execution_backtrace (
+	execution_id TEXT    NOT NULL,
+	version_min  INTEGER NOT NULL,
+	version_max  INTEGER NOT NULL,
+	component_id TEXT    NOT NULL,
+	hash         BLOB    NOT NULL,
+	PRIMARY KEY (execution_id, version_min, version_max)
+) STRICT, WITHOUT ROWID;
+`,
+}
+
+// SchemaVersion is the PRAGMA user_version this package creates and reads.
+const SchemaVersion = 1
+
+func init() {
+	if len(migrations) != SchemaVersion {
+		panic("sqlite: SchemaVersion does not match the migrations")
+	}
+}
+
+// migrate brings the database to SchemaVersion in one write transaction. A
+// database with a newer schema is refused.
+func migrate(ctx context.Context, c *conn) error {
+	v, err := userVersion(ctx, c)
+	if err != nil {
+		return err
+	}
+	if v == SchemaVersion {
+		return nil
+	}
+	if v > SchemaVersion {
+		return fmt.Errorf("schema version %d is newer than this build supports (%d)", v, SchemaVersion)
+	}
+	if _, err := c.c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("migrate: begin: %w", err)
+	}
+	commit := false
+	defer func() {
+		if !commit {
+			_, _ = c.c.ExecContext(context.Background(), "ROLLBACK")
+		}
+	}()
+	// Re-read under the write lock: another process may have migrated meanwhile.
+	if v, err = userVersion(ctx, c); err != nil {
+		return err
+	}
+	if v > SchemaVersion {
+		return fmt.Errorf("schema version %d is newer than this build supports (%d)", v, SchemaVersion)
+	}
+	for ; v < SchemaVersion; v++ {
+		if _, err := c.c.ExecContext(ctx, migrations[v]); err != nil {
+			return fmt.Errorf("migrate to v%d: %w", v+1, err)
+		}
+	}
+	if _, err := c.c.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion)); err != nil {
+		return fmt.Errorf("migrate: set user_version: %w", err)
+	}
+	if _, err := c.c.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("migrate: commit: %w", err)
+	}
+	commit = true
+	return nil
+}
+
+func userVersion(ctx context.Context, c *conn) (int, error) {
+	var v int
+	if err := c.c.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return 0, fmt.Errorf("read user_version: %w", err)
+	}
+	return v, nil
+}

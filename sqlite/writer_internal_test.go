@@ -1,0 +1,304 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/store"
+)
+
+func openInternal(t *testing.T) *Backend {
+	t.Helper()
+	b, err := Open(filepath.Join(t.TempDir(), "stela.db"), Options{})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+var idCounter uint64
+
+func testID(t *testing.T) core.ExecutionId {
+	t.Helper()
+	idCounter++
+	var e [10]byte
+	binary.BigEndian.PutUint64(e[2:], idCounter)
+	id, err := core.NewExecutionId(1_700_000_000_000, bytes.NewReader(e[:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func testHead(id core.ExecutionId) core.ExecutionState {
+	ts := core.TS(time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC))
+	ffqn, _ := core.ParseFunctionFqn("ns:pkg/ifc.fn")
+	return core.ExecutionState{ExecutionID: id, FFQN: ffqn, CreatedAt: ts, FirstScheduledAt: ts,
+		ComponentType: core.ComponentTypeActivity, State: core.StatePendingAt, Lifecycle: core.LifecycleActive, At: ts}
+}
+
+// blockWriter occupies the writer with an Update that waits for release, so
+// that the requests queued meanwhile are committed together in the next batch.
+func blockWriter(t *testing.T, b *Backend) (release func()) {
+	t.Helper()
+	started, gate, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- b.Update(context.Background(), func(store.Tx) error {
+			close(started)
+			<-gate
+			return nil
+		})
+	}()
+	<-started
+	return func() {
+		close(gate)
+		if err := <-done; err != nil {
+			t.Errorf("blocking update: %v", err)
+		}
+	}
+}
+
+// waitQueued waits until n requests are queued behind the blocked writer.
+func waitQueued(b *Backend, n int) {
+	for len(b.queue) < n {
+		runtime.Gosched()
+	}
+}
+
+type outcome struct {
+	err   error
+	panic any
+}
+
+// goUpdate runs Update in a goroutine and reports its outcome (including a
+// re-raised panic) on the returned channel; it returns once the request is
+// queued (the writer must be blocked).
+func goUpdate(b *Backend, ctx context.Context, fn func(store.Tx) error) <-chan outcome {
+	ch := make(chan outcome, 1)
+	n := len(b.queue)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ch <- outcome{panic: p}
+			}
+		}()
+		ch <- outcome{err: b.Update(ctx, fn)}
+	}()
+	waitQueued(b, n+1)
+	return ch
+}
+
+func TestGroupCommit(t *testing.T) {
+	t.Run("OneBatchIsolatesFailingFns", func(t *testing.T) {
+		b := openInternal(t)
+		x, y, z, w := testID(t), testID(t), testID(t), testID(t)
+		release := blockWriter(t, b)
+		before := b.Stats()
+		errBoom := errors.New("boom")
+		create := func(id core.ExecutionId) func(store.Tx) error {
+			return func(tx store.Tx) error { return tx.CreateHead(testHead(id), nil) }
+		}
+		okX := goUpdate(b, context.Background(), create(x))
+		failY := goUpdate(b, context.Background(), func(tx store.Tx) error {
+			if err := tx.CreateHead(testHead(y), nil); err != nil {
+				return err
+			}
+			return errBoom
+		})
+		panicZ := goUpdate(b, context.Background(), func(tx store.Tx) error {
+			if err := tx.CreateHead(testHead(z), nil); err != nil {
+				return err
+			}
+			panic("fn panicked")
+		})
+		var sawX error
+		readX := goUpdate(b, context.Background(), func(tx store.Tx) error {
+			_, sawX = tx.Head(x)
+			return tx.CreateHead(testHead(w), nil)
+		})
+		dupX := goUpdate(b, context.Background(), func(tx store.Tx) error {
+			_ = tx.CreateHead(testHead(x), nil) // conflict ignored by fn
+			return nil
+		})
+		release()
+
+		if o := <-okX; o.err != nil || o.panic != nil {
+			t.Errorf("create x: %+v", o)
+		}
+		if o := <-failY; !errors.Is(o.err, errBoom) {
+			t.Errorf("failing fn: err=%v, want boom", o.err)
+		}
+		if o := <-panicZ; o.panic != "fn panicked" {
+			t.Errorf("panicking fn: panic=%v, want re-raised in the caller", o.panic)
+		}
+		if o := <-readX; o.err != nil {
+			t.Errorf("read x: %v", o.err)
+		}
+		if sawX != nil {
+			t.Errorf("a later fn of the batch could not read x: %v", sawX)
+		}
+		if o := <-dupX; !errors.Is(o.err, core.ErrConflict) {
+			t.Errorf("ignored conflict: err=%v, want ErrConflict from Update", o.err)
+		}
+		if got := b.Stats().Batches - before.Batches; got != 1 {
+			t.Errorf("the five updates ran in %d batches, want 1", got)
+		}
+		for id, want := range map[core.ExecutionId]bool{x: true, y: false, z: false, w: true} {
+			err := b.View(context.Background(), func(tx store.ReadTx) error { _, err := tx.Head(id); return err })
+			if got := err == nil; got != want {
+				t.Errorf("head %s present=%v, want %v (err %v)", id, got, want, err)
+			}
+		}
+	})
+
+	t.Run("CancelledCallerIsSkipped", func(t *testing.T) {
+		b := openInternal(t)
+		release := blockWriter(t, b)
+		ctx, cancel := context.WithCancel(context.Background())
+		ran := false
+		ch := goUpdate(b, ctx, func(tx store.Tx) error { ran = true; return nil })
+		cancel()
+		release()
+		if o := <-ch; !errors.Is(o.err, context.Canceled) {
+			t.Errorf("err=%v, want context.Canceled", o.err)
+		}
+		if ran {
+			t.Error("fn ran although its context was cancelled before the batch")
+		}
+	})
+
+	t.Run("CloseCommitsQueuedUpdates", func(t *testing.T) {
+		b := openInternal(t)
+		id := testID(t)
+		release := blockWriter(t, b)
+		ch := goUpdate(b, context.Background(), func(tx store.Tx) error { return tx.CreateHead(testHead(id), nil) })
+		closed := make(chan error, 1)
+		go func() { closed <- b.Close() }()
+		for {
+			b.closeMu.RLock()
+			c := b.closed
+			b.closeMu.RUnlock()
+			if c {
+				break
+			}
+			runtime.Gosched()
+		}
+		release()
+		if o := <-ch; o.err != nil {
+			t.Errorf("queued update: %v", o.err)
+		}
+		if err := <-closed; err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := b.Update(context.Background(), func(store.Tx) error { return nil }); !errors.Is(err, core.ErrClosed) {
+			t.Errorf("Update after Close: %v, want ErrClosed", err)
+		}
+	})
+}
+
+func TestTimestampText(t *testing.T) {
+	t.Run("RoundTripsNanoseconds", func(t *testing.T) {
+		for _, tm := range []time.Time{
+			time.Date(2026, 8, 22, 10, 0, 0, 123_456_789, time.UTC),
+			time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC),
+			time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+			time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+			time.Date(2026, 8, 22, 12, 0, 0, 1, time.FixedZone("x", 7200)),
+		} {
+			ts := core.TS(tm)
+			s := tsText(ts)
+			got, err := parseTS(s)
+			if err != nil {
+				t.Fatalf("parse %q: %v", s, err)
+			}
+			if got != ts {
+				t.Errorf("%v -> %q -> %v", ts, s, got)
+			}
+		}
+	})
+	t.Run("TextOrderIsChronological", func(t *testing.T) {
+		base := time.Date(2026, 8, 22, 10, 0, 0, 0, time.UTC)
+		steps := []time.Duration{0, 1, 999, 1000, 1_000_000, time.Second, 10 * time.Hour, 400 * 24 * time.Hour}
+		for i := 1; i < len(steps); i++ {
+			a, b := tsText(core.TS(base.Add(steps[i-1]))), tsText(core.TS(base.Add(steps[i])))
+			if !(a < b) {
+				t.Errorf("%q !< %q", a, b)
+			}
+		}
+	})
+	t.Run("OutOfRangeIsClamped", func(t *testing.T) {
+		if got := tsText(core.TS(time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC))); got != "9999-12-31T23:59:59.999999999Z" {
+			t.Errorf("got %q", got)
+		}
+		if got := tsText(core.TS(time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC))); got != "0000-01-01T00:00:00.000000000Z" {
+			t.Errorf("got %q", got)
+		}
+	})
+}
+
+// TestQueryPlans pins the index each hot query uses, so a schema or query
+// change cannot silently turn one into a table scan.
+func TestQueryPlans(t *testing.T) {
+	b := openInternal(t)
+	ctx := context.Background()
+	ts := tsText(core.TS(time.Now()))
+	dig := make([]byte, 32)
+	cases := []struct {
+		name, q string
+		args    []any
+		want    string
+	}{
+		{"head", sqlHead, []any{"E_X"}, "SEARCH t_state USING PRIMARY KEY"},
+		{"events", sqlEvents, []any{"E_X", 0, 5}, "SEARCH t_event USING PRIMARY KEY"},
+		{"responses", sqlResponses, []any{"E_X", 0, 5}, "SEARCH t_response USING PRIMARY KEY"},
+		{"join next count", sqlJoinNexts, []any{"E_X", "o:a"}, "idx_event_join_next"},
+		{"nth response", sqlNthResponse, []any{"E_X", "o:a", 1}, "idx_response_join_set"},
+		{"delay outcome", sqlDelayResult, []any{"Delay_X"}, "idx_response_delay"},
+		{"pending by ffqn", sqlPendingByFFQN, []any{"ns:pkg/ifc.fn", ts, 10}, "idx_state_pending_ffqn"},
+		{"pending by ffqn auto", sqlPendingByFFQNSkip, []any{"ns:pkg/ifc.fn", ts, dig, 10}, "idx_state_pending_ffqn"},
+		{"pending by digest", sqlPendingByDigest, []any{dig, ts, 10}, "idx_state_pending_digest"},
+		{"expired locks", sqlExpiredLocks, []any{ts}, "idx_state_locked"},
+		{"expired delays", sqlExpiredDelays, []any{ts}, "idx_delay_expires"},
+		{"cancelling", sqlCancelling, []any{10}, "idx_state_cancelling"},
+		{"list executions", "SELECT " + headCols + " FROM t_state WHERE is_top_level = 1 ORDER BY created_at DESC, seq DESC LIMIT 20", nil, "idx_state_created"},
+		{"logs", "SELECT id FROM t_log WHERE execution_id = ? AND id > ? ORDER BY id LIMIT 10", []any{"E_X", 0}, "idx_log_execution"},
+	}
+	err := b.withReader(ctx, func(c *conn) error {
+		for _, tc := range cases {
+			rows, err := c.c.QueryContext(ctx, "EXPLAIN QUERY PLAN "+tc.q, tc.args...)
+			if err != nil {
+				return err
+			}
+			var plan []string
+			for rows.Next() {
+				var id, parent, unused int
+				var detail string
+				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+					return err
+				}
+				plan = append(plan, detail)
+			}
+			rows.Close()
+			joined := strings.Join(plan, "; ")
+			if !strings.Contains(joined, tc.want) {
+				t.Errorf("%s: plan %q does not use %q", tc.name, joined, tc.want)
+			}
+			if strings.Contains(joined, "TEMP B-TREE") {
+				t.Errorf("%s: plan %q sorts in a temporary b-tree", tc.name, joined)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
