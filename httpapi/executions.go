@@ -1,0 +1,644 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/stela-dev/stela/core"
+)
+
+// GET /v1/execution-id
+func (s *server) generateExecutionID(c *call) error {
+	id, err := s.newExecutionID()
+	if err != nil {
+		return err
+	}
+	return c.reply(http.StatusOK, id, id.String)
+}
+
+// GET /v1/executions
+func (s *server) listExecutions(c *call) error {
+	q, err := c.query()
+	if err != nil {
+		return err
+	}
+	var filter core.ListExecutionsFilter
+	if q.has("ffqn_prefix") {
+		filter.FunctionName = &core.FunctionNameFilter{Kind: "function", Value: q.str("ffqn_prefix")}
+	}
+	if filter.ShowDerived, err = q.boolean("show_derived", false); err != nil {
+		return err
+	}
+	if filter.HideFinished, err = q.boolean("hide_finished", false); err != nil {
+		return err
+	}
+	filter.ExecutionIDPrefix = q.str("execution_id_prefix")
+	if q.has("component_digest") {
+		d, err := core.ParseComponentDigest(q.str("component_digest"))
+		if err != nil {
+			return queryErr("component_digest", "expected sha256:<64 hex digits>")
+		}
+		filter.ComponentDigest = &d
+	}
+	if q.has("deployment_id") {
+		d, err := core.ParseDeploymentId(q.str("deployment_id"))
+		if err != nil {
+			return queryErr("deployment_id", "expected Dep_<ULID>")
+		}
+		filter.DeploymentID = &d
+	}
+	length, err := q.length(MaxPageLength)
+	if err != nil {
+		return err
+	}
+	including, err := q.boolean("including_cursor", false)
+	if err != nil {
+		return err
+	}
+	dir, err := q.direction(core.OlderThan)
+	if err != nil {
+		return err
+	}
+	var p core.ExecutionListPagination
+	switch raw := q.str("cursor"); {
+	case !q.has("cursor"):
+		p.CreatedBy = &core.Pagination[*core.Timestamp]{Direction: dir, Length: length, IncludingCursor: including}
+	default:
+		if ts, err := core.ParseTimestamp(raw); err == nil {
+			p.CreatedBy = &core.Pagination[*core.Timestamp]{Direction: dir, Length: length, Cursor: &ts, IncludingCursor: including}
+		} else if id, err := core.ParseExecutionId(raw); err == nil {
+			p.ExecutionID = &core.Pagination[*core.ExecutionId]{Direction: dir, Length: length, Cursor: &id, IncludingCursor: including}
+		} else {
+			return queryErr("cursor", "expected an RFC 3339 timestamp or an execution id")
+		}
+	}
+	list, err := s.db.ListExecutions(c.ctx(), filter, p)
+	if err != nil {
+		return err
+	}
+	list = nonNil(list)
+	return c.reply(http.StatusOK, list, func() string { return executionsText(list) })
+}
+
+// GET /v1/executions/{execution_id}
+func (s *server) getRetval(c *call) error {
+	id, err := pathExecutionID(c.r)
+	if err != nil {
+		return err
+	}
+	q, err := c.query()
+	if err != nil {
+		return err
+	}
+	follow, err := q.boolean("follow", false)
+	if err != nil {
+		return err
+	}
+	ev, err := s.db.GetLastExecutionEvent(c.ctx(), id)
+	if err != nil {
+		return err
+	}
+	if f, ok := ev.Event.(*core.Finished); ok {
+		return c.json(http.StatusOK, retVal{f.Retval})
+	}
+	if follow {
+		rv, done, err := s.waitFinished(c.ctx(), id)
+		if err != nil {
+			return err
+		}
+		if done {
+			return c.json(http.StatusOK, retVal{rv})
+		}
+		c.w.Header().Set("Retry-After", "0")
+	}
+	return httpErr(http.StatusTooEarly, "not finished yet")
+}
+
+// waitFinished long-polls for the result for at most FollowWait; done is
+// false when the bound elapsed first.
+func (s *server) waitFinished(ctx context.Context, id core.ExecutionId) (rv core.ReturnValue, done bool, err error) {
+	wctx, cancel := context.WithTimeout(ctx, s.followWait)
+	defer cancel()
+	rv, err = s.db.WaitForFinishedResult(wctx, id)
+	switch {
+	case err == nil:
+		return rv, true, nil
+	case ctx.Err() == nil && (errors.Is(err, core.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)):
+		return rv, false, nil
+	}
+	return rv, false, err
+}
+
+// retVal is Obelisk's lossy, untyped web RetVal: {"ok": v|null},
+// {"err": v|null} or {"execution_failed": {kind, reason?, detail?}}.
+type retVal struct{ v core.ReturnValue }
+
+func (r retVal) MarshalJSON() ([]byte, error) {
+	switch r.v.Kind {
+	case core.ReturnOk, core.ReturnErr:
+		key := "ok"
+		if r.v.Kind == core.ReturnErr {
+			key = "err"
+		}
+		val := json.RawMessage("null")
+		if r.v.Value != nil && len(r.v.Value.Value) > 0 {
+			val = r.v.Value.Value
+		}
+		return core.MarshalJSON(map[string]json.RawMessage{key: val})
+	case core.ReturnExecutionFailure:
+		return core.MarshalJSON(map[string]*core.FinishedExecutionFailure{"execution_failed": r.v.Failure})
+	}
+	return nil, errors.New("httpapi: invalid return value")
+}
+
+// GET /v1/executions/{execution_id}/status
+func (s *server) getStatus(c *call) error {
+	id, err := pathExecutionID(c.r)
+	if err != nil {
+		return err
+	}
+	st, err := s.db.GetPendingState(c.ctx(), id)
+	if err != nil {
+		return err
+	}
+	return c.reply(http.StatusOK, st, func() string { return pendingStateText(st.PendingState) })
+}
+
+// GET /v1/executions/{execution_id}/events
+func (s *server) listEvents(c *call) error {
+	id, err := pathExecutionID(c.r)
+	if err != nil {
+		return err
+	}
+	q, err := c.query()
+	if err != nil {
+		return err
+	}
+	version, err := q.optUint("version", 32)
+	if err != nil {
+		return err
+	}
+	length, err := q.length(MaxPageLength)
+	if err != nil {
+		return err
+	}
+	including, err := q.boolean("including_cursor", false)
+	if err != nil {
+		return err
+	}
+	dir, err := q.direction(core.NewerThan)
+	if err != nil {
+		return err
+	}
+	withBT, err := q.boolean("include_backtrace_id", false)
+	if err != nil {
+		return err
+	}
+	cursor := openCursor(version, dir)
+	page, err := s.db.ListExecutionEvents(c.ctx(), id, core.Pagination[core.Version]{
+		Direction: dir, Length: length, Cursor: core.Version(cursor), IncludingCursor: including}, withBT)
+	if err != nil {
+		return err
+	}
+	page.Events = nonNil(page.Events)
+	return c.reply(http.StatusOK, page, func() string { return eventsText(page.Events) })
+}
+
+// openCursor returns the explicit cursor, else 0 (newer) or u32::MAX (older).
+func openCursor(explicit *uint64, dir core.Direction) uint32 {
+	switch {
+	case explicit != nil:
+		return uint32(*explicit)
+	case dir == core.OlderThan:
+		return u32Max
+	}
+	return 0
+}
+
+// GET /v1/executions/{execution_id}/responses
+func (s *server) listResponses(c *call) error {
+	id, err := pathExecutionID(c.r)
+	if err != nil {
+		return err
+	}
+	q, err := c.query()
+	if err != nil {
+		return err
+	}
+	var js *core.JoinSetId
+	if q.has("join_set") {
+		j, err := core.NewJoinSetId(core.JoinSetKindNamed, q.str("join_set"))
+		if err != nil {
+			return queryErr("join_set", "invalid join set name")
+		}
+		js = &j
+	}
+	cursor, err := q.optUint("cursor", 32)
+	if err != nil {
+		return err
+	}
+	length, err := q.length(MaxPageLength)
+	if err != nil {
+		return err
+	}
+	including, err := q.boolean("including_cursor", false)
+	if err != nil {
+		return err
+	}
+	dir, err := q.direction(core.NewerThan)
+	if err != nil {
+		return err
+	}
+	page, err := s.db.ListResponses(c.ctx(), id, core.Pagination[core.ResponseCursor]{
+		Direction: dir, Length: length, Cursor: core.ResponseCursor(openCursor(cursor, dir)), IncludingCursor: including}, js)
+	if err != nil {
+		return err
+	}
+	page.Responses = nonNil(page.Responses)
+	return c.reply(http.StatusOK, page, func() string { return responsesText(page.Responses) })
+}
+
+// logItem is one entry of GET …/logs (and, without cursor, of the worker log append).
+type logItem struct {
+	Cursor      string           `json:"cursor"`
+	RunID       core.RunId       `json:"run_id"`
+	ExecutionID core.ExecutionId `json:"execution_id"`
+	Type        string           `json:"type"`
+	CreatedAt   core.Timestamp   `json:"created_at"`
+	Level       string           `json:"level,omitempty"`
+	Message     *string          `json:"message,omitempty"`
+	Payload     *string          `json:"payload,omitempty"`
+	StreamType  string           `json:"stream_type,omitempty"`
+}
+
+var (
+	logLevelNames  = map[core.LogLevel]string{core.LogTrace: "trace", core.LogDebug: "debug", core.LogInfo: "info", core.LogWarn: "warn", core.LogError: "error"}
+	logLevelByName = map[string]core.LogLevel{"trace": core.LogTrace, "debug": core.LogDebug, "info": core.LogInfo, "warn": core.LogWarn, "error": core.LogError}
+	streamNames    = map[core.LogStreamType]string{core.StreamStdout: "stdout", core.StreamStderr: "stderr"}
+	streamByName   = map[string]core.LogStreamType{"stdout": core.StreamStdout, "stderr": core.StreamStderr}
+)
+
+// encodeLogCursor is Obelisk's opaque cursor: base64 of the JSON i64.
+func encodeLogCursor(c core.LogCursor) string {
+	return base64.StdEncoding.EncodeToString([]byte(strconv.FormatInt(int64(c), 10)))
+}
+
+func decodeLogCursor(s string) (core.LogCursor, bool) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return core.LogCursor(n), true
+}
+
+func toLogItem(row core.LogEntryRow) logItem {
+	it := logItem{Cursor: encodeLogCursor(row.Cursor), RunID: row.RunID, ExecutionID: row.ExecutionID, CreatedAt: row.Entry.CreatedAt}
+	if row.Entry.IsStream() {
+		it.Type = "stream"
+		p := base64.StdEncoding.EncodeToString(row.Entry.Payload)
+		it.Payload = &p
+		it.StreamType = streamNames[row.Entry.StreamType]
+	} else {
+		it.Type = "log"
+		it.Level = logLevelNames[row.Entry.Level]
+		m := row.Entry.Message
+		it.Message = &m
+	}
+	return it
+}
+
+// GET /v1/executions/{execution_id}/logs
+func (s *server) listLogs(c *call) error {
+	id, err := pathExecutionID(c.r)
+	if err != nil {
+		return err
+	}
+	q, err := c.query()
+	if err != nil {
+		return err
+	}
+	var filter core.LogFilter
+	for _, l := range q.all("level") {
+		lv, ok := logLevelByName[l]
+		if !ok {
+			return queryErr("level", "expected trace, debug, info, warn or error")
+		}
+		filter.Levels = append(filter.Levels, lv)
+	}
+	for _, st := range q.all("stream_type") {
+		t, ok := streamByName[st]
+		if !ok {
+			return queryErr("stream_type", "expected stdout or stderr")
+		}
+		filter.StreamTypes = append(filter.StreamTypes, t)
+	}
+	if filter.ShowLogs, err = q.boolean("show_logs", true); err != nil {
+		return err
+	}
+	if filter.ShowStreams, err = q.boolean("show_streams", true); err != nil {
+		return err
+	}
+	if !filter.ShowLogs && !filter.ShowStreams {
+		return badRequest("at least one of `show_logs`, `show_streams` must be set")
+	}
+	showDerived, err := q.boolean("show_derived", false)
+	if err != nil {
+		return err
+	}
+	showRunID, err := q.boolean("show_run_id", false)
+	if err != nil {
+		return err
+	}
+	length, err := q.length(MaxPageLength)
+	if err != nil {
+		return err
+	}
+	including, err := q.boolean("including_cursor", false)
+	if err != nil {
+		return err
+	}
+	dir, err := q.direction(core.NewerThan)
+	if err != nil {
+		return err
+	}
+	if filter.CreatedAfter, err = q.optTimestamp("after"); err != nil {
+		return err
+	}
+	cursor := core.LogCursorMin
+	if dir == core.OlderThan {
+		cursor = core.LogCursorMax
+	}
+	if q.has("cursor") {
+		raw := q.str("cursor")
+		if cur, ok := decodeLogCursor(raw); ok {
+			cursor = cur
+		} else if ts, err := core.ParseTimestamp(raw); err == nil {
+			// Legacy: a timestamp cursor bounds created_at instead.
+			if dir == core.NewerThan {
+				if filter.CreatedAfter == nil || ts.After(*filter.CreatedAfter) {
+					filter.CreatedAfter = &ts
+				}
+			} else {
+				filter.CreatedBefore = &ts
+			}
+		} else {
+			return badRequest("invalid log cursor")
+		}
+	}
+	page, err := s.db.ListLogs(c.ctx(), id, showDerived, filter, core.Pagination[core.LogCursor]{
+		Direction: dir, Length: length, Cursor: cursor, IncludingCursor: including})
+	if err != nil {
+		return err
+	}
+	items := make([]logItem, 0, len(page.Items))
+	for _, row := range page.Items {
+		items = append(items, toLogItem(row))
+	}
+	return c.reply(http.StatusOK, items, func() string { return logsText(page.Items, showRunID, showDerived) })
+}
+
+// PUT /v1/executions/{execution_id}/cancel
+func (s *server) cancelExecution(c *call) error {
+	id, err := pathExecutionID(c.r)
+	if err != nil {
+		return err
+	}
+	cr, err := s.db.GetCreateRequest(c.ctx(), id)
+	if err != nil {
+		return err
+	}
+	var out core.CancelOutcome
+	switch t := cr.ComponentID.ComponentType; {
+	case t.IsActivity():
+		out, err = core.CancelActivityWithRetries(c.ctx(), s.db, id, s.now())
+	case t == core.ComponentTypeWorkflow:
+		out, err = core.CancelWorkflowWithRetries(c.ctx(), s.db, id, s.now())
+	default:
+		return httpErr(http.StatusUnprocessableEntity, "cancelled execution must be an activity or cancellable workflow")
+	}
+	if err != nil {
+		return err
+	}
+	switch out {
+	case core.CancelAlreadyFinished:
+		return httpErr(http.StatusConflict, "already finished")
+	case core.CancelAlreadyCancelling:
+		return httpErr(http.StatusConflict, "already cancelling")
+	}
+	return c.ok(http.StatusOK, "cancellation requested")
+}
+
+// PUT /v1/executions/{execution_id}/pause
+func (s *server) pauseExecution(c *call) error {
+	id, err := pathExecutionID(c.r)
+	if err != nil {
+		return err
+	}
+	if _, err := s.db.PauseExecution(c.ctx(), id, s.now()); err != nil {
+		return err
+	}
+	return c.ok(http.StatusOK, "paused")
+}
+
+// PUT /v1/executions/{execution_id}/unpause
+func (s *server) unpauseExecution(c *call) error {
+	id, err := pathExecutionID(c.r)
+	if err != nil {
+		return err
+	}
+	if _, err := s.db.UnpauseExecution(c.ctx(), id, s.now()); err != nil {
+		return err
+	}
+	return c.ok(http.StatusOK, "unpaused")
+}
+
+// PUT /v1/executions/{execution_id}/stub
+func (s *server) stubExecution(c *call) error {
+	raw := c.r.PathValue("execution_id")
+	child, err := core.ParseExecutionIdDerived(raw)
+	if err != nil {
+		return &apiError{status: http.StatusBadRequest, msg: idErrText("execution id", raw, err), err: err}
+	}
+	setExecutionID(c.r, child)
+	var rv core.ReturnValue
+	if err := c.decodeBody(&rv); err != nil {
+		return err
+	}
+	cr, err := s.db.GetCreateRequest(c.ctx(), child.ExecutionId)
+	if err != nil {
+		return err
+	}
+	if cr.ComponentID.ComponentType != core.ComponentTypeActivityStub {
+		return httpErr(http.StatusNotFound, "function not found")
+	}
+	parent, js, _ := child.SplitToParts()
+	if err := core.StubExecution(c.ctx(), s.db, child, parent, js, s.now(), rv); err != nil {
+		return err
+	}
+	return c.ok(http.StatusOK, "stubbed")
+}
+
+// parseBacktraceVersion parses `version` = first | last (default) | <u32>.
+func parseBacktraceVersion(q query) (core.BacktraceFilter, error) {
+	switch v := q.str("version"); {
+	case !q.has("version") || v == "last":
+		return core.BacktraceFilter{Kind: "last"}, nil
+	case v == "first":
+		return core.BacktraceFilter{Kind: "first"}, nil
+	default:
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return core.BacktraceFilter{}, badRequest("invalid version value `%s`", v)
+		}
+		return core.BacktraceFilter{Kind: "specific", Specific: core.Version(n)}, nil
+	}
+}
+
+// GET /v1/executions/{execution_id}/backtrace
+func (s *server) getBacktrace(c *call) error {
+	id, err := pathExecutionID(c.r)
+	if err != nil {
+		return err
+	}
+	q, err := c.query()
+	if err != nil {
+		return err
+	}
+	filter, err := parseBacktraceVersion(q)
+	if err != nil {
+		return err
+	}
+	bt, err := s.db.GetBacktrace(c.ctx(), id, filter)
+	if err != nil {
+		return orMessage(err, core.ErrNotFound, http.StatusNotFound, "backtrace not found")
+	}
+	return c.reply(http.StatusOK, bt, func() string { return backtraceText(bt) })
+}
+
+// GET /v1/executions/{execution_id}/backtrace/source
+func (s *server) getBacktraceSource(c *call) error {
+	id, err := pathExecutionID(c.r)
+	if err != nil {
+		return err
+	}
+	q, err := c.query()
+	if err != nil {
+		return err
+	}
+	file := q.str("file")
+	if file == "" {
+		return badRequest("missing query parameter `file`")
+	}
+	filter, err := parseBacktraceVersion(q)
+	if err != nil {
+		return err
+	}
+	bt, err := s.db.GetBacktrace(c.ctx(), id, filter)
+	if err != nil {
+		return orMessage(err, core.ErrNotFound, http.StatusNotFound, "backtrace not found")
+	}
+	digest, err := s.db.ResolveSourceDigest(c.ctx(), bt.ComponentID.ComponentDigest, file)
+	if err != nil {
+		return orMessage(err, core.ErrNotFound, http.StatusNotFound, "source file not found")
+	}
+	if s.cas == nil {
+		return core.ErrNotImplemented
+	}
+	b, err := s.cas.ReadBlob(c.ctx(), digest)
+	if err != nil {
+		return orMessage(err, core.ErrNotFound, http.StatusNotFound, "file not found")
+	}
+	if !utf8.Valid(b) {
+		return httpErr(http.StatusInternalServerError, "source file is not valid UTF-8")
+	}
+	src := string(b)
+	return c.reply(http.StatusOK, src, func() string { return src })
+}
+
+// upgradeBody is the body of PUT …/upgrade.
+type upgradeBody struct {
+	Old                  *core.ComponentDigest `json:"old" required:"true"`
+	New                  *core.ComponentDigest `json:"new" required:"true"`
+	SkipDeterminismCheck bool                  `json:"skip_determinism_check"`
+}
+
+// PUT /v1/executions/{execution_id}/upgrade
+func (s *server) upgradeExecution(c *call) error {
+	id, err := pathExecutionID(c.r)
+	if err != nil {
+		return err
+	}
+	var body upgradeBody
+	if err := c.decodeBody(&body); err != nil {
+		return err
+	}
+	if !body.SkipDeterminismCheck {
+		return httpErr(http.StatusNotImplemented, "not implemented: the determinism check needs a replay engine; set `skip_determinism_check`")
+	}
+	reason := core.ComponentUpgradeReason{Manual: true, Force: true}
+	if err := s.db.UpgradeExecutionComponent(c.ctx(), id, *body.Old, *body.New, reason); err != nil {
+		return err
+	}
+	return c.ok(http.StatusOK, "upgraded")
+}
+
+// PUT /v1/delays/{delay_id}/cancel
+func (s *server) cancelDelay(c *call) error {
+	delay, err := pathDelayID(c.r)
+	if err != nil {
+		return err
+	}
+	out, err := core.CancelDelay(c.ctx(), s.db, delay, s.now())
+	if err != nil {
+		return err
+	}
+	if out == core.DelayAlreadyFinished {
+		return httpErr(http.StatusConflict, "already finished")
+	}
+	return c.ok(http.StatusOK, "cancelled")
+}
+
+// PUT /v1/delays/{delay_id}/pause
+func (s *server) pauseDelay(c *call) error {
+	delay, err := pathDelayID(c.r)
+	if err != nil {
+		return err
+	}
+	if err := s.db.PauseDelay(c.ctx(), delay); err != nil {
+		return err
+	}
+	return c.ok(http.StatusOK, "paused")
+}
+
+// PUT /v1/delays/{delay_id}/unpause
+func (s *server) unpauseDelay(c *call) error {
+	delay, err := pathDelayID(c.r)
+	if err != nil {
+		return err
+	}
+	if err := s.db.UnpauseDelay(c.ctx(), delay); err != nil {
+		return err
+	}
+	return c.ok(http.StatusOK, "unpaused")
+}
+
+// notImplemented answers the Obelisk routes that need a running engine.
+func notImplemented(*server, *call) error {
+	return httpErr(http.StatusNotImplemented, "not implemented: this route needs the Obelisk engine")
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

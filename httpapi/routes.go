@@ -1,0 +1,311 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+)
+
+// route is one entry of the single route table: it registers the handler
+// on the mux and feeds the OpenAPI document.
+type route struct {
+	method  string
+	path    string // ServeMux path; wildcards {name} are path parameters
+	op      string // OpenAPI operationId
+	tag     string
+	summary string
+	format  formatRule
+	query   []param
+	body    string // schema name of the JSON request body ("" = none)
+	// bodyOptional marks a body that may be omitted.
+	bodyOptional bool
+	// resp lists the route's own answers; the OpenAPI generator adds the
+	// common ones (400, 401, 406, 413, 415, 422, 500) where they apply.
+	resp   []response
+	handle func(*server, *call) error
+}
+
+// param documents a query parameter.
+type param struct {
+	name   string
+	typ    string // string | boolean | integer | array
+	desc   string
+	enum   []string
+	repeat bool
+}
+
+// response documents an answer of a route.
+type response struct {
+	status int
+	schema string // component schema name; "" = no body; "text" = a text/plain string
+	desc   string
+}
+
+func (rt *route) pattern() string { return rt.method + " " + rt.path }
+
+// pathParams returns the wildcard names of the path, in order.
+func (rt *route) pathParams() []string {
+	var out []string
+	for seg := range strings.SplitSeq(rt.path, "/") {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			out = append(out, strings.TrimSuffix(strings.TrimPrefix(seg, "{"), "}"))
+		}
+	}
+	return out
+}
+
+// routeHandler adapts a table entry to http.Handler: negotiate, run, map errors.
+func (s *server) routeHandler(rt *route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, ok := negotiate(r, rt.format)
+		c := &call{s: s, w: w, r: r, f: f}
+		if !ok {
+			c.fail(httpErr(http.StatusNotAcceptable, "not acceptable: supported types are application/json and text/plain"))
+			return
+		}
+		if err := rt.handle(s, c); err != nil {
+			c.fail(err)
+		}
+	})
+}
+
+// Query parameters shared by several routes.
+var (
+	qLength    = param{name: "length", typ: "integer", desc: "page size, non-zero; default 20, values above 100 are clamped"}
+	qIncluding = param{name: "including_cursor", typ: "boolean", desc: "include the cursor itself (default false)"}
+	qDirection = param{name: "direction", typ: "string", enum: []string{"older", "newer"}, desc: "page direction"}
+	qFollow    = param{name: "follow", typ: "boolean", desc: "long-poll for the result, bounded by the server's follow wait (default 20 s)"}
+	qDeployID  = param{name: "deployment_id", typ: "string", desc: "Dep_<ULID>; default: the current deployment"}
+	qWaitMs    = param{name: "wait_ms", typ: "integer", desc: "wait up to this many milliseconds (clamped to the follow wait)"}
+	qBTVersion = param{name: "version", typ: "string", desc: "`first`, `last` (default) or a version number"}
+)
+
+// Tags of the OpenAPI document.
+const (
+	tagExecutions  = "executions"
+	tagDelays      = "delays"
+	tagComponents  = "components"
+	tagFunctions   = "functions"
+	tagDeployments = "deployments"
+	tagWorker      = "worker"
+	tagMeta        = "meta"
+)
+
+// Schema names used as plain text bodies.
+const schemaText = "text"
+
+// Common answers.
+var (
+	respNotFound    = response{http.StatusNotFound, "Err", "not found"}
+	respConflict    = response{http.StatusConflict, "Err", "conflict, version conflict or already finished"}
+	respIllegal     = response{http.StatusUnprocessableEntity, "Err", "illegal state (reason verbatim)"}
+	respNotImpl     = response{http.StatusNotImplemented, "Err", "not implemented by this server"}
+	respNoContent   = response{http.StatusNoContent, "", "done"}
+	respNextVersion = response{http.StatusOK, "NextVersion", "the next version to append at"}
+)
+
+// routes is the single route table.
+var routes = []route{
+	{method: "GET", path: "/openapi.json", op: "openapi", tag: tagMeta, summary: "This OpenAPI 3.1 document.",
+		format: jsonOnly, resp: []response{{200, "OpenAPI", "the document"}}, handle: (*server).openapi},
+
+	// --- executions -------------------------------------------------------------
+	{method: "GET", path: "/v1/execution-id", op: "generate_execution_id", tag: tagExecutions,
+		summary: "Generate a new top-level execution id (no storage access).", format: textDefault,
+		resp: []response{{200, "ExecutionId", "a new id"}}, handle: (*server).generateExecutionID},
+	{method: "GET", path: "/v1/executions", op: "list_executions", tag: tagExecutions,
+		summary: "List executions, newest first.", format: jsonDefault,
+		query: []param{
+			{name: "ffqn_prefix", typ: "string", desc: "function name prefix"},
+			{name: "show_derived", typ: "boolean", desc: "include child executions (default false)"},
+			{name: "hide_finished", typ: "boolean", desc: "exclude finished executions (default false)"},
+			{name: "execution_id_prefix", typ: "string", desc: "execution id prefix"},
+			{name: "component_digest", typ: "string", desc: "sha256:<hex>"},
+			{name: "deployment_id", typ: "string", desc: "Dep_<ULID>"},
+			{name: "cursor", typ: "string", desc: "RFC 3339 timestamp (pages by created_at) or an execution id (pages by id)"},
+			qLength, qIncluding, {name: "direction", typ: "string", enum: []string{"older", "newer"}, desc: "default older"},
+		},
+		resp: []response{{200, "ExecutionWithStateList", "executions, newest first"}}, handle: (*server).listExecutions},
+	{method: "POST", path: "/v1/executions", op: "submit_execution", tag: tagExecutions,
+		summary: "Submit an execution with a server-generated id.", format: jsonDefault, query: []param{qFollow}, body: "SubmitRequest",
+		resp: []response{{201, "Ok", "created: {\"ok\":\"E_…\"}, or with follow the RetVal"}, {202, "Ok", "follow: not finished within the bound; poll Location with ?follow=true"},
+			{404, "Err", "ffqn not found"}}, handle: (*server).submitPost},
+	{method: "PUT", path: "/v1/executions/{execution_id}", op: "submit_execution_with_id", tag: tagExecutions,
+		summary: "Submit an execution idempotently under a client-chosen top-level id.", format: jsonDefault, query: []param{qFollow}, body: "SubmitRequest",
+		resp: []response{{201, "Ok", "created, or with follow the RetVal"}, {200, "Ok", "already exists with the same params, or with follow the RetVal"},
+			{202, "Ok", "follow: not finished within the bound"}, {404, "Err", "ffqn not found"},
+			{409, "Err", "exists with different params"}}, handle: (*server).submitPut},
+	{method: "GET", path: "/v1/executions/{execution_id}", op: "get_execution_result", tag: tagExecutions,
+		summary: "Get the result (RetVal) of a finished execution.", format: jsonOnly, query: []param{qFollow},
+		resp: []response{{200, "RetVal", "the result"}, respNotFound, {425, "Err", "not finished yet"}}, handle: (*server).getRetval},
+	{method: "GET", path: "/v1/executions/{execution_id}/status", op: "get_execution_status", tag: tagExecutions,
+		summary: "Get the current state of an execution.", format: jsonDefault,
+		resp: []response{{200, "ExecutionWithState", "the state"}, respNotFound}, handle: (*server).getStatus},
+	{method: "GET", path: "/v1/executions/{execution_id}/events", op: "list_execution_events", tag: tagExecutions,
+		summary: "List execution events, ascending by version.", format: jsonDefault,
+		query: []param{{name: "version", typ: "integer", desc: "version cursor"}, qLength, qIncluding,
+			{name: "direction", typ: "string", enum: []string{"older", "newer"}, desc: "default newer"},
+			{name: "include_backtrace_id", typ: "boolean", desc: "add backtrace_id to events (default false)"}},
+		resp: []response{{200, "ListExecutionEventsResponse", "a page of events"}, respNotFound}, handle: (*server).listEvents},
+	{method: "GET", path: "/v1/executions/{execution_id}/responses", op: "list_execution_responses", tag: tagExecutions,
+		summary: "List join-set responses, ascending by cursor.", format: jsonDefault,
+		query: []param{{name: "join_set", typ: "string", desc: "named join set name (n:<name>)"}, {name: "cursor", typ: "integer", desc: "response cursor"},
+			qLength, qIncluding, {name: "direction", typ: "string", enum: []string{"older", "newer"}, desc: "default newer"}},
+		resp: []response{{200, "ListResponsesResponse", "a page of responses"}}, handle: (*server).listResponses},
+	{method: "GET", path: "/v1/executions/{execution_id}/logs", op: "list_execution_logs", tag: tagExecutions,
+		summary: "List logs and std streams of an execution.", format: jsonDefault,
+		query: []param{
+			{name: "level", typ: "array", repeat: true, enum: []string{"trace", "debug", "info", "warn", "error"}, desc: "levels (default all)"},
+			{name: "stream_type", typ: "array", repeat: true, enum: []string{"stdout", "stderr"}, desc: "streams (default all)"},
+			{name: "show_logs", typ: "boolean", desc: "default true"}, {name: "show_streams", typ: "boolean", desc: "default true"},
+			{name: "show_derived", typ: "boolean", desc: "include child executions' logs (default false)"},
+			{name: "show_run_id", typ: "boolean", desc: "text output only"},
+			{name: "cursor", typ: "string", desc: "an item's opaque cursor, or (legacy) an RFC 3339 timestamp"},
+			{name: "after", typ: "string", desc: "RFC 3339; only entries created after it"},
+			qLength, qIncluding, {name: "direction", typ: "string", enum: []string{"older", "newer"}, desc: "default newer; older returns newest first"},
+		},
+		resp: []response{{200, "LogEntryList", "log entries"}}, handle: (*server).listLogs},
+	{method: "PUT", path: "/v1/executions/{execution_id}/cancel", op: "cancel_execution", tag: tagExecutions,
+		summary: "Request cancellation of an activity or a cancellable workflow.", format: jsonDefault,
+		resp: []response{{200, "Ok", "cancellation requested"}, respNotFound, {409, "Err", "already finished / already cancelling"},
+			{422, "Err", "not cancellable"}}, handle: (*server).cancelExecution},
+	{method: "PUT", path: "/v1/executions/{execution_id}/pause", op: "pause_execution", tag: tagExecutions,
+		summary: "Pause an execution.", format: jsonDefault,
+		resp: []response{{200, "Ok", "paused"}, respNotFound, {409, "Err", "already finished"}, respIllegal}, handle: (*server).pauseExecution},
+	{method: "PUT", path: "/v1/executions/{execution_id}/unpause", op: "unpause_execution", tag: tagExecutions,
+		summary: "Unpause an execution.", format: jsonDefault,
+		resp: []response{{200, "Ok", "unpaused"}, respNotFound, {409, "Err", "already finished"}, respIllegal}, handle: (*server).unpauseExecution},
+	{method: "PUT", path: "/v1/executions/{execution_id}/stub", op: "stub_execution", tag: tagExecutions,
+		summary: "Give a stub child (derived id, activity_stub) its return value.", format: jsonOnly, body: "ReturnValue",
+		resp:   []response{{200, "Ok", "stubbed"}, {404, "Err", "not found / function not found"}, {409, "Err", "already stubbed with a different value"}},
+		handle: (*server).stubExecution},
+	{method: "PUT", path: "/v1/executions/{execution_id}/replay", op: "replay_execution", tag: tagExecutions,
+		summary: "Replay a workflow (needs the engine).", format: jsonDefault, resp: []response{respNotImpl}, handle: notImplemented},
+	{method: "PUT", path: "/v1/executions/{execution_id}/advance", op: "advance_execution", tag: tagExecutions,
+		summary: "Apply captured writes of a replay (needs the engine).", format: jsonDefault, resp: []response{respNotImpl}, handle: notImplemented},
+	{method: "PUT", path: "/v1/executions/{execution_id}/backtrace/persist", op: "persist_backtraces", tag: tagExecutions,
+		summary: "Persist replay backtraces (needs the engine).", format: jsonDefault, resp: []response{respNotImpl}, handle: notImplemented},
+	{method: "GET", path: "/v1/executions/{execution_id}/backtrace", op: "get_backtrace", tag: tagExecutions,
+		summary: "Get a stored backtrace.", format: jsonDefault, query: []param{qBTVersion},
+		resp: []response{{200, "BacktraceInfo", "the backtrace"}, {404, "Err", "backtrace not found"}}, handle: (*server).getBacktrace},
+	{method: "GET", path: "/v1/executions/{execution_id}/backtrace/source", op: "get_backtrace_source", tag: tagExecutions,
+		summary: "Get a source file referenced by a backtrace.", format: textDefault,
+		query:  []param{{name: "file", typ: "string", desc: "file name as in the backtrace (required)"}, qBTVersion},
+		resp:   []response{{200, schemaText, "the source"}, {404, "Err", "backtrace / source file / file not found"}, respNotImpl},
+		handle: (*server).getBacktraceSource},
+	{method: "PUT", path: "/v1/executions/{execution_id}/upgrade", op: "upgrade_execution", tag: tagExecutions,
+		summary: "Switch an execution to another component digest (skip_determinism_check only).", format: jsonDefault, body: "UpgradeRequest",
+		resp: []response{{200, "Ok", "upgraded"}, {404, "Err", "not found or the current digest is not `old`"}, {409, "Err", "already finished"},
+			{501, "Err", "the determinism check needs the engine"}}, handle: (*server).upgradeExecution},
+
+	// --- delays -------------------------------------------------------------------
+	{method: "PUT", path: "/v1/delays/{delay_id}/cancel", op: "cancel_delay", tag: tagDelays,
+		summary: "Cancel a delay (idempotent).", format: jsonDefault,
+		resp: []response{{200, "Ok", "cancelled"}, respNotFound, {409, "Err", "already finished"}}, handle: (*server).cancelDelay},
+	{method: "PUT", path: "/v1/delays/{delay_id}/pause", op: "pause_delay", tag: tagDelays,
+		summary: "Pause a delay.", format: jsonDefault,
+		resp: []response{{200, "Ok", "paused"}, {404, "Err", "the delay no longer exists"}}, handle: (*server).pauseDelay},
+	{method: "PUT", path: "/v1/delays/{delay_id}/unpause", op: "unpause_delay", tag: tagDelays,
+		summary: "Unpause a delay.", format: jsonDefault,
+		resp: []response{{200, "Ok", "unpaused"}, {404, "Err", "the delay no longer exists"}}, handle: (*server).unpauseDelay},
+
+	// --- components, functions, files -------------------------------------------------
+	{method: "GET", path: "/v1/components", op: "list_components", tag: tagComponents,
+		summary: "List the components of a deployment.", format: jsonDefault,
+		query: []param{qDeployID,
+			{name: "type", typ: "string", enum: []string{"activity", "activity_stub", "workflow", "webhook_endpoint", "cron"}, desc: "component type"},
+			{name: "name", typ: "string", desc: "component name"}, {name: "digest", typ: "string", desc: "component digest"},
+			{name: "ffqn", typ: "string", desc: "only components exporting this function"},
+			{name: "exports", typ: "boolean", desc: "include exports"}, {name: "imports", typ: "boolean", desc: "include imports"},
+			{name: "extensions", typ: "boolean", desc: "include extension functions (default false)"},
+			{name: "submittable", typ: "boolean", desc: "only exports with this submittable flag"}},
+		resp: []response{{200, "ComponentList", "components, by type then name"}}, handle: (*server).listComponents},
+	{method: "GET", path: "/v1/components/{digest}/wit", op: "get_component_wit", tag: tagComponents,
+		summary: "Get a component's WIT.", format: textOnly, query: []param{qDeployID},
+		resp: []response{{200, schemaText, "WIT"}, {404, "Err", "component not found"}}, handle: (*server).getComponentWit},
+	{method: "GET", path: "/v1/functions", op: "list_functions", tag: tagFunctions,
+		summary: "List functions of the active deployment (needs the engine's registry).", format: jsonDefault,
+		resp: []response{respNotImpl}, handle: notImplemented},
+	{method: "GET", path: "/v1/functions/wit", op: "get_function_wit", tag: tagFunctions,
+		summary: "Get one function's WIT (needs the engine's registry).", format: textOnly,
+		resp: []response{respNotImpl}, handle: notImplemented},
+	{method: "GET", path: "/v1/files/{digest}", op: "get_file", tag: tagDeployments,
+		summary: "Read a blob from the content-addressed store.", format: bytesOnly,
+		resp: []response{{200, "Bytes", "the blob"}, {404, "Err", "file not found"}, respNotImpl}, handle: (*server).getFile},
+
+	// --- deployments --------------------------------------------------------------
+	{method: "GET", path: "/v1/deployments", op: "list_deployments", tag: tagDeployments,
+		summary: "List deployments with execution counts, descending by id.", format: jsonDefault,
+		query: []param{{name: "cursor_from", typ: "string", desc: "Dep_<ULID>"}, qLength, qIncluding,
+			{name: "include_derived", typ: "boolean", desc: "count child executions too"},
+			{name: "include_component_summary", typ: "boolean", desc: "add component counts per type"}},
+		resp: []response{{200, "DeploymentStateList", "deployments"}, respNotImpl}, handle: (*server).listDeployments},
+	{method: "POST", path: "/v1/deployments", op: "submit_deployment", tag: tagDeployments,
+		summary: "Submit a deployment (needs the engine to compile and link).", format: jsonDefault,
+		resp: []response{respNotImpl}, handle: notImplemented},
+	{method: "GET", path: "/v1/deployments/{deployment_id}", op: "get_deployment", tag: tagDeployments,
+		summary: "Get a deployment.", format: jsonDefault,
+		query: []param{{name: "include_generated_metadata", typ: "boolean", desc: "accepted; the stored TOML is returned as stored"}},
+		resp:  []response{{200, "Deployment", "the deployment"}, {404, "Err", "deployment not found"}, respNotImpl}, handle: (*server).getDeployment},
+	{method: "PUT", path: "/v1/deployments/{deployment_id}/switch", op: "switch_deployment", tag: tagDeployments,
+		summary: "Switch the active deployment (needs the engine).", format: jsonDefault,
+		resp: []response{respNotImpl}, handle: notImplemented},
+	{method: "GET", path: "/v1/deployment-id", op: "get_current_deployment_id", tag: tagDeployments,
+		summary: "Get the current deployment id (enqueued, else active) from storage.", format: textDefault,
+		resp: []response{{200, "DeploymentId", "the id"}, {404, "Err", "no current deployment"}, respNotImpl}, handle: (*server).getCurrentDeploymentID},
+
+	// --- worker -----------------------------------------------------------------------
+	{method: "POST", path: "/v1/worker/lock/pending-by-ffqns", op: "worker_lock_pending_by_ffqns", tag: tagWorker,
+		summary: "Lock pending executions of the given functions.", format: jsonOnly, body: "LockPendingRequest",
+		resp: []response{{200, "LockedExecutionList", "the locked executions (maybe none)"}}, handle: (*server).lockPendingByFFQNs},
+	{method: "POST", path: "/v1/worker/lock/pending-by-ffqns-auto", op: "worker_lock_pending_by_ffqns_auto", tag: tagWorker,
+		summary: "Lock pending executions for an auto-upgrading workflow component.", format: jsonOnly, body: "LockPendingRequest",
+		resp: []response{{200, "LockedExecutionList", "the locked executions (maybe none)"}}, handle: (*server).lockPendingByFFQNsAuto},
+	{method: "POST", path: "/v1/worker/lock/pending-by-component-digest", op: "worker_lock_pending_by_component_digest", tag: tagWorker,
+		summary: "Lock pending executions whose current digest is component_id.component_digest.", format: jsonOnly, body: "LockPendingRequest",
+		resp: []response{{200, "LockedExecutionList", "the locked executions (maybe none)"}}, handle: (*server).lockPendingByDigest},
+	{method: "POST", path: "/v1/worker/lock/one", op: "worker_lock_one", tag: tagWorker,
+		summary: "Lock one execution at a version.", format: jsonOnly, body: "LockOneRequest",
+		resp: []response{{200, "LockedExecution", "the locked execution"}, respNotFound, respConflict, respIllegal}, handle: (*server).lockOne},
+	{method: "POST", path: "/v1/worker/append", op: "worker_append", tag: tagWorker,
+		summary: "Append one event.", format: jsonOnly, body: "AppendBody",
+		resp: []response{respNextVersion, respNotFound, respConflict, respIllegal}, handle: (*server).workerAppend},
+	{method: "POST", path: "/v1/worker/append-batch", op: "worker_append_batch", tag: tagWorker,
+		summary: "Append a batch of events.", format: jsonOnly, body: "AppendBatchBody",
+		resp: []response{respNextVersion, respNotFound, respConflict, respIllegal}, handle: (*server).workerAppendBatch},
+	{method: "POST", path: "/v1/worker/append-batch/create-children", op: "worker_append_batch_create_children", tag: tagWorker,
+		summary: "Append a batch and create child executions atomically.", format: jsonOnly, body: "CreateChildrenBody",
+		resp: []response{respNextVersion, respNotFound, respConflict, respIllegal}, handle: (*server).workerCreateChildren},
+	{method: "POST", path: "/v1/worker/append-batch/respond-to-parent", op: "worker_append_batch_respond_to_parent", tag: tagWorker,
+		summary: "Append a child's batch and its response to the parent atomically.", format: jsonOnly, body: "RespondToParentBody",
+		resp: []response{respNextVersion, respNotFound, respConflict, respIllegal}, handle: (*server).workerRespondToParent},
+	{method: "POST", path: "/v1/worker/append-batch/delay-response", op: "worker_append_batch_with_delay_response", tag: tagWorker,
+		summary: "Append a batch and a due delay's response atomically.", format: jsonOnly, body: "DelayResponseBody",
+		resp: []response{respNextVersion, respNotFound, respConflict, respIllegal}, handle: (*server).workerDelayResponse},
+	{method: "POST", path: "/v1/worker/stub-response", op: "worker_upsert_stub_response", tag: tagWorker,
+		summary: "Finish a stub child and respond to its parent (idempotent).", format: jsonOnly, body: "StubResponseBody",
+		resp: []response{respNoContent, respNotFound, respConflict}, handle: (*server).workerStubResponse},
+	{method: "GET", path: "/v1/worker/executions/{execution_id}/log", op: "worker_get_execution_log", tag: tagWorker,
+		summary: "Read the whole execution log.", format: jsonOnly,
+		resp: []response{{200, "ExecutionLog", "the log"}, respNotFound}, handle: (*server).workerGetLog},
+	{method: "GET", path: "/v1/worker/executions/{execution_id}/next-responses", op: "worker_subscribe_to_next_responses", tag: tagWorker,
+		summary: "Responses after a cursor; with wait_ms, wait (bounded) for the next ones.", format: jsonOnly,
+		query: []param{{name: "last_response", typ: "integer", desc: "cursor of the last response seen (default 0)"}, qWaitMs},
+		resp:  []response{{200, "Responses", "responses after the cursor (empty when the wait elapsed)"}}, handle: (*server).workerNextResponses},
+	{method: "POST", path: "/v1/worker/logs", op: "worker_append_logs", tag: tagWorker,
+		summary: "Append log rows (fire-and-forget).", format: jsonOnly, body: "AppendLogsBody",
+		resp: []response{respNoContent}, handle: (*server).workerAppendLogs},
+	{method: "POST", path: "/v1/worker/backtraces", op: "worker_append_backtraces", tag: tagWorker,
+		summary: "Store backtraces; returns how many were new.", format: jsonOnly, body: "AppendBacktracesBody",
+		resp: []response{{200, "Inserted", "newly stored count"}}, handle: (*server).workerAppendBacktraces},
+	{method: "GET", path: "/v1/worker/expired-timers", op: "worker_get_expired_timers", tag: tagWorker,
+		summary: "Due unpaused delays, then expired locks.", format: jsonOnly,
+		query: []param{{name: "at", typ: "string", desc: "RFC 3339; default now"}},
+		resp:  []response{{200, "ExpiredTimerList", "expired timers"}}, handle: (*server).workerExpiredTimers},
+	{method: "GET", path: "/v1/worker/cancelling", op: "worker_get_cancelling", tag: tagWorker,
+		summary: "Cancelling executions, oldest first.", format: jsonOnly,
+		query: []param{{name: "batch_size", typ: "integer", desc: "1..100, default 10"}},
+		resp:  []response{{200, "ExecutionIdList", "execution ids"}}, handle: (*server).workerCancelling},
+	{method: "POST", path: "/v1/worker/sweep", op: "worker_sweep", tag: tagWorker,
+		summary: "Run one timer sweep (expired locks and due delays).", format: jsonOnly, body: "SweepBody", bodyOptional: true,
+		resp: []response{{200, "SweepResult", "what the sweep did"}, respNotImpl}, handle: (*server).workerSweep},
+}
