@@ -1,0 +1,220 @@
+// Package dynamo implements store.Backend (the storage port of package store)
+// on one DynamoDB table through aws-sdk-go-v2. The service layer
+// (store.Service) makes every decision; this package reads strongly
+// consistently, buffers writes and commits each Update atomically.
+//
+// # Table
+//
+// One table, string keys pk (partition) and sk (sort), on-demand billing.
+// Schema (exported as Schema, created by CreateTable and by infra/):
+//
+//	index           kind  partition key  sort key  projection   present on
+//	(table)         -     pk             sk        -            every item
+//	ordinals        LSI   pk             l1        KEYS_ONLY    responses
+//	pending-ffqn    GSI   pf             ps        INCLUDE [ic] heads: pending_at ∧ active
+//	pending-digest  GSI   pd             ps        KEYS_ONLY    heads: pending_at ∧ active
+//	timers          GSI   tp             ts        KEYS_ONLY    heads: locked; timer rows: unpaused
+//	cancelling      GSI   cp             cs        KEYS_ONLY    heads: lifecycle = cancelling
+//	list            GSI   lp             ls        KEYS_ONLY    every head
+//
+// Every GSI is sparse: its key attributes are written only while the item
+// belongs to the index, so a finished activity costs no index storage except
+// its list entry. Index keys whose natural partition would be hot are
+// sharded: "<value>#<s>" with s = fnv32a(execution id) mod Options.Shards
+// (default 8); queries read all shards in parallel and merge by sort key.
+// Timestamps inside index keys use a fixed width
+// ("2006-01-02T15:04:05.000000000Z") so they sort as strings.
+//
+// # Items
+//
+// Head — pk "E#<execution id>", sk "H". The execution state (spec §3.1) in
+// short attributes: f ffqn, ca created_at, fs first_scheduled_at, ct component
+// type, cd digest, dp deployment, ic incompatible digest, v version, s state,
+// lc lifecycle, at pending/lock/finished time, le/lr last lock holder, lv last
+// lock version, mr/rb retry config, js/jc join set and closing, rk result kind
+// JSON, ie intermittent count, mc max response cursor. Plus:
+//
+//	rv  revision, +1 on every commit that writes the head (the optimistic guard)
+//	rq  request id of the last commit that wrote it; cq of the one that created it
+//	c0  the Created event (version 0) when its JSON is at most HeadBudget/2 bytes
+//	ev  inline events ib..v: list of {v, e: event JSON, j/o: JoinNext join set and
+//	    ordinal, q: request id of the commit that appended it}
+//	ib  first inline version (events below it, except an inline c0, are in pages)
+//	ob  request id of a pending fan-out outbox (see Fan-out)
+//	pf/pd/ps, tp/ts, cp/cs, lp/ls  index keys:
+//	    pf = "<ffqn>#<s>", pd = "<digest>#<s>", ps = "<at>#<created_at>#<id>"
+//	    tp = "L#<s>", ts = "<lock expiry>"
+//	    cp = "C#<s>", cs = "<created_at>#<id>"
+//	    lp = "LT#<s>" (top-level) or "LD#<s>" (derived), ls = "<created_at>#<id>"
+//
+// New events are appended to ev, so a typical step (lock, finish, a history
+// event) rewrites a single item. When a head would exceed HeadBudget (default
+// 2 KiB) its inline events move, in the same commit, to event pages.
+//
+// Event page — pk "E#<id>", sk "V#<last version, 10 digits>": lo (first
+// version) and ev (same format as the head's). Pages hold consecutive events
+// up to 64 KiB of payload, never overlap and are never rewritten. A Created
+// event too large for the head is the page "V#0000000000".
+//
+// JoinNext counter — pk "E#<id>", sk "J#<join set>": n = the ordinal of the
+// last JoinNext of that join set that moved to a page. Written (unconditional
+// put, guarded by the head revision) only by commits that move JoinNexts.
+//
+// Response — pk "E#<recipient>", sk "R#<cursor, 10 digits>": e the
+// JoinSetResponseEventOuter JSON, l1 = "R#<join set>#<ordinal, 10 digits>"
+// (its rank within the join set, for the ordinals LSI), rq.
+//
+// Response guard — pk "G#C#<child id>" or "G#D#<delay id>", sk "G": to
+// (recipient), c (cursor), ok (delay outcome), rq. Created with
+// attribute_not_exists: a child id or delay id has at most one response across
+// all executions.
+//
+// Timer row — pk "E#<owner>", sk "D#<join set>#<delay id>": x expires_at,
+// p paused, rq, and while unpaused tp = "D#<s>", ts = expiry.
+//
+// Outbox — pk "E#<parent>", sk "O#<request id>": e the deferred child items
+// (JSON, or a CAS reference above 300 KiB). See Fan-out.
+//
+// Backtrace — pk "E#<id>", sk "B#<min, 10 digits>#<max, 10 digits>": ci
+// component id JSON, bt backtrace JSON. Insert-if-absent.
+//
+// Log — pk "LG#<top-level id>", sk "<cursor, 19 digits>": x execution id, r
+// run id, t created_at, lv/m (log) or st/pl (stream). Log counter — pk
+// "SEQ#LOG", sk "C", n: the last allocated cursor.
+//
+// Payloads (event, response and backtrace JSON) larger than InlineThreshold
+// (default 64 KiB) are written to the CAS first and stored as
+// "@sha256:<hex>"; reads resolve them transparently.
+//
+// # Access patterns (spec §7)
+//
+//	head by id                        GetItem E#id/H, ConsistentRead
+//	event by version / range          head (c0, ev) + Query V# pages from V#<from>, consistent
+//	last event, next version          head (v)
+//	responses by cursor range         Query E#id, sk BETWEEN R#from AND R#to, consistent
+//	                                  (bounded by the head's mc: a view never sees
+//	                                  responses newer than its head)
+//	n-th response of a join set       Query LSI ordinals l1 = "R#<js>#<n>", consistent
+//	JoinNext count of a join set      newest inline JoinNext of js, else GetItem J#<js>
+//	response count of a join set      Query LSI ordinals begins_with "R#<js>#", desc, Limit 1
+//	delay outcome by delay id         GetItem G#D#<delay>/G, consistent
+//	timer row                         GetItem E#owner/D#js#delay, consistent
+//	pending by ffqn (lock, wait)      Query pending-ffqn pf = ffqn#s, ps < "<at>$", all shards,
+//	                                  merged by ps; auto-upgrade filter on ic
+//	pending by digest                 Query pending-digest pd = digest#s, likewise
+//	expired locks                     Query timers tp = L#s, ts <= at; BatchGetItem heads
+//	expired delays                    Query timers tp = D#s, ts <= at (keys only)
+//	cancelling by created_at          Query cancelling cp = C#s, merged by cs
+//	list_executions                   Query list lp = LT#s (+ LD#s with show_derived),
+//	                                  created_at cursor in the key condition, merged by
+//	                                  ls; heads by BatchGetItem, filters applied after,
+//	                                  paging on until the page is full; newest first
+//	logs of an execution (+prefix)    Query LG#<top>, sk range by cursor, filter after
+//	backtraces                        Query E#id begins_with/BETWEEN B#
+//
+// No Scan is used anywhere. Index reads are eventually consistent; the
+// service re-reads every candidate inside Update before acting on it, and a
+// lock or timer action is a conditional write on the base head item, so a
+// stale index entry is skipped, never granted.
+//
+// # Update: optimistic transactions
+//
+// Update(fn) runs fn against a fresh transaction. Reads are strongly
+// consistent and cached; reading anything of an execution (events,
+// responses, ordinals, timer rows) reads its head first, recording its rv.
+// Writes are buffered. On return the buffer becomes one commit:
+//
+//   - every head fn wrote (PutHead, or any item of its execution changed) is a
+//     Put of the whole head with rv+1, condition rv = :read (CreateHead:
+//     attribute_not_exists(pk));
+//   - every head fn read but did not write is a ConditionCheck rv = :read
+//     (attribute_not_exists(pk) if it was absent);
+//   - event pages, responses, response guards, new timer rows and the outbox
+//     are Puts with attribute_not_exists(pk); changed timer rows are Puts,
+//     removed ones Deletes; JoinNext counters are Puts;
+//   - a response guard read as absent but not written is a ConditionCheck
+//     attribute_not_exists(pk).
+//
+// A commit of one item is a conditional PutItem; anything else is one
+// TransactWriteItems. A failed condition on a head (or on a page/response,
+// which implies one) means a concurrent commit: fn runs again after a
+// jittered backoff (at most Options.MaxAttempts times). A failed condition
+// on a response guard, a new timer row or a created head is a uniqueness
+// violation: Update returns an error wrapping core.ErrConflict and does not
+// retry. Cancellations for TransactionConflict or throttling re-run fn.
+//
+// Because every item of an execution changes only together with its head
+// (the backend writes the head whenever one of its items changes), guarding
+// heads serialises every pair of transactions touching a common execution.
+// In particular the JoinNext ↔ response race (spec §8.3) is closed: the
+// JoinNext commit guards the head it read when it looked for the n-th
+// response, and the response commit writes that head.
+//
+// # The atomic units of spec §7.3
+//
+//	create                     Put head (c0, inline Paused) attribute_not_exists —
+//	                           a single PutItem; plus a V#0 page if Created is large
+//	append / append_batch      Put head rv = :r (+ pages if it spills) + Put timer rows
+//	                           attribute_not_exists (DelayRequest)
+//	lock                       Put head rv = :r (Locked inline) — a single PutItem
+//	append_batch_create_new_   Put parent head rv = :r + Put each child head
+//	  execution                attribute_not_exists (+ outbox beyond the limits)
+//	append_batch_respond_to_   Put child head rv = :r + Put parent head rv = :r +
+//	  parent                   Put response attribute_not_exists + Put guard G#C#child
+//	                           attribute_not_exists
+//	append_delay_response,     Put head rv = :r + Put response + Put guard G#D#delay
+//	  cancel_delay             attribute_not_exists + Delete timer row
+//	append_batch_with_delay_   Put head rv = :r + Put response + Put guard; the timer
+//	  response                 row is created and removed in the commit (net: none;
+//	                           its prior absence is read under the head's guard)
+//	upsert_stub_response       as respond_to_parent
+//	pause_execution (locked)   Put head rv = :r (Unlocked + Paused inline)
+//	pause_delay/unpause_delay  Put timer row + Put head rv = :r
+//
+// # Ambiguous outcomes
+//
+// Every commit carries a random request id (rq) written on every item it
+// creates and on the heads it writes (and q on each event it appends).
+// TransactWriteItems carries ClientRequestToken = a digest of the request id
+// and the write set's keys, so the SDK retryer (explicitly configured:
+// Options.SDKMaxAttempts attempts, 25 ms base, 1 s cap, no retry quota) and
+// this package's own re-sends are idempotent for 10 minutes. A commit whose
+// outcome is unknown (timeout, network error, 5xx, TransactionInProgress) is
+// re-sent unchanged; if a re-send then fails a condition, the item returned
+// with ReturnValuesOnConditionCheckFailure=ALL_OLD (or a consistent read of
+// an item the commit created) tells whether it carries our request id: then
+// the earlier attempt committed and Update reports success. A single-item
+// PutItem retried by the SDK after an unseen success is recognised the same
+// way. fn is never re-run while an outcome is unknown.
+//
+// # Fan-out beyond the transaction limits
+//
+// TransactWriteItems takes 100 actions and 4 MB. When a commit is larger,
+// creations of new executions (children of append_batch_create_new_execution)
+// are moved, last first, into an outbox item written in the same transaction
+// beside the first updated head (the parent), which also gets ob = request
+// id. Before committing, the deferred ids are checked absent with a strongly
+// consistent BatchGetItem (an existing one fails the whole commit with
+// core.ErrConflict). After the commit the children are created right away
+// (PutItem attribute_not_exists each; an existing child created by this same
+// commit, cq = rq, is fine), then ob is removed from the parent (rv+1) and
+// the outbox deleted, before Update returns.
+//
+// Guarantee: when Update returns, the fan-out is complete. If the process
+// dies in between, any later read of the parent's head (every Update or View
+// touching the parent) or of a missing derived child (whose parent is
+// derived from its id) completes the outbox first, so no reader observes the
+// parent's events without its children. Not covered: list/pending index
+// queries may miss the children until then (they are eventually consistent
+// anyway), and a top-level execution scheduled in such an oversized batch is
+// only found through its scheduler. A foreign create of a deferred id in the
+// window between the pre-check and the materialisation is logged, not
+// prevented (derived ids can only be created by their parent's commits).
+//
+// # Limits
+//
+// Options.Shards must never decrease for a table. One execution's items
+// (the partition E#id) may not exceed 10 GB because of the LSI. An append
+// batch's events are written as pages, so batches are bounded by 4 MB per
+// commit, not by 100 actions.
+package dynamo

@@ -1,0 +1,25 @@
+package dynamo
+
+import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// SetSkipAfterCommit makes commits leave deferred child creations to the
+// next reader, as if the process died right after the commit.
+func (b *Backend) SetSkipAfterCommit(skip bool) { b.skipAfterCommit = skip }
+
+// RawPartition returns every item whose partition key is pk.
+func (b *Backend) RawPartition(ctx context.Context, pk string) ([]map[string]types.AttributeValue, error) {
+	var out []map[string]types.AttributeValue
+	err := b.queryAll(ctx, &dynamodb.QueryInput{
+		TableName: b.tableName(), ConsistentRead: aws.Bool(true),
+		KeyConditionExpression:    aws.String("#pk = :pk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK},
+		ExpressionAttributeValues: item{":pk": avS(pk)},
+	}, func(it item) (bool, error) { out = append(out, it); return true, nil })
+	return out, err
+}

@@ -1,0 +1,335 @@
+package dynamo
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/stela-dev/stela/core"
+)
+
+// Head attribute names (doc.go, "Head item").
+const (
+	aRev        = "rv"
+	aReq        = "rq"
+	aCreateReq  = "cq"
+	aFFQN       = "f"
+	aCreatedAt  = "ca"
+	aFirstSched = "fs"
+	aCompType   = "ct"
+	aDigest     = "cd"
+	aDeployment = "dp"
+	aVersion    = "v"
+	aState      = "s"
+	aLifecycle  = "lc"
+	aAt         = "at"
+	aExecutor   = "le"
+	aRun        = "lr"
+	aLockVer    = "lv"
+	aMaxRetries = "mr"
+	aBackoff    = "rb"
+	aJoinSet    = "js"
+	aClosing    = "jc"
+	aResultKind = "rk"
+	aIntermit   = "ie"
+	aMaxCursor  = "mc"
+	aCreated    = "c0"
+	aInline     = "ev"
+	aInlineBase = "ib"
+	aOutbox     = "ob"
+
+	// inline event fields
+	ieVersion = "v"
+	iePayload = "e"
+	ieJoinSet = "j"
+	ieOrdinal = "o"
+	ieReq     = "q"
+
+	// generic item fields
+	aPayload = "e"
+	aPageLo  = "lo"
+	aCount   = "n"
+)
+
+// pageMax bounds the inline payload bytes of one event page.
+const pageMax = 64 << 10
+
+// headRec is a decoded head item: the execution state plus what the backend
+// keeps beside it.
+type headRec struct {
+	st  core.ExecutionState
+	rev int64
+	rq  string // request id of the last commit that wrote the head
+	cq  string // request id of the commit that created the execution
+	// created is the payload of event version 0 when it lives in the head;
+	// "" means it is the item V#0000000000.
+	created string
+	// inline are the events ib..st.Version (ascending) kept in the head.
+	inline []inlineEvent
+	ib     core.Version
+	// ob names a pending outbox item (O#<ob>) of child creations.
+	ob string
+}
+
+// inlineEvent is an event stored inside the head.
+type inlineEvent struct {
+	v   core.Version
+	e   string // payload text (JSON or CAS reference)
+	js  string // join set of a JoinNext, "" otherwise
+	ord uint32 // JoinNext ordinal within js
+	q   string // request id of the commit that appended it
+}
+
+func (e inlineEvent) av() types.AttributeValue {
+	m := item{ieVersion: avN(e.v), iePayload: avS(e.e), ieReq: avS(e.q)}
+	if e.js != "" {
+		m[ieJoinSet] = avS(e.js)
+		m[ieOrdinal] = avN(e.ord)
+	}
+	return &types.AttributeValueMemberM{Value: m}
+}
+
+// decodeInline parses a list of inline events (head "ev" or a page).
+func decodeInline(av types.AttributeValue) ([]inlineEvent, error) {
+	l, ok := av.(*types.AttributeValueMemberL)
+	if !ok {
+		return nil, nil
+	}
+	out := make([]inlineEvent, 0, len(l.Value))
+	for _, e := range l.Value {
+		m, ok := e.(*types.AttributeValueMemberM)
+		if !ok {
+			return nil, fmt.Errorf("malformed inline event")
+		}
+		var ie inlineEvent
+		n, _, err := getN(m.Value, ieVersion)
+		if err != nil {
+			return nil, err
+		}
+		ie.v = core.Version(n)
+		ie.e, _ = getS(m.Value, iePayload)
+		ie.q, _ = getS(m.Value, ieReq)
+		if js, ok := getS(m.Value, ieJoinSet); ok {
+			ie.js = js
+			o, _, err := getN(m.Value, ieOrdinal)
+			if err != nil {
+				return nil, err
+			}
+			ie.ord = uint32(o)
+		}
+		out = append(out, ie)
+	}
+	return out, nil
+}
+
+// encode returns the head item with its index attributes.
+func (h *headRec) encode(shards int) item {
+	s := &h.st
+	id := s.ExecutionID.String()
+	shard := strconv.Itoa(shardOf(id, shards))
+	it := item{
+		AttrPK: avS(prefixExec + id), AttrSK: avS(skHead),
+		aRev: avN(h.rev), aReq: avS(h.rq), aCreateReq: avS(h.cq),
+		aFFQN: avS(s.FFQN.String()), aCreatedAt: avS(tsText(s.CreatedAt)),
+		aFirstSched: avS(tsText(s.FirstScheduledAt)), aCompType: avS(string(s.ComponentType)),
+		aDigest: avS(s.ComponentDigest.String()), aDeployment: avS(s.DeploymentID.String()),
+		aVersion: avN(s.Version), aState: avN(s.State), aLifecycle: avN(s.Lifecycle),
+		aAt: avS(tsText(s.At)), aIntermit: avN(s.IntermittentEventCount), aMaxCursor: avN(s.MaxCursor),
+		aInlineBase: avN(h.ib),
+	}
+	if s.IncompatibleDigest != nil {
+		it[AttrIncompatible] = avS(s.IncompatibleDigest.String())
+	}
+	if s.LastLock != nil {
+		it[aExecutor] = avS(s.LastLock.ExecutorID.String())
+		it[aRun] = avS(s.LastLock.RunID.String())
+	}
+	if s.LastLockVersion != nil {
+		it[aLockVer] = avN(*s.LastLockVersion)
+	}
+	if s.MaxRetries != nil {
+		it[aMaxRetries] = avN(*s.MaxRetries)
+	}
+	if s.RetryExpBackoffMillis != nil {
+		it[aBackoff] = avU64(*s.RetryExpBackoffMillis)
+	}
+	if s.JoinSetID != nil {
+		it[aJoinSet] = avS(s.JoinSetID.String())
+		it[aClosing] = avBool(s.JoinSetClosing)
+	}
+	if s.ResultKind != nil {
+		rk, _ := json.Marshal(*s.ResultKind)
+		it[aResultKind] = avS(string(rk))
+	}
+	if h.created != "" {
+		it[aCreated] = avS(h.created)
+	}
+	if len(h.inline) > 0 {
+		l := make([]types.AttributeValue, len(h.inline))
+		for i, e := range h.inline {
+			l[i] = e.av()
+		}
+		it[aInline] = &types.AttributeValueMemberL{Value: l}
+	}
+	if h.ob != "" {
+		it[aOutbox] = avS(h.ob)
+	}
+	// Sparse index attributes.
+	if s.State == core.StatePendingAt && s.Lifecycle == core.LifecycleActive {
+		it[AttrPendingFFQN] = avS(s.FFQN.String() + "#" + shard)
+		it[AttrPendingDigest] = avS(s.ComponentDigest.String() + "#" + shard)
+		it[AttrPendingSort] = avS(fixedTS(s.At) + "#" + fixedTS(s.CreatedAt) + "#" + id)
+	}
+	if s.State == core.StateLocked {
+		it[AttrTimerPK] = avS(timerLock + shard)
+		it[AttrTimerSK] = avS(fixedTS(s.At))
+	}
+	if s.Lifecycle == core.LifecycleCancelling {
+		it[AttrCancelPK] = avS(cancelPK + shard)
+		it[AttrCancelSK] = avS(fixedTS(s.CreatedAt) + "#" + id)
+	}
+	lp := listTop
+	if !s.ExecutionID.IsTopLevel() {
+		lp = listDeriv
+	}
+	it[AttrListPK] = avS(lp + shard)
+	it[AttrListSK] = avS(fixedTS(s.CreatedAt) + "#" + id)
+	return it
+}
+
+// decodeHead parses a head item.
+func decodeHead(it item) (*headRec, error) {
+	pk, _ := getS(it, AttrPK)
+	id, err := parseExecPK(pk)
+	if err != nil {
+		return nil, err
+	}
+	h := &headRec{}
+	if err := h.decode(id, it); err != nil {
+		return nil, fmt.Errorf("dynamo: decode head %s: %w", id, err)
+	}
+	return h, nil
+}
+
+func (h *headRec) decode(id core.ExecutionId, it item) error {
+	s := &h.st
+	s.ExecutionID = id
+	var err error
+	num := func(name string) int64 {
+		n, _, e := getN(it, name)
+		if e != nil && err == nil {
+			err = e
+		}
+		return n
+	}
+	str := func(name string) string {
+		v, ok := getS(it, name)
+		if !ok && err == nil {
+			err = fmt.Errorf("missing attribute %s", name)
+		}
+		return v
+	}
+	check := func(e error) {
+		if e != nil && err == nil {
+			err = e
+		}
+	}
+	h.rev = num(aRev)
+	h.rq, _ = getS(it, aReq)
+	h.cq, _ = getS(it, aCreateReq)
+	h.ob, _ = getS(it, aOutbox)
+	h.created, _ = getS(it, aCreated)
+	h.ib = core.Version(num(aInlineBase))
+	var e error
+	s.FFQN, e = core.ParseFunctionFqn(str(aFFQN))
+	check(e)
+	s.CreatedAt, e = parseTS(str(aCreatedAt))
+	check(e)
+	s.FirstScheduledAt, e = parseTS(str(aFirstSched))
+	check(e)
+	s.ComponentType = core.ComponentType(str(aCompType))
+	s.ComponentDigest, e = core.ParseComponentDigest(str(aDigest))
+	check(e)
+	s.DeploymentID, e = core.ParseDeploymentId(str(aDeployment))
+	check(e)
+	if v, ok := getS(it, AttrIncompatible); ok {
+		d, e := core.ParseComponentDigest(v)
+		check(e)
+		s.IncompatibleDigest = &d
+	}
+	s.Version = core.Version(num(aVersion))
+	s.State = core.StateKind(num(aState))
+	s.Lifecycle = core.Lifecycle(num(aLifecycle))
+	s.At, e = parseTS(str(aAt))
+	check(e)
+	if ex, ok := getS(it, aExecutor); ok {
+		var lb core.LockedBy
+		lb.ExecutorID, e = core.ParseExecutorId(ex)
+		check(e)
+		lb.RunID, e = core.ParseRunId(str(aRun))
+		check(e)
+		s.LastLock = &lb
+	}
+	if n, ok, e := getN(it, aLockVer); ok {
+		check(e)
+		v := core.Version(n)
+		s.LastLockVersion = &v
+	}
+	if n, ok, e := getN(it, aMaxRetries); ok {
+		check(e)
+		v := uint32(n)
+		s.MaxRetries = &v
+	}
+	if n, ok, e := getU64(it, aBackoff); ok {
+		check(e)
+		s.RetryExpBackoffMillis = &n
+	}
+	if v, ok := getS(it, aJoinSet); ok {
+		js, e := core.ParseJoinSetId(v)
+		check(e)
+		s.JoinSetID = &js
+		s.JoinSetClosing = getBool(it, aClosing)
+	}
+	if v, ok := getS(it, aResultKind); ok {
+		var rk core.ResultKind
+		check(json.Unmarshal([]byte(v), &rk))
+		s.ResultKind = &rk
+	}
+	s.IntermittentEventCount = uint32(num(aIntermit))
+	s.MaxCursor = core.ResponseCursor(num(aMaxCursor))
+	inline, e := decodeInline(it[aInline])
+	check(e)
+	h.inline = inline
+	return err
+}
+
+// clone returns a copy sharing nothing mutable with h.
+func (h *headRec) clone() *headRec {
+	c := *h
+	c.st = cloneState(h.st)
+	c.inline = append([]inlineEvent(nil), h.inline...)
+	return &c
+}
+
+// cloneState copies s and the values its pointers refer to.
+func cloneState(s core.ExecutionState) core.ExecutionState {
+	c := s
+	c.IncompatibleDigest = clonePtr(s.IncompatibleDigest)
+	c.LastLock = clonePtr(s.LastLock)
+	c.LastLockVersion = clonePtr(s.LastLockVersion)
+	c.MaxRetries = clonePtr(s.MaxRetries)
+	c.RetryExpBackoffMillis = clonePtr(s.RetryExpBackoffMillis)
+	c.JoinSetID = clonePtr(s.JoinSetID)
+	c.ResultKind = clonePtr(s.ResultKind)
+	return c
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}

@@ -1,0 +1,402 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/stela-dev/stela/core"
+)
+
+// stream pages through one index partition.
+type stream struct {
+	in   *dynamodb.QueryInput
+	sort string // sort key attribute
+	buf  []item
+	done bool
+	err  error
+}
+
+func (s *stream) fetch(ctx context.Context, b *Backend) {
+	out, err := b.api.Query(ctx, s.in, b.optFns...)
+	if err != nil {
+		s.err, s.done = err, true
+		return
+	}
+	s.buf = append(s.buf, out.Items...)
+	if len(out.LastEvaluatedKey) == 0 {
+		s.done = true
+	} else {
+		s.in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+func (s *stream) peek(ctx context.Context, b *Backend) (item, error) {
+	for len(s.buf) == 0 && !s.done {
+		s.fetch(ctx, b)
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	if len(s.buf) == 0 {
+		return nil, nil
+	}
+	return s.buf[0], nil
+}
+
+// merger merges index partitions (shards) by sort key.
+type merger struct {
+	b       *Backend
+	streams []*stream
+	desc    bool
+}
+
+// newMerger starts one query per partition key value, fetching the first
+// pages in parallel. base is copied per partition; pkAttr is bound to :pk.
+func (b *Backend) newMerger(ctx context.Context, base dynamodb.QueryInput, sortAttr string, pks []string) *merger {
+	m := &merger{b: b, desc: base.ScanIndexForward != nil && !*base.ScanIndexForward}
+	var wg sync.WaitGroup
+	for _, pk := range pks {
+		in := base
+		vals := item{":pk": avS(pk)}
+		for k, v := range base.ExpressionAttributeValues {
+			vals[k] = v
+		}
+		in.ExpressionAttributeValues = vals
+		s := &stream{in: &in, sort: sortAttr}
+		m.streams = append(m.streams, s)
+		wg.Add(1)
+		go func() { defer wg.Done(); s.fetch(ctx, b) }()
+	}
+	wg.Wait()
+	return m
+}
+
+// next pops the item with the smallest (largest when descending) sort key.
+func (m *merger) next(ctx context.Context) (item, error) {
+	best, bestKey := -1, ""
+	for i, s := range m.streams {
+		it, err := s.peek(ctx, m.b)
+		if err != nil {
+			return nil, err
+		}
+		if it == nil {
+			continue
+		}
+		k, _ := getS(it, s.sort)
+		if best < 0 || (!m.desc && k < bestKey) || (m.desc && k > bestKey) {
+			best, bestKey = i, k
+		}
+	}
+	if best < 0 {
+		return nil, nil
+	}
+	it := m.streams[best].buf[0]
+	m.streams[best].buf = m.streams[best].buf[1:]
+	return it, nil
+}
+
+func (b *Backend) shardKeys(prefix string) []string {
+	pks := make([]string, b.shards)
+	for i := range pks {
+		pks[i] = prefix + strconv.Itoa(i)
+	}
+	return pks
+}
+
+// PendingByFFQN returns executions of ffqn pending at or before at, by
+// scheduled time (then creation time), merged over the index shards.
+func (b *Backend) PendingByFFQN(ctx context.Context, ffqn core.FunctionFqn, at core.Timestamp, limit int, skipIncompatible *core.ComponentDigest) ([]core.ExecutionId, error) {
+	in := dynamodb.QueryInput{
+		TableName: b.tableName(), IndexName: aws.String(IndexPendingFFQN),
+		KeyConditionExpression:    aws.String("#pk = :pk AND #sk < :hi"),
+		ExpressionAttributeNames:  map[string]string{"#pk": AttrPendingFFQN, "#sk": AttrPendingSort},
+		ExpressionAttributeValues: item{":hi": avS(fixedTS(at) + "$")},
+		Limit:                     aws.Int32(int32(min(max(limit, 1), queryPageSize))),
+	}
+	if skipIncompatible != nil {
+		in.FilterExpression = aws.String("attribute_not_exists(#ic) OR #ic <> :skip")
+		in.ExpressionAttributeNames["#ic"] = AttrIncompatible
+		in.ExpressionAttributeValues[":skip"] = avS(skipIncompatible.String())
+	}
+	return b.pending(ctx, in, ffqn.String()+"#", limit)
+}
+
+// PendingByDigest is PendingByFFQN keyed by the current component digest.
+func (b *Backend) PendingByDigest(ctx context.Context, digest core.ComponentDigest, at core.Timestamp, limit int) ([]core.ExecutionId, error) {
+	in := dynamodb.QueryInput{
+		TableName: b.tableName(), IndexName: aws.String(IndexPendingDigest),
+		KeyConditionExpression:    aws.String("#pk = :pk AND #sk < :hi"),
+		ExpressionAttributeNames:  map[string]string{"#pk": AttrPendingDigest, "#sk": AttrPendingSort},
+		ExpressionAttributeValues: item{":hi": avS(fixedTS(at) + "$")},
+		Limit:                     aws.Int32(int32(min(max(limit, 1), queryPageSize))),
+	}
+	return b.pending(ctx, in, digest.String()+"#", limit)
+}
+
+func (b *Backend) pending(ctx context.Context, in dynamodb.QueryInput, prefix string, limit int) ([]core.ExecutionId, error) {
+	if err := b.checkOpen(); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	m := b.newMerger(ctx, in, AttrPendingSort, b.shardKeys(prefix))
+	var ids []core.ExecutionId
+	for len(ids) < limit {
+		it, err := m.next(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("dynamo: pending %s: %w", prefix, err)
+		}
+		if it == nil {
+			break
+		}
+		pk, _ := getS(it, AttrPK)
+		id, err := parseExecPK(pk)
+		if err != nil {
+			b.log.WarnContext(ctx, "skipping undecodable pending entry", "pk", pk, "err", err)
+			continue
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// timers returns every IndexTimers entry of kind (lock/delay) due at at.
+func (b *Backend) timers(ctx context.Context, kind string, at core.Timestamp) ([]item, error) {
+	if err := b.checkOpen(); err != nil {
+		return nil, err
+	}
+	pks := b.shardKeys(kind)
+	res := make([][]item, len(pks))
+	errs := make([]error, len(pks))
+	var wg sync.WaitGroup
+	for i, pk := range pks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = b.queryAll(ctx, &dynamodb.QueryInput{
+				TableName: b.tableName(), IndexName: aws.String(IndexTimers),
+				KeyConditionExpression:    aws.String("#pk = :pk AND #sk <= :at"),
+				ExpressionAttributeNames:  map[string]string{"#pk": AttrTimerPK, "#sk": AttrTimerSK},
+				ExpressionAttributeValues: item{":pk": avS(pk), ":at": avS(fixedTS(at))},
+			}, func(it item) (bool, error) { res[i] = append(res[i], it); return true, nil })
+		}()
+	}
+	wg.Wait()
+	var all []item
+	for i := range pks {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("dynamo: timers %s: %w", pks[i], errs[i])
+		}
+		all = append(all, res[i]...)
+	}
+	return all, nil
+}
+
+// ExpiredLocks returns the heads of locked executions whose lock expired at
+// or before at (any lifecycle).
+func (b *Backend) ExpiredLocks(ctx context.Context, at core.Timestamp) ([]core.ExecutionState, error) {
+	keys, err := b.timers(ctx, timerLock, at)
+	if err != nil {
+		return nil, err
+	}
+	heads, err := b.heads(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	var out []core.ExecutionState
+	for _, h := range heads {
+		if h.st.State == core.StateLocked && !h.st.At.After(at) {
+			out = append(out, h.st)
+		}
+	}
+	return out, nil
+}
+
+// ExpiredDelays returns unpaused timers with expires_at <= at.
+func (b *Backend) ExpiredDelays(ctx context.Context, at core.Timestamp) ([]core.ExpiredDelay, error) {
+	keys, err := b.timers(ctx, timerDelay, at)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]core.ExpiredDelay, 0, len(keys))
+	for _, it := range keys {
+		pk, _ := getS(it, AttrPK)
+		sk, _ := getS(it, AttrSK)
+		id, err := parseExecPK(pk)
+		if err != nil {
+			return nil, err
+		}
+		js, d, err := parseDelaySK(sk)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, core.ExpiredDelay{ExecutionID: id, JoinSetID: js, DelayID: d})
+	}
+	return out, nil
+}
+
+// heads reads the head items named by index entries (eventually consistent;
+// callers re-check inside Update), in the order of keys.
+func (b *Backend) heads(ctx context.Context, entries []item) ([]*headRec, error) {
+	keys := make([]item, len(entries))
+	for i, e := range entries {
+		keys[i] = item{AttrPK: e[AttrPK], AttrSK: avS(skHead)}
+	}
+	items, err := b.batchGet(ctx, keys, false)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: read heads: %w", err)
+	}
+	byPK := make(map[string]*headRec, len(items))
+	for _, it := range items {
+		h, err := decodeHead(it)
+		if err != nil {
+			b.log.WarnContext(ctx, "skipping undecodable head", "err", err)
+			continue
+		}
+		byPK[pkExec(h.st.ExecutionID)] = h
+	}
+	out := make([]*headRec, 0, len(entries))
+	for _, e := range entries {
+		pk, _ := getS(e, AttrPK)
+		if h, ok := byPK[pk]; ok {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+// Cancelling returns up to limit cancelling executions by created_at.
+func (b *Backend) Cancelling(ctx context.Context, limit int) ([]core.ExecutionId, error) {
+	if err := b.checkOpen(); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	m := b.newMerger(ctx, dynamodb.QueryInput{
+		TableName: b.tableName(), IndexName: aws.String(IndexCancelling),
+		KeyConditionExpression:   aws.String("#pk = :pk"),
+		ExpressionAttributeNames: map[string]string{"#pk": AttrCancelPK},
+		Limit:                    aws.Int32(int32(min(limit, queryPageSize))),
+	}, AttrCancelSK, b.shardKeys(cancelPK))
+	var ids []core.ExecutionId
+	for len(ids) < limit {
+		it, err := m.next(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("dynamo: cancelling: %w", err)
+		}
+		if it == nil {
+			break
+		}
+		pk, _ := getS(it, AttrPK)
+		id, err := parseExecPK(pk)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// ListExecutions walks IndexList (top-level partitions, plus the derived
+// ones with ShowDerived) in created_at order, filters the heads and returns
+// them newest first.
+func (b *Backend) ListExecutions(ctx context.Context, f core.ListExecutionsFilter, p core.ExecutionListPagination) ([]core.ExecutionState, error) {
+	if err := b.checkOpen(); err != nil {
+		return nil, err
+	}
+	if p.CreatedBy == nil && p.ExecutionID == nil {
+		p = core.DefaultExecutionListPagination()
+	}
+	var dir core.Direction
+	var length int
+	cond := "#pk = :pk"
+	vals := item{}
+	var idCursor *core.Pagination[*core.ExecutionId]
+	if c := p.CreatedBy; c != nil {
+		dir, length = c.Direction, int(c.Length)
+		if c.Cursor != nil {
+			ts := fixedTS(*c.Cursor)
+			switch c.Rel() {
+			case ">":
+				cond, vals[":b"] = cond+" AND #sk > :b", avS(ts+"$")
+			case ">=":
+				cond, vals[":b"] = cond+" AND #sk >= :b", avS(ts)
+			case "<":
+				cond, vals[":b"] = cond+" AND #sk < :b", avS(ts)
+			default:
+				cond, vals[":b"] = cond+" AND #sk < :b", avS(ts+"$")
+			}
+		}
+	} else {
+		idCursor = p.ExecutionID
+		dir, length = idCursor.Direction, int(idCursor.Length)
+	}
+	if length <= 0 {
+		return nil, nil
+	}
+	names := map[string]string{"#pk": AttrListPK}
+	if len(vals) > 0 {
+		names["#sk"] = AttrListSK
+	}
+	pks := b.shardKeys(listTop)
+	if f.ShowDerived {
+		pks = append(pks, b.shardKeys(listDeriv)...)
+	}
+	in := dynamodb.QueryInput{
+		TableName: b.tableName(), IndexName: aws.String(IndexList),
+		KeyConditionExpression: aws.String(cond), ExpressionAttributeNames: names,
+		ScanIndexForward: aws.Bool(dir != core.OlderThan), Limit: aws.Int32(int32(min(max(length, 25), queryPageSize))),
+	}
+	if len(vals) > 0 {
+		in.ExpressionAttributeValues = vals
+	}
+	m := b.newMerger(ctx, in, AttrListSK, pks)
+	var out []core.ExecutionState
+	for len(out) < length {
+		var batch []item
+		for len(batch) < 50 {
+			it, err := m.next(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("dynamo: list executions: %w", err)
+			}
+			if it == nil {
+				break
+			}
+			if idCursor != nil && idCursor.Cursor != nil {
+				pk, _ := getS(it, AttrPK)
+				if !idCursor.Accepts(strings.Compare(pk[len(prefixExec):], idCursor.Cursor.String())) {
+					continue
+				}
+			}
+			batch = append(batch, it)
+		}
+		if len(batch) == 0 {
+			break
+		}
+		heads, err := b.heads(ctx, batch)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range heads {
+			if len(out) < length && f.Matches(&h.st) {
+				out = append(out, h.st)
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(x, y core.ExecutionState) int {
+		if c := y.CreatedAt.Compare(x.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(y.ExecutionID.String(), x.ExecutionID.String())
+	})
+	return out, nil
+}
