@@ -1,0 +1,345 @@
+package coretest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stela-dev/stela/core"
+)
+
+// raceGoroutines is the number of concurrent writers in the race tests.
+const raceGoroutines = 16
+
+// raceTests run real goroutines against one store.
+func raceTests() []contractTest {
+	return []contractTest{
+		{"Race_LockersGrantEachExecutionExactlyOnce", raceLock},
+		{"Race_AppendersAtOneVersionExactlyOneWins", raceAppend},
+		{"Race_ResponseVersusJoinNextNeverStaysBlocked", raceResponseJoinNext},
+		{"Race_ConcurrentResponsesGetGaplessCursors", raceResponses},
+		{"Race_ConcurrentCreatesOfOneIdExactlyOneWins", raceCreate},
+	}
+}
+
+// goAll runs fn(i) for i in [0, n) on n goroutines released together and waits for all.
+func goAll(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			fn(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
+// errs collects errors from goroutines; the test fails on the main goroutine.
+type errs struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (e *errs) add(format string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.list) < 20 {
+		e.list = append(e.list, fmt.Sprintf(format, args...))
+	}
+}
+
+func (e *errs) check(h *harness) {
+	h.t.Helper()
+	if len(e.list) > 0 {
+		h.t.Fatalf("%d failures, first ones:\n%s", len(e.list), joinLines(e.list))
+	}
+}
+
+func joinLines(l []string) string {
+	s := ""
+	for _, x := range l {
+		s += "  " + x + "\n"
+	}
+	return s
+}
+
+type grant struct {
+	le core.LockedExecution
+	by core.LockedBy
+}
+
+func raceLock(h *harness) {
+	rounds, m := h.opts.scaled(3, 1), h.opts.scaled(64, 8)
+	calls := int64(0)
+	for r := 0; r < rounds; r++ {
+		ids := map[core.ExecutionId]bool{}
+		for i := 0; i < m; i++ {
+			ids[h.create()] = true
+		}
+		var mu sync.Mutex
+		var grants []grant
+		var locked atomic.Int64
+		var failures errs
+		goAll(raceGoroutines, func(g int) {
+			exr := newExr()
+			for iter := 0; locked.Load() < int64(m) && iter < 10*m && h.ctx.Err() == nil; iter++ {
+				run := newRun()
+				req := h.lockReq(exr, run, h.now().Add(time.Hour))
+				req.BatchSize = uint32(1 + (g+iter)%4)
+				var got []core.LockedExecution
+				var err error
+				atomic.AddInt64(&calls, 1)
+				if g%2 == 0 {
+					got, err = h.db.LockPendingByFFQNs(h.ctx, req, []core.FunctionFqn{ffqnF})
+				} else {
+					got, err = h.db.LockPendingByComponentDigest(h.ctx, req)
+				}
+				if err != nil {
+					failures.add("goroutine %d: lock: %v", g, err)
+					return
+				}
+				if len(got) > int(req.BatchSize) {
+					failures.add("goroutine %d: %d locked with batch size %d", g, len(got), req.BatchSize)
+				}
+				mu.Lock()
+				for _, le := range got {
+					grants = append(grants, grant{le, lockedBy(exr, run)})
+				}
+				mu.Unlock()
+				locked.Add(int64(len(got)))
+			}
+		})
+		failures.check(h)
+		seen := map[core.ExecutionId]int{}
+		for _, g := range grants {
+			seen[g.le.ExecutionID]++
+			if !ids[g.le.ExecutionID] {
+				h.t.Fatalf("granted unknown execution %s", g.le.ExecutionID)
+			}
+			if g.le.NextVersion != 2 {
+				h.t.Fatalf("%s granted with next_version %d, want 2", g.le.ExecutionID, g.le.NextVersion)
+			}
+		}
+		for id := range ids {
+			if seen[id] != 1 {
+				h.t.Fatalf("round %d: %s granted %d times, want exactly once", r, id, seen[id])
+			}
+		}
+		for _, g := range grants {
+			h.wantState(g.le.ExecutionID, psLocked(g.by, h.now().Add(time.Hour)))
+			h.wantNextVersion(g.le.ExecutionID, 2)
+		}
+		// Everything is locked now: nothing more is granted.
+		if got, err := h.db.LockPendingByFFQNs(h.ctx, h.lockReq(newExr(), newRun(), h.now().Add(time.Hour)), []core.FunctionFqn{ffqnF}); err != nil || len(got) != 0 {
+			h.t.Fatalf("after the race: %d locked, err %v", len(got), err)
+		}
+	}
+
+	// lock_one racing on a single execution and version.
+	oneRounds := h.opts.scaled(10, 2)
+	for r := 0; r < oneRounds; r++ {
+		x := h.create()
+		var wins atomic.Int64
+		var failures errs
+		goAll(raceGoroutines, func(g int) {
+			_, err := h.lockOne(x, 1, newExr(), newRun(), h.now().Add(time.Hour))
+			var ise *core.IllegalStateError
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case errors.As(err, &ise) && ise.Reason == "cannot lock, already locked":
+			default:
+				if _, ok := errorsAs[*core.VersionConflictError](err); !ok {
+					failures.add("goroutine %d: lock_one: %v", g, err)
+				}
+			}
+		})
+		failures.check(h)
+		if wins.Load() != 1 {
+			h.t.Fatalf("lock_one race on %s: %d winners, want 1", x, wins.Load())
+		}
+		h.wantNextVersion(x, 2)
+	}
+	h.t.Logf("lock race: %d rounds × %d executions × %d goroutines (%d lock calls); lock_one race: %d rounds × %d goroutines",
+		rounds, m, raceGoroutines, calls, oneRounds, raceGoroutines)
+}
+
+func raceAppend(h *harness) {
+	rounds := h.opts.scaled(30, 4)
+	x := h.create()
+	v := core.Version(1)
+	for r := 0; r < rounds; r++ {
+		var wins atomic.Int64
+		var failures errs
+		goAll(raceGoroutines, func(g int) {
+			js := mustJS(fmt.Sprintf("n:r%d-g%d", r, g))
+			next, err := h.db.Append(h.ctx, x, v, core.AppendRequest{CreatedAt: h.now(), Event: jsc(js)})
+			if err == nil {
+				wins.Add(1)
+				if next != v+1 {
+					failures.add("winner got %d, want %d", next, v+1)
+				}
+				return
+			}
+			vc, ok := errorsAs[*core.VersionConflictError](err)
+			if !ok {
+				failures.add("goroutine %d: %v (%s), want a *core.VersionConflictError", g, err, errKind(err))
+				return
+			}
+			if vc.Expected != v+1 || vc.Requested != v {
+				failures.add("goroutine %d: VersionConflict{expected %d, requested %d}, want {%d, %d}", g, vc.Expected, vc.Requested, v+1, v)
+			}
+		})
+		failures.check(h)
+		if wins.Load() != 1 {
+			h.t.Fatalf("round %d: %d winners at version %d, want 1", r, wins.Load(), v)
+		}
+		v++
+		h.wantNextVersion(x, v)
+	}
+	if n := len(h.get(x).Events); n != int(v) {
+		h.t.Fatalf("%d events, want %d", n, v)
+	}
+	h.t.Logf("append race: %d versions × %d goroutines", rounds, raceGoroutines)
+}
+
+// raceResponseJoinNext races a JoinNext against the response it waits for
+// (semantics.md §8.3): whichever commits first, the execution must end up
+// PendingAt, never BlockedByJoinSet with its response present.
+func raceResponseJoinNext(h *harness) {
+	rounds := h.opts.scaled(120, 12)
+	const workers = 4
+	var failures errs
+	goAll(workers, func(w int) {
+		for r := w; r < rounds && h.ctx.Err() == nil; r += workers {
+			x := newExecID()
+			if _, err := h.db.Create(h.ctx, h.createReq(x)); err != nil {
+				failures.add("create: %v", err)
+				return
+			}
+			by := lockedBy(newExr(), newRun())
+			if _, err := h.lockOne(x, 1, by.ExecutorID, by.RunID, t0.Add(time.Hour)); err != nil {
+				failures.add("lock: %v", err)
+				return
+			}
+			js := mustJS("o:")
+			useDelay := r%2 == 1
+			child := x.NextLevel(js)
+			d := core.NewDelayId(x, js, 1)
+			setup := []core.AppendRequest{{CreatedAt: t0, Event: jsc(js)}, {CreatedAt: t0, Event: creq(js, child)}}
+			if useDelay {
+				setup[1] = core.AppendRequest{CreatedAt: t0, Event: dreq(js, d, t0.Add(time.Hour), schedNow)}
+			}
+			if _, err := h.db.AppendBatch(h.ctx, t0, setup, x, 2); err != nil {
+				failures.add("setup: %v", err)
+				return
+			}
+			goAll(2, func(i int) {
+				if i == 0 {
+					if _, err := h.db.Append(h.ctx, x, 4, core.AppendRequest{CreatedAt: t0, Event: jnFor(js, t0, nil)}); err != nil {
+						failures.add("round %d: JoinNext: %v", r, err)
+					}
+					return
+				}
+				var err error
+				if useDelay {
+					var out core.AppendDelayResponseOutcome
+					out, err = h.db.AppendDelayResponse(h.ctx, t0, x, js, d, true)
+					if err == nil && out != core.DelayResponseSuccess {
+						err = fmt.Errorf("outcome %d", out)
+					}
+				} else {
+					err = h.db.AppendResponse(h.ctx, t0, x, childResp(js, child, 1, ok0))
+				}
+				if err != nil {
+					failures.add("round %d: response: %v", r, err)
+				}
+			})
+			l, err := h.db.Get(h.ctx, x)
+			if err != nil {
+				failures.add("get: %v", err)
+				return
+			}
+			if got, want := jsonOrErr(l.PendingState), jsonOrErr(psPendingAt(t0, &by)); got != want || len(l.Responses) != 1 || l.NextVersion != 5 {
+				failures.add("round %d (delay %v): state %s with %d responses, next %d; want %s with 1 response, next 5",
+					r, useDelay, got, len(l.Responses), l.NextVersion, want)
+			}
+		}
+	})
+	failures.check(h)
+	h.t.Logf("response vs JoinNext race: %d rounds on %d workers (half child responses, half delay responses)", rounds, workers)
+}
+
+func raceResponses(h *harness) {
+	rounds := h.opts.scaled(5, 1)
+	for r := 0; r < rounds; r++ {
+		x := h.create()
+		js := mustJS("o:")
+		var failures errs
+		var successes atomic.Int64
+		goAll(raceGoroutines, func(g int) {
+			// Two goroutines per delay: one success, one AlreadyFinished.
+			d := core.NewDelayId(x, js, uint64(g/2+1))
+			out, err := h.db.AppendDelayResponse(h.ctx, t0, x, js, d, true)
+			switch {
+			case err != nil:
+				failures.add("goroutine %d: %v", g, err)
+			case out == core.DelayResponseSuccess:
+				successes.Add(1)
+			case out != core.DelayResponseAlreadyFinished:
+				failures.add("goroutine %d: outcome %d", g, out)
+			}
+		})
+		failures.check(h)
+		want := raceGoroutines / 2
+		if int(successes.Load()) != want {
+			h.t.Fatalf("%d successful responses, want %d (one per delay)", successes.Load(), want)
+		}
+		l := h.get(x)
+		for i, resp := range l.Responses {
+			if resp.Cursor != core.ResponseCursor(i+1) {
+				h.t.Fatalf("cursors %v, want 1..%d", cursorsOf(l.Responses), want)
+			}
+		}
+		if len(l.Responses) != want {
+			h.t.Fatalf("%d responses, want %d", len(l.Responses), want)
+		}
+		h.wantNextVersion(x, 1)
+	}
+	h.t.Logf("concurrent responses: %d rounds × %d goroutines on %d delays", rounds, raceGoroutines, raceGoroutines/2)
+}
+
+func raceCreate(h *harness) {
+	rounds := h.opts.scaled(20, 3)
+	for r := 0; r < rounds; r++ {
+		req := h.createReq(newExecID())
+		var wins atomic.Int64
+		var failures errs
+		goAll(raceGoroutines, func(g int) {
+			v, err := h.db.Create(h.ctx, req)
+			switch {
+			case err == nil:
+				wins.Add(1)
+				if v != 1 {
+					failures.add("create returned %d", v)
+				}
+			case !errors.Is(err, core.ErrConflict):
+				failures.add("goroutine %d: %v (%s), want Conflict", g, err, errKind(err))
+			}
+		})
+		failures.check(h)
+		if wins.Load() != 1 {
+			h.t.Fatalf("%d creates of %s succeeded, want 1", wins.Load(), req.ExecutionID)
+		}
+		if l := h.get(req.ExecutionID); len(l.Events) != 1 {
+			h.t.Fatalf("%d events after racing creates, want 1", len(l.Events))
+		}
+	}
+	h.t.Logf("create race: %d ids × %d goroutines", rounds, raceGoroutines)
+}
