@@ -41,6 +41,26 @@ func (c *call) decodeBody(dst any) error {
 	return decodeJSON(body, dst)
 }
 
+// decodeOptionalBody is decodeBody for routes whose body may be omitted: an
+// empty body leaves dst untouched whatever its Content-Type.
+func (c *call) decodeOptionalBody(dst any) error {
+	body, err := io.ReadAll(c.r.Body)
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return err
+		}
+		return &apiError{status: http.StatusBadRequest, msg: "cannot read request body", err: err}
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	if mt, _, err := mime.ParseMediaType(c.r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return httpErr(http.StatusUnsupportedMediaType, "expected request with `Content-Type: application/json`")
+	}
+	return decodeJSON(body, dst)
+}
+
 func decodeJSON(body []byte, dst any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return badRequest("missing request body")

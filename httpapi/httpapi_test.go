@@ -252,6 +252,22 @@ func (failingDB) GetPendingState(context.Context, core.ExecutionId) (core.Execut
 	return core.ExecutionWithState{}, errors.New("disk on fire")
 }
 
+// panickingDB panics in GetPendingState.
+type panickingDB struct{ core.DbExternalApi }
+
+func (panickingDB) GetPendingState(context.Context, core.ExecutionId) (core.ExecutionWithState, error) {
+	panic("boom")
+}
+
+func TestPanicsBecome500(t *testing.T) {
+	buf := &syncBuffer{}
+	e := newEnv(t, panickingDB{newMemDB(t)}, func(o *Options) { o.Logger = slog.New(slog.NewJSONHandler(buf, nil)) })
+	e.do("GET", "/v1/executions/E_01KJ3ZC4Q5W8X7V6T5R4Q3P2N1/status", nil).wantErr(http.StatusInternalServerError, "internal server error")
+	if !strings.Contains(buf.String(), `"msg":"handler panicked"`) || !strings.Contains(buf.String(), `"status":500`) {
+		t.Fatalf("logs %s", buf.String())
+	}
+}
+
 // logLines parses JSON log lines.
 func logLines(t *testing.T, buf *syncBuffer) []map[string]any {
 	t.Helper()

@@ -1215,6 +1215,7 @@ func testWorkerTimers(t *testing.T, newDB func(t *testing.T) core.DbExternalApi)
 			t.Fatalf("sweep %v", res)
 		}
 		e.do("POST", "/v1/worker/sweep", nil).want(http.StatusOK)
+		e.do("POST", "/v1/worker/sweep", "").want(http.StatusOK)
 	})
 	t.Run("CancellingListsCancellingExecutions", func(t *testing.T) {
 		id := e.submit(ffqnCancel, core.ComponentTypeWorkflow, "[]")
@@ -1231,6 +1232,7 @@ func testWorkerTimers(t *testing.T, newDB func(t *testing.T) core.DbExternalApi)
 	e.rejectAll(t, []badReq{
 		{name: "BadAtIs400", method: "GET", path: "/v1/worker/expired-timers?at=later", status: 400, msg: "invalid query parameter `at`: expected an RFC 3339 timestamp"},
 		{name: "ZeroBatchIs400", method: "GET", path: "/v1/worker/cancelling?batch_size=0", status: 400, msg: "invalid query parameter `batch_size`: must be between 1 and 100"},
+		{name: "SweepNotJSONIs415", method: "POST", path: "/v1/worker/sweep", body: []byte(`{}`), status: 415, msg: "expected request with `Content-Type: application/json`"},
 		{name: "SweepUnknownFieldIs422", method: "POST", path: "/v1/worker/sweep", body: `{"when":"now"}`, status: 422, msg: "invalid request body: unknown field \"when\""},
 	})
 }

@@ -708,8 +708,8 @@ func (s *server) workerCancelling(c *call) error {
 // POST /v1/worker/sweep
 func (s *server) workerSweep(c *call) error {
 	var b SweepBody
-	if c.r.ContentLength > 0 || c.r.Header.Get("Content-Type") != "" {
-		if err := c.decodeBody(&b); err != nil {
+	if c.r.Body != nil {
+		if err := c.decodeOptionalBody(&b); err != nil {
 			return err
 		}
 	}
