@@ -457,6 +457,23 @@ type AppendResult struct {
 	LockKind LockKind
 }
 
+// ValidateAppendBatch rejects an empty batch and Created events; stores run
+// it before looking the execution up (spec §8.2: Created is rejected first).
+func ValidateAppendBatch(batch []AppendRequest) error {
+	if len(batch) == 0 {
+		return invalid("batch cannot be empty")
+	}
+	for _, req := range batch {
+		if req.Event == nil {
+			return invalid("missing event")
+		}
+		if _, ok := req.Event.(*Created); ok {
+			return invalid("cannot append `Created` event - use `create` instead")
+		}
+	}
+	return nil
+}
+
 // AppendBatch applies requests in order starting at version, running the
 // generic append algorithm (spec §3.3) for each: Created is rejected, Locked
 // takes the lock path, a finished execution rejects with ErrAlreadyFinished

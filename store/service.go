@@ -178,6 +178,9 @@ func (l *lookup) NthResponse(js core.JoinSetId, n uint32) (core.Timestamp, bool)
 
 // appendIn appends batch to id at version inside t; currentTime drives pending notifications.
 func (s *Service) appendIn(t *txn, id core.ExecutionId, version core.Version, batch []core.AppendRequest, currentTime core.Timestamp, opts core.AppendOptions) (core.AppendResult, error) {
+	if err := core.ValidateAppendBatch(batch); err != nil {
+		return core.AppendResult{}, err // checked before the execution is looked up (spec §8.2)
+	}
 	h, err := t.head(id)
 	if err != nil {
 		return core.AppendResult{}, err
@@ -739,6 +742,9 @@ func (s *Service) SubscribeToNextResponses(ctx context.Context, id core.Executio
 	ticker := time.NewTicker(s.poll)
 	defer ticker.Stop()
 	for {
+		if ctx.Err() != nil {
+			return nil, timeoutErr(ctx)
+		}
 		var out []core.ResponseWithCursor
 		err := s.view(ctx, func(tx ReadTx) error {
 			h, err := tx.Head(id)
@@ -754,6 +760,9 @@ func (s *Service) SubscribeToNextResponses(ctx context.Context, id core.Executio
 			return err
 		})
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, timeoutErr(ctx)
+			}
 			return nil, err
 		}
 		if len(out) > 0 {
@@ -761,7 +770,7 @@ func (s *Service) SubscribeToNextResponses(ctx context.Context, id core.Executio
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: %w", core.ErrTimeout, ctx.Err())
+			return nil, timeoutErr(ctx)
 		case <-w.ch:
 		case <-ticker.C:
 		}
@@ -775,6 +784,9 @@ func (s *Service) WaitForFinishedResult(ctx context.Context, id core.ExecutionId
 	ticker := time.NewTicker(s.poll)
 	defer ticker.Stop()
 	for {
+		if ctx.Err() != nil {
+			return core.ReturnValue{}, timeoutErr(ctx)
+		}
 		var rv *core.ReturnValue
 		err := s.view(ctx, func(tx ReadTx) error {
 			h, err := tx.Head(id)
@@ -796,6 +808,9 @@ func (s *Service) WaitForFinishedResult(ctx context.Context, id core.ExecutionId
 			return nil
 		})
 		if err != nil {
+			if ctx.Err() != nil && !errors.Is(err, core.ErrNotFound) {
+				return core.ReturnValue{}, timeoutErr(ctx)
+			}
 			return core.ReturnValue{}, err
 		}
 		if rv != nil {
@@ -803,7 +818,7 @@ func (s *Service) WaitForFinishedResult(ctx context.Context, id core.ExecutionId
 		}
 		select {
 		case <-ctx.Done():
-			return core.ReturnValue{}, fmt.Errorf("%w: %w", core.ErrTimeout, ctx.Err())
+			return core.ReturnValue{}, timeoutErr(ctx)
 		case <-w.ch:
 		case <-ticker.C:
 		}
@@ -839,4 +854,9 @@ func (s *Service) AppendLogBatch(ctx context.Context, rows []core.LogInfoAppendR
 // AppendResponse implements core.ResponseAppender (the test back door).
 func (s *Service) AppendResponse(ctx context.Context, createdAt core.Timestamp, id core.ExecutionId, resp core.JoinSetResponseEvent) error {
 	return s.update(ctx, func(t *txn) error { return s.respondIn(t, id, createdAt, resp, createdAt) })
+}
+
+// timeoutErr reports a wait that ended because ctx was done.
+func timeoutErr(ctx context.Context) error {
+	return fmt.Errorf("%w: %w", core.ErrTimeout, ctx.Err())
 }
