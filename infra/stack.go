@@ -1,0 +1,451 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2authorizers"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/stela-dev/stela/dynamo"
+)
+
+// Environment variables of the functions (functions/app reads them once
+// per cold start): the generated resource names, the CAS key prefix and the
+// long-poll bound of the HTTP functions.
+const (
+	EnvTable        = "STELA_TABLE"
+	EnvBucket       = "STELA_BUCKET"
+	EnvBucketPrefix = "STELA_BUCKET_PREFIX"
+	EnvFollowWait   = "STELA_FOLLOW_WAIT"
+)
+
+// CasPrefix is the key prefix of the CAS in the bucket; the functions' S3
+// grants cover only keys under it.
+const CasPrefix = "cas/"
+
+// TTLAttribute is the table's time-to-live attribute (epoch seconds). The
+// dynamo schema does not define one yet; items without it never expire.
+const TTLAttribute = "ttl"
+
+// Context keys read by NewStelaStack when the matching prop is unset
+// (`cdk synth -c jwtIssuer=https://issuer/ -c jwtAudience=aud1,aud2`).
+const (
+	CtxJWTIssuer     = "jwtIssuer"
+	CtxJWTAudience   = "jwtAudience"
+	CtxPackaging     = "packaging"     // "cdk" (default) or "sam"
+	CtxThrottleRate  = "throttleRate"  // steady requests/s of the stage (default 100)
+	CtxThrottleBurst = "throttleBurst" // burst of the stage (default 200)
+)
+
+// Timeouts. API Gateway ends every HTTP API request after 30 s, so the
+// functions behind it stop earlier (reliability §2.2.1), and their long
+// polls (follow, wait_ms) end before that: FollowWait < function timeout <
+// 30 s. The timers function loops until 5 s before its deadline
+// (functions.DefaultSafetyMargin), so a 60 s timeout on a 1-minute schedule
+// keeps a sweep running nearly all the time with little overlap.
+const (
+	HTTPFunctionTimeoutSeconds   = 25
+	FollowWait                   = "20s"
+	TimersFunctionTimeoutSeconds = 60
+	TimersReservedConcurrency    = 2
+	// TimersMaxEventAgeSeconds bounds how late a sweep may still run: the
+	// sweep is level-triggered and the next one starts a minute later, so
+	// an old event is worth nothing.
+	TimersMaxEventAgeSeconds = 300
+	TimersRetryAttempts      = 2
+)
+
+// StelaStackProps configure NewStelaStack.
+type StelaStackProps struct {
+	awscdk.StackProps
+	// BuildDir holds <function>/bootstrap as built by scripts/build-lambdas.sh
+	// (default "build", relative to the working directory, i.e. infra/).
+	BuildDir string
+	// JWTIssuer selects a JWT authorizer instead of IAM (SigV4) on every
+	// route; JWTAudience is then required. Empty: context jwtIssuer /
+	// jwtAudience, else IAM.
+	JWTIssuer   string
+	JWTAudience []string
+	// SAMPackaging makes every function's Code a local path relative to the
+	// synthesized template, so that `sam deploy` packages and uploads it
+	// without a CDK bootstrap stack. Default: context packaging=sam.
+	SAMPackaging bool
+	// ThrottleRate and ThrottleBurst limit the stage (default 100 and 200,
+	// or context throttleRate / throttleBurst).
+	ThrottleRate, ThrottleBurst float64
+}
+
+// StelaStack is the deployed system: table, bucket, functions, API, schedule.
+type StelaStack struct {
+	awscdk.Stack
+	Table     awsdynamodb.Table
+	Bucket    awss3.Bucket
+	Functions map[string]awslambda.Function
+	API       awsapigatewayv2.HttpApi
+	Stage     awsapigatewayv2.HttpStage
+	TimersDLQ awssqs.Queue
+}
+
+// NewStelaStack defines Stela's whole deployment in one stack.
+func NewStelaStack(scope constructs.Construct, id string, props *StelaStackProps) *StelaStack {
+	if props == nil {
+		props = &StelaStackProps{}
+	}
+	p := *props
+	sp := p.StackProps
+	if sp.Description == nil {
+		sp.Description = jsii.String("Stela: durable-execution storage on DynamoDB, S3, Lambda and API Gateway")
+	}
+	resolveContext(scope.Node(), &p)
+	if p.SAMPackaging && sp.Synthesizer == nil {
+		// A template for `sam deploy` must not depend on the CDK bootstrap
+		// stack (its version parameter and rule).
+		sp.Synthesizer = awscdk.NewDefaultStackSynthesizer(&awscdk.DefaultStackSynthesizerProps{
+			GenerateBootstrapVersionRule: jsii.Bool(false),
+		})
+	}
+	stack := awscdk.NewStack(scope, &id, &sp)
+	s := &StelaStack{Stack: stack, Functions: map[string]awslambda.Function{}}
+
+	s.Table = newTable(stack)
+	s.Bucket = newBucket(stack)
+
+	s.TimersDLQ = awssqs.NewQueue(stack, jsii.String("TimersDeadLetters"), &awssqs.QueueProps{
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+	})
+
+	for _, spec := range functionSpecs {
+		s.Functions[spec.Name] = s.newFunction(stack, spec, p)
+	}
+
+	s.newAPI(stack, p)
+
+	rule := awsevents.NewRule(stack, jsii.String("TimersSchedule"), &awsevents.RuleProps{
+		Description: jsii.String("Runs the timer sweep (expired locks and delays, cancellations) every minute"),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
+	})
+	rule.AddTarget(awseventstargets.NewLambdaFunction(s.Functions["timers"], &awseventstargets.LambdaFunctionProps{
+		DeadLetterQueue: s.TimersDLQ,
+		MaxEventAge:     awscdk.Duration_Seconds(jsii.Number(TimersMaxEventAgeSeconds)),
+		RetryAttempts:   jsii.Number(TimersRetryAttempts),
+	}))
+
+	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
+		Description: jsii.String("Base URL of the HTTP API"), Value: s.Stage.Url()})
+	awscdk.NewCfnOutput(stack, jsii.String("TableName"), &awscdk.CfnOutputProps{
+		Description: jsii.String("DynamoDB table (" + EnvTable + ")"), Value: s.Table.TableName()})
+	awscdk.NewCfnOutput(stack, jsii.String("BucketName"), &awscdk.CfnOutputProps{
+		Description: jsii.String("S3 bucket of the content-addressed store (" + EnvBucket + ")"), Value: s.Bucket.BucketName()})
+	awscdk.NewCfnOutput(stack, jsii.String("TimersDeadLetterQueueUrl"), &awscdk.CfnOutputProps{
+		Description: jsii.String("Sweeps that could not be delivered or failed after retries"), Value: s.TimersDLQ.QueueUrl()})
+	return s
+}
+
+// resolveContext fills unset props from the CDK context.
+func resolveContext(node constructs.Node, p *StelaStackProps) {
+	ctx := func(key string) string {
+		v := node.TryGetContext(jsii.String(key))
+		if v == nil {
+			return ""
+		}
+		switch v := v.(type) {
+		case string:
+			return v
+		case []any:
+			parts := make([]string, 0, len(v))
+			for _, e := range v {
+				parts = append(parts, fmt.Sprint(e))
+			}
+			return strings.Join(parts, ",")
+		default:
+			return fmt.Sprint(v)
+		}
+	}
+	if p.JWTIssuer == "" {
+		p.JWTIssuer = ctx(CtxJWTIssuer)
+	}
+	if len(p.JWTAudience) == 0 {
+		for a := range strings.SplitSeq(ctx(CtxJWTAudience), ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				p.JWTAudience = append(p.JWTAudience, a)
+			}
+		}
+	}
+	if p.JWTIssuer != "" && len(p.JWTAudience) == 0 {
+		panic("stela: context jwtIssuer needs jwtAudience (comma-separated)")
+	}
+	if !p.SAMPackaging {
+		switch ctx(CtxPackaging) {
+		case "", "cdk":
+		case "sam":
+			p.SAMPackaging = true
+		default:
+			panic(fmt.Sprintf("stela: context packaging=%q, want cdk or sam", ctx(CtxPackaging)))
+		}
+	}
+	num := func(dst *float64, key string, def float64) {
+		if *dst != 0 {
+			return
+		}
+		*dst = def
+		if s := ctx(key); s != "" {
+			var f float64
+			if _, err := fmt.Sscan(s, &f); err != nil || f <= 0 {
+				panic(fmt.Sprintf("stela: context %s=%q is not a positive number", key, s))
+			}
+			*dst = f
+		}
+	}
+	num(&p.ThrottleRate, CtxThrottleRate, 100)
+	num(&p.ThrottleBurst, CtxThrottleBurst, 200)
+	if p.BuildDir == "" {
+		p.BuildDir = "build"
+	}
+}
+
+// attrType maps the dynamo schema's attribute types to CDK's.
+func attrType(name string) awsdynamodb.AttributeType {
+	for _, a := range dynamo.Schema.Attributes {
+		if a.Name != name {
+			continue
+		}
+		switch a.Type {
+		case "S":
+			return awsdynamodb.AttributeType_STRING
+		case "N":
+			return awsdynamodb.AttributeType_NUMBER
+		case "B":
+			return awsdynamodb.AttributeType_BINARY
+		}
+		panic(fmt.Sprintf("stela: dynamo.Schema attribute %s has type %q", name, a.Type))
+	}
+	panic(fmt.Sprintf("stela: dynamo.Schema has no attribute definition for key %s", name))
+}
+
+func attr(name string) *awsdynamodb.Attribute {
+	if name == "" {
+		return nil
+	}
+	return &awsdynamodb.Attribute{Name: jsii.String(name), Type: attrType(name)}
+}
+
+func projectionType(ix dynamo.TableIndex) awsdynamodb.ProjectionType {
+	switch ix.Projection {
+	case dynamo.ProjectionAll:
+		return awsdynamodb.ProjectionType_ALL
+	case dynamo.ProjectionKeysOnly:
+		return awsdynamodb.ProjectionType_KEYS_ONLY
+	case dynamo.ProjectionInclude:
+		return awsdynamodb.ProjectionType_INCLUDE
+	}
+	panic(fmt.Sprintf("stela: dynamo.Schema index %s has projection %q", ix.Name, ix.Projection))
+}
+
+func nonKey(ix dynamo.TableIndex) *[]*string {
+	if len(ix.NonKeyAttributes) == 0 {
+		return nil
+	}
+	return jsii.Strings(ix.NonKeyAttributes...)
+}
+
+// newTable creates the table exactly as dynamo.CreateTableInput describes it
+// (keys, attribute types, every index), plus what only a deployment has:
+// point-in-time recovery and TTL.
+func newTable(stack awscdk.Stack) awsdynamodb.Table {
+	sch := dynamo.Schema
+	t := awsdynamodb.NewTable(stack, jsii.String("Table"), &awsdynamodb.TableProps{
+		PartitionKey: attr(sch.Key.PartitionKey),
+		SortKey:      attr(sch.Key.SortKey),
+		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		TimeToLiveAttribute: jsii.String(TTLAttribute),
+		Encryption:          awsdynamodb.TableEncryption_AWS_MANAGED,
+		RemovalPolicy:       awscdk.RemovalPolicy_RETAIN,
+	})
+	for _, ix := range sch.GlobalIndexes {
+		t.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+			IndexName:        jsii.String(ix.Name),
+			PartitionKey:     attr(ix.Key.PartitionKey),
+			SortKey:          attr(ix.Key.SortKey),
+			ProjectionType:   projectionType(ix),
+			NonKeyAttributes: nonKey(ix),
+		})
+	}
+	for _, ix := range sch.LocalIndexes {
+		if ix.Key.PartitionKey != sch.Key.PartitionKey {
+			panic(fmt.Sprintf("stela: local index %s must share the table's partition key", ix.Name))
+		}
+		t.AddLocalSecondaryIndex(&awsdynamodb.LocalSecondaryIndexProps{
+			IndexName:        jsii.String(ix.Name),
+			SortKey:          attr(ix.Key.SortKey),
+			ProjectionType:   projectionType(ix),
+			NonKeyAttributes: nonKey(ix),
+		})
+	}
+	return t
+}
+
+// newBucket creates the CAS bucket (reliability §4.3): private, no ACLs,
+// SSE-S3, TLS only, incomplete multipart uploads aborted.
+func newBucket(stack awscdk.Stack) awss3.Bucket {
+	return awss3.NewBucket(stack, jsii.String("Cas"), &awss3.BucketProps{
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		MinimumTLSVersion: jsii.Number(1.2),
+		LifecycleRules: &[]*awss3.LifecycleRule{{
+			Id:                                  jsii.String("abort-incomplete-multipart-uploads"),
+			Enabled:                             jsii.Bool(true),
+			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
+		}},
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+}
+
+// newFunction creates one Go function with its own role, log group and the
+// data permissions of its access profile (access.go).
+func (s *StelaStack) newFunction(stack awscdk.Stack, spec functionSpec, p StelaStackProps) awslambda.Function {
+	id := spec.ID()
+	logs := awslogs.NewLogGroup(stack, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
+		Retention:     awslogs.RetentionDays_ONE_MONTH,
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	role := awsiam.NewRole(stack, jsii.String(id+"Role"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String("Stela " + spec.Name + " function"),
+	})
+	logs.GrantWrite(role)
+
+	assetDir := filepath.Join(p.BuildDir, spec.Name)
+	fp := &awslambda.FunctionProps{
+		Description:  jsii.String(spec.Description),
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture: awslambda.Architecture_ARM_64(),
+		Handler:      jsii.String("bootstrap"),
+		Code:         awslambda.Code_FromAsset(jsii.String(assetDir), nil),
+		MemorySize:   jsii.Number(spec.MemoryMB),
+		Timeout:      awscdk.Duration_Seconds(jsii.Number(spec.TimeoutSeconds)),
+		Role:         role,
+		LogGroup:     logs,
+		Environment: &map[string]*string{
+			EnvTable:        s.Table.TableName(),
+			EnvBucket:       s.Bucket.BucketName(),
+			EnvBucketPrefix: jsii.String(CasPrefix),
+		},
+	}
+	if !spec.Scheduled {
+		(*fp.Environment)[EnvFollowWait] = jsii.String(FollowWait)
+	}
+	if spec.ReservedConcurrency > 0 {
+		fp.ReservedConcurrentExecutions = jsii.Number(spec.ReservedConcurrency)
+	}
+	if spec.Scheduled {
+		fp.RetryAttempts = jsii.Number(TimersRetryAttempts)
+		fp.MaxEventAge = awscdk.Duration_Seconds(jsii.Number(TimersMaxEventAgeSeconds))
+		fp.OnFailure = awslambdadestinations.NewSqsDestination(s.TimersDLQ)
+	}
+	fn := awslambda.NewFunction(stack, jsii.String(id), fp)
+	if p.SAMPackaging {
+		// `sam deploy` zips and uploads a local-path Code (relative to the
+		// template in the cloud assembly directory).
+		outdir := *awscdk.Stage_Of(stack).Outdir()
+		abs, err := filepath.Abs(assetDir)
+		if err != nil {
+			panic(err)
+		}
+		rel, err := filepath.Rel(outdir, abs)
+		if err != nil {
+			panic(err)
+		}
+		cfn := fn.Node().DefaultChild().(awslambda.CfnFunction)
+		cfn.AddPropertyOverride(jsii.String("Code"), filepath.ToSlash(rel))
+		awscdk.Validations_Of(cfn).Acknowledge(&awscdk.Acknowledgment{
+			Id:     jsii.String("CloudFormation-Validate::W3002"),
+			Reason: jsii.String("a local Code path is intended: sam deploy packages it"),
+		})
+	}
+	grantData(role, spec.Access, s.Table, s.Bucket)
+	return fn
+}
+
+// newAPI creates the HTTP API, its $default stage and the routes of routes.go,
+// each with the IAM or JWT authorizer.
+func (s *StelaStack) newAPI(stack awscdk.Stack, p StelaStackProps) {
+	var auth awsapigatewayv2.IHttpRouteAuthorizer
+	if p.JWTIssuer != "" {
+		auth = awsapigatewayv2authorizers.NewHttpJwtAuthorizer(jsii.String("JwtAuthorizer"), jsii.String(p.JWTIssuer),
+			&awsapigatewayv2authorizers.HttpJwtAuthorizerProps{JwtAudience: jsii.Strings(p.JWTAudience...)})
+	} else {
+		auth = awsapigatewayv2authorizers.NewHttpIamAuthorizer()
+	}
+	s.API = awsapigatewayv2.NewHttpApi(stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
+		Description:        jsii.String("Stela HTTP API v1"),
+		CreateDefaultStage: jsii.Bool(false),
+		DefaultAuthorizer:  auth,
+	})
+	accessLogs := awslogs.NewLogGroup(stack, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
+		Retention:     awslogs.RetentionDays_ONE_MONTH,
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	s.Stage = s.API.AddStage(jsii.String("DefaultStage"), &awsapigatewayv2.HttpStageOptions{
+		StageName:  jsii.String("$default"),
+		AutoDeploy: jsii.Bool(true),
+		Throttle: &awsapigatewayv2.ThrottleSettings{
+			RateLimit: jsii.Number(p.ThrottleRate), BurstLimit: jsii.Number(p.ThrottleBurst)},
+	})
+	s.Stage.Node().DefaultChild().(awsapigatewayv2.CfnStage).SetAccessLogSettings(&awsapigatewayv2.CfnStage_AccessLogSettingsProperty{
+		DestinationArn: accessLogs.LogGroupArn(),
+		Format:         jsii.String(accessLogFormat),
+	})
+
+	integrations := map[string]awsapigatewayv2integrations.HttpLambdaIntegration{}
+	for _, r := range apiRoutes {
+		in, ok := integrations[r.Function]
+		if !ok {
+			fn := s.Functions[r.Function]
+			if fn == nil {
+				panic("stela: route " + r.Path + " targets unknown function " + r.Function)
+			}
+			in = awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(functionID(r.Function)+"Integration"), fn,
+				&awsapigatewayv2integrations.HttpLambdaIntegrationProps{
+					PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0(),
+				})
+			integrations[r.Function] = in
+		}
+		methods := make([]awsapigatewayv2.HttpMethod, len(r.Methods))
+		for i, m := range r.Methods {
+			methods[i] = awsapigatewayv2.HttpMethod(m)
+		}
+		s.API.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+			Path: jsii.String(r.Path), Methods: &methods, Integration: in,
+		})
+	}
+}
+
+// accessLogFormat is one JSON line per request ($context variables of HTTP APIs).
+const accessLogFormat = `{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",` +
+	`"caller":"$context.identity.caller","user":"$context.identity.user","userArn":"$context.identity.userArn",` +
+	`"requestTime":"$context.requestTime","routeKey":"$context.routeKey","status":"$context.status",` +
+	`"protocol":"$context.protocol","responseLength":"$context.responseLength",` +
+	`"integrationLatency":"$context.integrationLatency","integrationError":"$context.integrationErrorMessage",` +
+	`"authorizerError":"$context.authorizer.error"}`
