@@ -80,6 +80,11 @@
 //   - Text renderings of events and responses show the compact JSON of the
 //     payload instead of Obelisk's Display output.
 //
+// Platform limit: ids whose join set names contain '/' (allowed by the id
+// grammar) must be sent percent-encoded (%2F) in paths. The dev server
+// routes them, but API Gateway HTTP APIs decode rawPath before the Lambda
+// sees it, so such ids are unreachable there (404).
+//
 // # Worker routes
 //
 // The /v1/worker/ bodies mirror the store methods' parameters in snake_case

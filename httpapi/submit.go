@@ -263,7 +263,8 @@ func decodeAny(b []byte) (any, error) {
 func traceMetadata(r *http.Request) core.ExecutionMetadata {
 	var md core.ExecutionMetadata
 	for _, h := range []string{"traceparent", "tracestate"} {
-		if v := r.Header.Get(h); v != "" && len(v) <= 512 {
+		// Values are re-joined: proxies (aws-lambda-go-api-proxy) split headers on commas.
+		if v := strings.Join(r.Header.Values(h), ","); v != "" && len(v) <= 512 {
 			if md == nil {
 				md = core.ExecutionMetadata{}
 			}
