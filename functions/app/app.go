@@ -1,0 +1,219 @@
+// Package app builds what every Stela Lambda (and `stela dev --backend
+// dynamo`) needs from the environment: a validated Config, the AWS
+// configuration, the DynamoDB-backed store.Service, the S3 CAS and a JSON
+// slog logger. FromEnv is the only function in the Lambda code that reads
+// environment variables; it runs once per cold start.
+//
+// The package is not under functions/internal because cmd/stela builds the
+// same stack for its DynamoDB mode (STYLE §3: the dev server uses the same
+// config code).
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/stela-dev/stela/cas"
+	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/dynamo"
+	"github.com/stela-dev/stela/functions"
+	"github.com/stela-dev/stela/httpapi"
+	"github.com/stela-dev/stela/store"
+	"github.com/stela-dev/stela/timers"
+)
+
+// Environment variables read by LoadConfig.
+const (
+	EnvTable           = "STELA_TABLE"             // required: the DynamoDB table
+	EnvBucket          = "STELA_BUCKET"            // the S3 bucket of the CAS; empty: no CAS
+	EnvBucketPrefix    = "STELA_BUCKET_PREFIX"     // key prefix in the bucket, e.g. "cas/"
+	EnvAPIToken        = "STELA_API_TOKEN"         // optional bearer token checked by the handler
+	EnvLogLevel        = "STELA_LOG_LEVEL"         // debug|info|warn|error (default info)
+	EnvShards          = "STELA_SHARDS"            // dynamo.Options.Shards
+	EnvInlineThreshold = "STELA_INLINE_THRESHOLD"  // dynamo.Options.InlineThreshold (bytes)
+	EnvFollowWait      = "STELA_FOLLOW_WAIT"       // httpapi long-poll bound (Go duration)
+	EnvPollInterval    = "STELA_POLL_INTERVAL"     // store.Options.PollInterval (Go duration)
+	EnvTimersInterval  = "STELA_TIMERS_INTERVAL"   // timers pass interval (Go duration, default 1s)
+	EnvTimersLeeway    = "STELA_TIMERS_LEEWAY"     // timers sweep leeway (Go duration, default 0)
+	EnvTimersBudget    = "STELA_TIMERS_MAX_BUDGET" // cap of one timers invocation (default 1m)
+	EnvTimersMargin    = "STELA_TIMERS_MARGIN"     // time kept free before the deadline (default 5s)
+)
+
+// Config is the validated configuration of a Lambda.
+type Config struct {
+	Table           string
+	Bucket          string
+	BucketPrefix    string
+	APIToken        string
+	LogLevel        slog.Level
+	Shards          int
+	InlineThreshold int
+	FollowWait      time.Duration
+	PollInterval    time.Duration
+	TimersInterval  time.Duration
+	TimersLeeway    time.Duration
+	TimersMaxBudget time.Duration
+	TimersMargin    time.Duration
+}
+
+// LoadConfig reads and validates the configuration through getenv
+// (os.Getenv in production, a map in tests).
+func LoadConfig(getenv func(string) string) (Config, error) {
+	c := Config{
+		Table:        strings.TrimSpace(getenv(EnvTable)),
+		Bucket:       strings.TrimSpace(getenv(EnvBucket)),
+		BucketPrefix: getenv(EnvBucketPrefix),
+		APIToken:     strings.TrimSpace(getenv(EnvAPIToken)),
+	}
+	var errs []error
+	if c.Table == "" {
+		errs = append(errs, fmt.Errorf("%s is required", EnvTable))
+	}
+	if c.BucketPrefix != "" && !strings.HasSuffix(c.BucketPrefix, "/") {
+		errs = append(errs, fmt.Errorf("%s must end in \"/\", got %q", EnvBucketPrefix, c.BucketPrefix))
+	}
+	if lv := getenv(EnvLogLevel); lv != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(lv)); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", EnvLogLevel, err))
+		}
+	}
+	intVar := func(name string, dst *int) {
+		if s := getenv(name); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n <= 0 {
+				errs = append(errs, fmt.Errorf("%s must be a positive integer, got %q", name, s))
+			}
+			*dst = n
+		}
+	}
+	durVar := func(name string, dst *time.Duration) {
+		if s := getenv(name); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil || d < 0 {
+				errs = append(errs, fmt.Errorf("%s must be a non-negative Go duration (e.g. 1s), got %q", name, s))
+			}
+			*dst = d
+		}
+	}
+	intVar(EnvShards, &c.Shards)
+	intVar(EnvInlineThreshold, &c.InlineThreshold)
+	durVar(EnvFollowWait, &c.FollowWait)
+	durVar(EnvPollInterval, &c.PollInterval)
+	durVar(EnvTimersInterval, &c.TimersInterval)
+	durVar(EnvTimersLeeway, &c.TimersLeeway)
+	durVar(EnvTimersBudget, &c.TimersMaxBudget)
+	durVar(EnvTimersMargin, &c.TimersMargin)
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("app: invalid configuration: %w", err)
+	}
+	return c, nil
+}
+
+// App is what a Lambda main wires together.
+type App struct {
+	Config Config
+	// AWS is the SDK configuration (config.LoadDefaultConfig, which honours
+	// AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>).
+	AWS aws.Config
+	// Dynamo is the DynamoDB client the store uses.
+	Dynamo *dynamodb.Client
+	// Store is the store.Service on the DynamoDB backend.
+	Store *store.Service
+	// CAS is the S3 blob store (*cas.S3), nil when no bucket is configured.
+	CAS core.Cas
+	// Logger writes JSON to stdout; records logged with an invocation
+	// context carry its request id.
+	Logger *slog.Logger
+	// Clock is the wall clock.
+	Clock core.Clock
+}
+
+// FromEnv reads the environment (os.Getenv) and builds the App.
+func FromEnv(ctx context.Context) (*App, error) {
+	cfg, err := LoadConfig(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx, cfg, os.Stdout)
+}
+
+// New builds the App for cfg, logging JSON to logOut.
+func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
+	logger := slog.New(functions.WithRequestID(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel})))
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("app: load AWS config: %w", err)
+	}
+	client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+		// DynamoDB Local does not send the CRC32 of error responses.
+		if o.BaseEndpoint != nil && !isAWSEndpoint(*o.BaseEndpoint) {
+			o.DisableValidateResponseChecksum = true
+		}
+	})
+	a := &App{Config: cfg, AWS: awsCfg, Dynamo: client, Logger: logger, Clock: store.SystemClock{}}
+	if cfg.Bucket != "" {
+		a.CAS = cas.NewS3FromConfig(awsCfg, cfg.Bucket, cfg.BucketPrefix)
+	}
+	backend, err := dynamo.New(client, dynamo.Options{Table: cfg.Table, Shards: cfg.Shards,
+		InlineThreshold: cfg.InlineThreshold, Cas: a.CAS, Logger: logger, Clock: a.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	a.Store = store.New(backend, store.Options{Clock: a.Clock, PollInterval: cfg.PollInterval, Logger: logger})
+	return a, nil
+}
+
+// isAWSEndpoint reports whether endpoint is an AWS-operated host.
+func isAWSEndpoint(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	return strings.HasSuffix(h, ".amazonaws.com") || strings.HasSuffix(h, ".amazonaws.com.cn")
+}
+
+// Authorizer returns the bearer-token check when STELA_API_TOKEN is set;
+// otherwise every request reaching the function is served, since API
+// Gateway's authorizer (IAM or JWT, reliability §4.1) has already run.
+func (a *App) Authorizer() httpapi.Authorizer {
+	if a.Config.APIToken != "" {
+		return httpapi.BearerToken(a.Config.APIToken)
+	}
+	return httpapi.AllowAll()
+}
+
+// HTTPOptions returns the httpapi options of the HTTP functions, with
+// POST /v1/worker/sweep bound to store.Sweep.
+func (a *App) HTTPOptions() httpapi.Options {
+	return httpapi.Options{Clock: a.Clock, Logger: a.Logger, Authorizer: a.Authorizer(),
+		FollowWait: a.Config.FollowWait, Sweep: SweepFunc(a.Store)}
+}
+
+// SweepFunc binds store.Sweep to db for httpapi.Options.Sweep.
+func SweepFunc(db core.DbConnection) func(context.Context, core.Timestamp) (any, error) {
+	return func(ctx context.Context, at core.Timestamp) (any, error) {
+		return store.Sweep(ctx, db, at)
+	}
+}
+
+// TimersOptions returns the `timers` function's options.
+func (a *App) TimersOptions() functions.TimersOptions {
+	return functions.TimersOptions{
+		Loop: timers.Options{Interval: a.Config.TimersInterval, Leeway: a.Config.TimersLeeway,
+			Logger: a.Logger},
+		SafetyMargin: a.Config.TimersMargin, MaxBudget: a.Config.TimersMaxBudget, Logger: a.Logger,
+	}
+}
