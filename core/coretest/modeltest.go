@@ -88,10 +88,55 @@ type modelRun struct {
 }
 
 func newModelRun(h *harness, seed uint64) *modelRun {
-	return &modelRun{h: h, m: newModel(), rng: rand.New(rand.NewPCG(seed, 0x5eed)), seed: seed,
+	r := &modelRun{h: h, m: newModel(), rng: rand.New(rand.NewPCG(seed, 0x5eed)), seed: seed,
 		nextChild: map[core.ExecutionId]int{}, nextDelay: map[core.ExecutionId]int{},
-		executors: []core.ExecutorId{newExr(), newExr(), newExr()}, deps: []core.DeploymentId{dep0, newDep()},
 		counts: map[string]int{}, outcomes: map[string]int{}}
+	r.executors = []core.ExecutorId{r.newExr(), r.newExr(), r.newExr()}
+	r.deps = []core.DeploymentId{dep0, r.newDep()}
+	return r
+}
+
+// rngReader feeds ULID entropy from the seeded generator, so that a seed
+// replays the same ids (and hence the same tie-breaks) on every run.
+type rngReader struct{ r *rand.Rand }
+
+func (x rngReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(x.r.Uint32())
+	}
+	return len(p), nil
+}
+
+func (r *modelRun) newID() core.ExecutionId {
+	id, err := core.NewExecutionId(0, rngReader{r.rng})
+	if err != nil {
+		panic(err)
+	}
+	return id
+}
+
+func (r *modelRun) newExr() core.ExecutorId {
+	id, err := core.NewExecutorId(0, rngReader{r.rng})
+	if err != nil {
+		panic(err)
+	}
+	return id
+}
+
+func (r *modelRun) newRun() core.RunId {
+	id, err := core.NewRunId(0, rngReader{r.rng})
+	if err != nil {
+		panic(err)
+	}
+	return id
+}
+
+func (r *modelRun) newDep() core.DeploymentId {
+	id, err := core.NewDeploymentId(0, rngReader{r.rng})
+	if err != nil {
+		panic(err)
+	}
+	return id
 }
 
 func (r *modelRun) fail(format string, args ...any) {
@@ -214,7 +259,7 @@ func (r *modelRun) lockRequest() core.LockRequest {
 	}
 	return core.LockRequest{BatchSize: uint32(1 + r.rng.IntN(3)), PendingAtOrSooner: now, CreatedAt: now,
 		ComponentID:  core.ComponentId{ComponentType: ct, ComponentDigest: pick(r, modelDigests)},
-		DeploymentID: pick(r, r.deps), ExecutorID: pick(r, r.executors), RunID: newRun(),
+		DeploymentID: pick(r, r.deps), ExecutorID: pick(r, r.executors), RunID: r.newRun(),
 		LockExpiresAt: now.Add(time.Duration(1+r.rng.IntN(4)) * time.Second), RetryConfig: r.retryConfig()}
 }
 
@@ -259,7 +304,7 @@ func (r *modelRun) event(id core.ExecutionId, ts func() core.Timestamp) core.Exe
 		return &core.ComponentUpgradeFinished{ComponentDigest: pick(r, modelDigests), DeploymentID: pick(r, r.deps), Outcome: o}
 	}
 	by := pick(r, r.executors)
-	run := newRun()
+	run := r.newRun()
 	if last := r.m.execs[id].state.LastLock; last != nil && r.chance(0.5) {
 		by, run = last.ExecutorID, last.RunID
 	}
@@ -316,7 +361,7 @@ func (r *modelRun) randomOp() {
 }
 
 func (r *modelRun) opCreate() {
-	id := newExecID()
+	id := r.newID()
 	if len(r.ids) > 0 && r.chance(0.03) {
 		id = pick(r, r.ids) // duplicate → Conflict
 	}
@@ -536,7 +581,7 @@ func (r *modelRun) opRawResponse() {
 	if len(r.children) > 0 && r.chance(0.5) {
 		ev = childResp(js, pick(r, r.children), 1, ok0)
 	} else {
-		ev = childResp(js, newExecID().NextLevel(js), 1, r.retval())
+		ev = childResp(js, r.newID().NextLevel(js), 1, r.retval())
 	}
 	werr := r.m.appendResponse(id, r.now(), ev)
 	gerr := r.h.db.AppendResponse(r.h.ctx, r.now(), id, ev)
@@ -748,7 +793,7 @@ func t010(h *harness) {
 		r := newModelRun(h, uint64(seed)+1000)
 		r.op = "T010"
 		ts := func() core.Timestamp { return core.TS(time.UnixMicro(lo + r.rng.Int64N(hi-lo)).UTC()) }
-		x := newExecID()
+		x := r.newID()
 		req := h.createReq(x, withSched(t0))
 		if _, err := r.m.create(req); err != nil {
 			h.t.Fatal(err)
