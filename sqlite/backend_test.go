@@ -591,3 +591,81 @@ func TestDeploymentsAreNotImplemented(t *testing.T) {
 		t.Errorf("UpsertSourceMapping: %v", err)
 	}
 }
+
+// The writer serves Head from a cache; these tests pin that it always returns
+// what the database holds.
+func TestWriterHeadCache(t *testing.T) {
+	ctx := context.Background()
+	readInUpdate := func(t *testing.T, b *sqlite.Backend, id core.ExecutionId) core.ExecutionState {
+		t.Helper()
+		var st core.ExecutionState
+		if err := b.Update(ctx, func(tx store.Tx) error {
+			var err error
+			st, err = tx.Head(id)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+
+	t.Run("CachedHeadEqualsStoredHead", func(t *testing.T) {
+		b := MustOpen(t)
+		odd := pendingHead(newID(), ffqnA, core.Timestamp{Time: time.Date(2026, 1, 1, 12, 0, 0, 5, time.FixedZone("x", 3600))}, t0)
+		rk := core.ResultKind{Failure: "ignored when ok"}
+		odd.ResultKind = &rk
+		MustCreate(t, b, odd)
+		got, want := readInUpdate(t, b, odd.ExecutionID), MustHead(t, b, odd.ExecutionID)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("writer read %+v, stored %+v", got, want)
+		}
+	})
+
+	t.Run("FailedFnLeavesNoTrace", func(t *testing.T) {
+		b := MustOpen(t)
+		h := pendingHead(newID(), ffqnA, t0, t0)
+		MustCreate(t, b, h)
+		boom := errors.New("boom")
+		err := b.Update(ctx, func(tx store.Tx) error {
+			st, err := tx.Head(h.ExecutionID)
+			if err != nil {
+				return err
+			}
+			st.Version = 99
+			if err := tx.PutHead(st); err != nil {
+				return err
+			}
+			if got, _ := tx.Head(h.ExecutionID); got.Version != 99 {
+				t.Errorf("fn does not read its own write: version %d", got.Version)
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatal(err)
+		}
+		if got := readInUpdate(t, b, h.ExecutionID).Version; got != 0 {
+			t.Errorf("version after the failed fn = %d, want 0", got)
+		}
+	})
+
+	t.Run("CommitsOfAnotherBackendInvalidate", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "stela.db")
+		b1, b2 := MustOpenAt(t, path), MustOpenAt(t, path)
+		h := pendingHead(newID(), ffqnA, t0, t0)
+		MustCreate(t, b1, h)
+		readInUpdate(t, b1, h.ExecutionID) // cached by b1's writer
+		if err := b2.Update(ctx, func(tx store.Tx) error {
+			st, err := tx.Head(h.ExecutionID)
+			if err != nil {
+				return err
+			}
+			st.Version = 7
+			return tx.PutHead(st)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got := readInUpdate(t, b1, h.ExecutionID).Version; got != 7 {
+			t.Errorf("b1 read version %d after b2 wrote 7", got)
+		}
+	})
+}

@@ -1,3 +1,106 @@
-// Package sqlite is the embedded default backend: store.Backend on a single
-// local SQLite file (pure Go, modernc.org/sqlite).
+// Package sqlite is the embedded default backend: a store.Backend on one
+// local SQLite file, using the pure-Go driver modernc.org/sqlite (no cgo). It
+// is what `stela dev` and the fast tests run on.
+//
+// # Durability
+//
+// The database is in WAL mode. By default PRAGMA synchronous=NORMAL: every
+// commit Update acknowledged survives a crash of the process (the WAL is
+// written before Update returns), but an operating-system crash or power loss
+// may lose the last commits (the file itself stays consistent). With
+// Options.Synchronous = "FULL" the WAL is fsynced on every commit — once per
+// group-commit batch, so the cost is shared by the batch — and acknowledged
+// commits also survive an OS crash. Checkpoints (copying the WAL into the
+// database file) run on a separate connection every 200 batches in PASSIVE
+// mode, so the writer never waits for their fsyncs; SQLite checkpoints and
+// removes the WAL when the last connection closes.
+//
+// # Write path: one writer, group commit
+//
+// One goroutine owns the only write connection. Update queues its fn and
+// waits. The writer takes every queued request (up to Options.MaxBatch),
+// opens one transaction (BEGIN IMMEDIATE), runs each fn in its own SAVEPOINT
+// — rolling back only the savepoint of an fn that fails, panics, or ignores a
+// failed write — then commits once and replies to every caller of the batch.
+// fns therefore run one at a time in queue order (serializable; no retries),
+// each sees the writes of the fns before it, and a batch costs one commit.
+// Writes go straight to the writer connection, so an fn also reads its own
+// writes. A uniqueness violation (UNIQUE or PRIMARY KEY) is returned as an
+// error wrapping core.ErrConflict. Logs and backtraces are written through the
+// same queue. The writer caches execution heads (exactly the committed state
+// plus the current batch; emptied whenever PRAGMA data_version shows a commit
+// by another connection, e.g. another process sharing the file).
+//
+// View and the Queries run on a pool of read connections (Options.ReadConns,
+// PRAGMA query_only): a View is one read transaction, hence one consistent
+// snapshot; WAL readers never block the writer and vice versa.
+//
+// # Schema (PRAGMA user_version = SchemaVersion)
+//
+// Timestamps are TEXT in the fixed-width form 2006-01-02T15:04:05.123456789Z
+// (always nine fractional digits, UTC), so byte order is chronological and
+// nanoseconds are kept. Digests are 32-byte BLOBs; ids are their canonical
+// strings. All tables are STRICT.
+//
+//	t_state      one row per execution (core.ExecutionState), WITHOUT ROWID,
+//	             PRIMARY KEY execution_id. Columns: seq (insertion order, the
+//	             tie-breaker of every ordering; high-water mark in t_meta),
+//	             is_top_level, ffqn, created_at, first_scheduled_at,
+//	             component_type, component_digest, deployment_id,
+//	             incompatible_digest, version, state ('pending_at', 'locked',
+//	             'blocked_by_join_set', 'finished'), lifecycle ('active',
+//	             'paused', 'cancelling'), at (pending_expires_finished),
+//	             executor_id, run_id, last_lock_version, max_retries,
+//	             retry_exp_backoff_millis, join_set_id, join_set_closing,
+//	             result_kind (compact JSON), intermittent_event_count,
+//	             max_cursor. PutHead rewrites only the mutable columns.
+//	t_event      (execution_id, version) PRIMARY KEY, created_at, variant,
+//	             join_set_id, history_event_type, json (the ExecutionRequest
+//	             as core.EncodeExecutionRequest writes it).
+//	t_response   (execution_id, cursor) PRIMARY KEY, join_set_id, js_ordinal
+//	             (1-based position within the join set), created_at,
+//	             child_execution_id (UNIQUE where not null), delay_id (UNIQUE
+//	             where not null), delay_success, json (JoinSetResponseEvent).
+//	t_delay      (execution_id, join_set_id, delay_id) PRIMARY KEY,
+//	             expires_at, paused.
+//	t_log        id INTEGER PRIMARY KEY AUTOINCREMENT (the LogCursor),
+//	             execution_id, run_id, created_at, level, message,
+//	             stream_type (NULL for log lines), payload.
+//	t_wasm_backtrace      hash (33-byte BLOB, spec §2.12) PRIMARY KEY, json.
+//	t_execution_backtrace (execution_id, version_min, version_max) PRIMARY
+//	             KEY, component_id (JSON), hash.
+//	t_meta       key → value; 'head_seq' is the last seq handed out.
+//
+// # Queries and their indexes
+//
+//	Head, PutHead                t_state primary key
+//	Event, Events                t_event primary key (range on version)
+//	Responses                    t_response primary key (range on cursor)
+//	JoinNextCount                idx_event_join_next (execution_id, join_set_id)
+//	                             WHERE history_event_type = 'join_next'
+//	NthResponse                  idx_response_join_set (execution_id, join_set_id, js_ordinal)
+//	DelayOutcome                 idx_response_delay (delay_id)
+//	Delay, SetDelayPaused        t_delay primary key
+//	PendingByFFQN                idx_state_pending_ffqn (ffqn, at, seq)
+//	                             WHERE state = 'pending_at' AND lifecycle = 'active'
+//	                             (the incompatible digest is a residual filter)
+//	PendingByDigest              idx_state_pending_digest (component_digest, at, seq), same WHERE
+//	ExpiredLocks                 idx_state_locked (at) WHERE state = 'locked'
+//	ExpiredDelays                idx_delay_expires (expires_at) WHERE paused = 0
+//	Cancelling                   idx_state_cancelling (created_at, seq) WHERE lifecycle = 'cancelling'
+//	ListExecutions               idx_state_created (created_at, seq), scanned
+//	                             newest or oldest first, filters as residual
+//	                             conditions; output always newest first
+//	ListLogs                     idx_log_execution (execution_id, id)
+//	GetBacktrace, BacktraceRanges  t_execution_backtrace primary key
+//
+// Prefix filters (execution id prefix, function name, the descendants of an
+// execution in ListLogs) are plain case-sensitive byte-wise prefix matches,
+// written as range conditions [prefix, successor(prefix)) — unlike Obelisk's
+// SQLite LIKE, '_' and '%' are not wildcards and case matters. ListLogs with
+// showDerived matches the id itself and ids starting with id + ".", so
+// "…_1" does not match "…_10".
+//
+// Deployments, component metadata and source mappings (core.DeploymentStore)
+// are not stored yet: those methods return core.ErrNotImplemented.
 package sqlite

@@ -53,9 +53,16 @@ type Backend struct {
 	opts Options
 	log  *slog.Logger
 
-	wdb, rdb *sql.DB
-	writer   *conn
-	readers  chan *conn
+	wdb, rdb, cdb *sql.DB
+	writer        *conn
+	readers       chan *conn
+
+	// The checkpointer copies the WAL back into the database file on its own
+	// connection, so the writer never waits for a checkpoint's fsyncs.
+	ckpt        *conn
+	ckptSignal  chan struct{}
+	ckptStopped chan struct{}
+	sinceCkpt   int // batches committed since the last signal (writer only)
 
 	queue chan *request
 
@@ -67,6 +74,8 @@ type Backend struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	heads *headCache // writer only
 
 	batches, requests atomic.Int64
 }
@@ -134,12 +143,17 @@ func Open(path string, opts Options) (*Backend, error) {
 		stop:     make(chan struct{}),
 		stopped:  make(chan struct{}),
 		shutdown: make(chan struct{}),
+
+		ckptSignal:  make(chan struct{}, 1),
+		ckptStopped: make(chan struct{}),
+		heads:       newHeadCache(),
 	}
 	if err := b.open(); err != nil {
 		b.closeConns()
 		return nil, err
 	}
 	go b.writeLoop()
+	go b.checkpointLoop()
 	return b, nil
 }
 
@@ -153,28 +167,47 @@ func normSynchronous(s string) (string, error) {
 	return "", fmt.Errorf("sqlite: invalid Options.Synchronous %q (want NORMAL or FULL)", s)
 }
 
-func (b *Backend) dsn(readOnly bool) string {
+type role int
+
+const (
+	roleWriter role = iota
+	roleReader
+	roleCheckpointer
+)
+
+func (b *Backend) dsn(r role) string {
 	ms := b.opts.BusyTimeout.Milliseconds()
 	q := fmt.Sprintf("?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(%s)"+
-		"&_pragma=foreign_keys(0)&_pragma=temp_store(MEMORY)&_pragma=cache_size(-16000)",
+		"&_pragma=foreign_keys(0)&_pragma=temp_store(MEMORY)",
 		ms, b.opts.Synchronous)
-	if readOnly {
-		q += "&_pragma=query_only(1)"
+	switch r {
+	case roleWriter:
+		// Checkpoints run on the checkpointer's connection instead.
+		q += "&_pragma=cache_size(-16000)&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(67108864)"
+	case roleReader:
+		q += "&_pragma=cache_size(-8000)&_pragma=query_only(1)"
 	}
 	return b.path + q
+}
+
+func openDB(dsn string, conns int) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	return db, nil
 }
 
 func (b *Backend) open() error {
 	ctx := context.Background()
 	var err error
-	b.wdb, err = sql.Open("sqlite", b.dsn(false))
-	if err != nil {
+	if b.wdb, err = openDB(b.dsn(roleWriter), 1); err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", b.path, err)
 	}
-	b.wdb.SetMaxOpenConns(1)
-	b.wdb.SetMaxIdleConns(1)
-	b.wdb.SetConnMaxLifetime(0)
-	b.wdb.SetConnMaxIdleTime(0)
 	wc, err := b.wdb.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", b.path, err)
@@ -183,14 +216,17 @@ func (b *Backend) open() error {
 	if err := migrate(ctx, b.writer); err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", b.path, err)
 	}
-	b.rdb, err = sql.Open("sqlite", b.dsn(true))
-	if err != nil {
+	if b.cdb, err = openDB(b.dsn(roleCheckpointer), 1); err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", b.path, err)
 	}
-	b.rdb.SetMaxOpenConns(b.opts.ReadConns)
-	b.rdb.SetMaxIdleConns(b.opts.ReadConns)
-	b.rdb.SetConnMaxLifetime(0)
-	b.rdb.SetConnMaxIdleTime(0)
+	cc, err := b.cdb.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: checkpointer: %w", b.path, err)
+	}
+	b.ckpt = newConn(cc)
+	if b.rdb, err = openDB(b.dsn(roleReader), b.opts.ReadConns); err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", b.path, err)
+	}
 	for range b.opts.ReadConns {
 		rc, err := b.rdb.Conn(ctx)
 		if err != nil {
@@ -211,6 +247,7 @@ func (b *Backend) Close() error {
 		close(b.stop)
 		close(b.shutdown)
 		<-b.stopped
+		<-b.ckptStopped
 		// Wait for in-flight readers to return their connections.
 		for range b.opts.ReadConns {
 			c := <-b.readers
@@ -229,6 +266,10 @@ func (b *Backend) closeConns() error {
 		err = errors.Join(err, b.writer.close())
 		b.writer = nil
 	}
+	if b.ckpt != nil {
+		err = errors.Join(err, b.ckpt.close())
+		b.ckpt = nil
+	}
 	if b.readers != nil {
 		for {
 			select {
@@ -245,6 +286,9 @@ func (b *Backend) closeConns() error {
 	}
 	if b.rdb != nil {
 		err = errors.Join(err, b.rdb.Close())
+	}
+	if b.cdb != nil {
+		err = errors.Join(err, b.cdb.Close())
 	}
 	if err != nil {
 		return fmt.Errorf("sqlite: close %s: %w", b.path, err)
@@ -348,6 +392,10 @@ func (b *Backend) runBatch(batch []*request) {
 		}
 		return
 	}
+	if err := b.heads.begin(bg, w); err != nil {
+		b.abortBatch(batch, fmt.Errorf("sqlite: %w", err))
+		return
+	}
 	committed := 0
 	seq := &seqAlloc{}
 	for _, r := range batch {
@@ -359,7 +407,7 @@ func (b *Backend) runBatch(batch []*request) {
 			b.abortBatch(batch, fmt.Errorf("sqlite: savepoint: %w", err))
 			return
 		}
-		tx := &writeTx{readTx: readTx{c: w, ctx: bg}, seq: seq}
+		tx := &writeTx{readTx: readTx{c: w, ctx: bg}, seq: seq, cache: b.heads}
 		err, pv := runFn(r.fn, tx)
 		tx.done = true
 		if err == nil && pv == nil && tx.writeErr != nil {
@@ -373,6 +421,7 @@ func (b *Backend) runBatch(batch []*request) {
 			}
 		} else {
 			committed++
+			b.heads.stage(tx.staged)
 		}
 		if e := w.exec(bg, "RELEASE u"); e != nil {
 			b.abortBatch(batch, fmt.Errorf("sqlite: release savepoint: %w", e))
@@ -380,6 +429,7 @@ func (b *Backend) runBatch(batch []*request) {
 		}
 	}
 	if committed == 0 {
+		b.heads.abort()
 		if err := w.exec(bg, "ROLLBACK"); err != nil {
 			b.log.Error("rollback failed", "err", err)
 		}
@@ -391,12 +441,44 @@ func (b *Backend) runBatch(batch []*request) {
 	}
 	if err := w.exec(bg, "COMMIT"); err != nil {
 		b.abortBatch(batch, fmt.Errorf("sqlite: commit: %w", err))
+		return
+	}
+	b.heads.commit()
+	if b.sinceCkpt++; b.sinceCkpt >= checkpointEvery {
+		b.sinceCkpt = 0
+		select {
+		case b.ckptSignal <- struct{}{}:
+		default: // a checkpoint is pending already
+		}
+	}
+}
+
+// checkpointEvery is the number of committed batches between two checkpoint
+// requests (a batch appends a few to a few dozen pages to the WAL).
+const checkpointEvery = 200
+
+// checkpointLoop runs passive checkpoints when the writer asks for them.
+// PASSIVE never blocks the writer or readers; frames it cannot copy yet are
+// copied by a later run, and SQLite restarts the WAL from its beginning once a
+// checkpoint has caught up.
+func (b *Backend) checkpointLoop() {
+	defer close(b.ckptStopped)
+	for {
+		select {
+		case <-b.ckptSignal:
+			if err := b.ckpt.exec(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+				b.log.Warn("checkpoint failed", "err", err)
+			}
+		case <-b.stop:
+			return
+		}
 	}
 }
 
 // abortBatch rolls the transaction back and fails every request of batch
 // that had not failed by itself.
 func (b *Backend) abortBatch(batch []*request, err error) {
+	b.heads.abort()
 	if e := b.writer.exec(context.Background(), "ROLLBACK"); e != nil && !isNoTx(e) {
 		b.log.Error("rollback failed", "err", e)
 	}

@@ -26,7 +26,35 @@ type readTx struct {
 type writeTx struct {
 	readTx
 	seq      *seqAlloc
+	cache    *headCache
+	staged   map[core.ExecutionId]core.ExecutionState // heads written by this fn
 	writeErr error
+}
+
+// Head implements store.ReadTx from the writer's head cache when it can.
+func (t *writeTx) Head(id core.ExecutionId) (core.ExecutionState, error) {
+	if err := t.check(); err != nil {
+		return core.ExecutionState{}, err
+	}
+	if st, ok := t.staged[id]; ok {
+		return st.Clone(), nil
+	}
+	if st, ok := t.cache.get(id); ok {
+		return st.Clone(), nil
+	}
+	st, err := headByID(t.ctx, t.c, id)
+	if err != nil {
+		return core.ExecutionState{}, err
+	}
+	t.cache.loaded(st.Clone())
+	return st, nil
+}
+
+func (t *writeTx) stage(st core.ExecutionState) {
+	if t.staged == nil {
+		t.staged = make(map[core.ExecutionId]core.ExecutionState, 2)
+	}
+	t.staged[st.ExecutionID] = normalizeHead(st)
 }
 
 // seqAlloc hands out head sequence numbers (the insertion-order tie-breaker)
@@ -342,6 +370,7 @@ func (t *writeTx) CreateHead(st core.ExecutionState, events []core.ExecutionEven
 	if err := t.c.exec(t.ctx, sqlInsertHead, row.insertArgs(seq)...); err != nil {
 		return t.fail(writeErr(err, "create %s", st.ExecutionID))
 	}
+	t.stage(st)
 	return t.appendEvents(st.ExecutionID, events)
 }
 
@@ -364,6 +393,7 @@ func (t *writeTx) PutHead(st core.ExecutionState) error {
 	} else if n == 0 {
 		return t.fail(fmt.Errorf("sqlite: put head %s: %w", st.ExecutionID, core.ErrNotFound))
 	}
+	t.stage(st)
 	return nil
 }
 
