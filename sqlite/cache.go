@@ -2,7 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"sync/atomic"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -120,4 +123,96 @@ func normTS(ts core.Timestamp) core.Timestamp {
 		t = tsMax
 	}
 	return core.TS(t)
+}
+
+// Created events are immutable once committed and are read back by every
+// lock (to hand the worker its parameters). Decoding them costs more than the
+// rest of the read, so the writer keeps recently created ones, decoded off
+// the writer goroutine: the writer registers the encoded event when the
+// creating batch commits, and the goroutine of the Update that created it
+// decodes it before returning (core.DecodeExecutionRequest, exactly what a
+// read from the database does). Until then, or if evicted, Event reads the
+// database.
+const (
+	createdCacheEntries = 8192
+	createdCacheBytes   = 16 << 20
+)
+
+type createdEntry struct {
+	id        core.ExecutionId
+	createdAt core.Timestamp
+	body      []byte
+	size      int
+	ev        atomic.Pointer[core.Created] // set once decoded
+}
+
+// decode is run by the creating caller after the commit.
+func (e *createdEntry) decode() {
+	req, err := core.DecodeExecutionRequest(e.body)
+	e.body = nil
+	if c, ok := req.(*core.Created); err == nil && ok {
+		e.ev.Store(c)
+	}
+}
+
+// createdCache maps execution ids to their committed Created events. Only
+// the writer goroutine touches the map.
+type createdCache struct {
+	m     map[core.ExecutionId]*createdEntry
+	bytes int
+}
+
+func newCreatedCache() *createdCache {
+	return &createdCache{m: make(map[core.ExecutionId]*createdEntry)}
+}
+
+func (c *createdCache) add(e *createdEntry) {
+	if old, ok := c.m[e.id]; ok {
+		c.bytes -= old.size
+	}
+	c.m[e.id] = e
+	c.bytes += e.size
+	for id, old := range c.m {
+		if len(c.m) <= createdCacheEntries && c.bytes <= createdCacheBytes {
+			break
+		}
+		delete(c.m, id)
+		c.bytes -= old.size
+	}
+}
+
+// get returns a private copy of the decoded Created event of id, if cached.
+func (c *createdCache) get(id core.ExecutionId) (core.ExecutionEvent, bool) {
+	e, ok := c.m[id]
+	if !ok {
+		return core.ExecutionEvent{}, false
+	}
+	ev := e.ev.Load()
+	if ev == nil {
+		return core.ExecutionEvent{}, false
+	}
+	return core.ExecutionEvent{CreatedAt: e.createdAt, Event: cloneCreated(ev), Version: 0}, true
+}
+
+// cloneCreated deep-copies c so that callers cannot alter the cached event.
+func cloneCreated(c *core.Created) *core.Created {
+	d := *c
+	if c.Params != nil {
+		d.Params = make(core.Params, len(c.Params))
+		for i, p := range c.Params {
+			d.Params[i] = append(json.RawMessage(nil), p...)
+		}
+	}
+	if c.Parent != nil {
+		p := *c.Parent
+		d.Parent = &p
+	}
+	if c.Metadata != nil {
+		d.Metadata = maps.Clone(c.Metadata)
+	}
+	if c.ScheduledBy != nil {
+		s := *c.ScheduledBy
+		d.ScheduledBy = &s
+	}
+	return &d
 }

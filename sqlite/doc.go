@@ -29,7 +29,10 @@
 // error wrapping core.ErrConflict. Logs and backtraces are written through the
 // same queue. The writer caches execution heads (exactly the committed state
 // plus the current batch; emptied whenever PRAGMA data_version shows a commit
-// by another connection, e.g. another process sharing the file).
+// by another connection, e.g. another process sharing the file) and recently
+// created executions' Created events, which the lock path reads back: those
+// are immutable, and the goroutine of the Update that created one decodes it
+// after the commit, off the writer.
 //
 // View and the Queries run on a pool of read connections (Options.ReadConns,
 // PRAGMA query_only): a View is one read transaction, hence one consistent

@@ -75,7 +75,8 @@ type Backend struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	heads *headCache // writer only
+	heads    *headCache    // writer only
+	createds *createdCache // writer only
 
 	batches, requests atomic.Int64
 }
@@ -101,6 +102,9 @@ type request struct {
 	err   error
 	panic any
 	done  chan struct{}
+	// created are the Created events the fn wrote, decoded by the caller
+	// after the commit (see createdCache).
+	created []*createdEntry
 }
 
 // Open opens (creating if absent) the database at path, creates or migrates
@@ -147,6 +151,7 @@ func Open(path string, opts Options) (*Backend, error) {
 		ckptSignal:  make(chan struct{}, 1),
 		ckptStopped: make(chan struct{}),
 		heads:       newHeadCache(),
+		createds:    newCreatedCache(),
 	}
 	if err := b.open(); err != nil {
 		b.closeConns()
@@ -327,6 +332,9 @@ func (b *Backend) write(ctx context.Context, fn func(*writeTx) error) error {
 	if r.panic != nil {
 		panic(r.panic)
 	}
+	for _, e := range r.created {
+		e.decode()
+	}
 	return r.err
 }
 
@@ -407,7 +415,7 @@ func (b *Backend) runBatch(batch []*request) {
 			b.abortBatch(batch, fmt.Errorf("sqlite: savepoint: %w", err))
 			return
 		}
-		tx := &writeTx{readTx: readTx{c: w, ctx: bg}, seq: seq, cache: b.heads}
+		tx := &writeTx{readTx: readTx{c: w, ctx: bg}, seq: seq, cache: b.heads, createds: b.createds}
 		err, pv := runFn(r.fn, tx)
 		tx.done = true
 		if err == nil && pv == nil && tx.writeErr != nil {
@@ -422,6 +430,7 @@ func (b *Backend) runBatch(batch []*request) {
 		} else {
 			committed++
 			b.heads.stage(tx.staged)
+			r.created = tx.created
 		}
 		if e := w.exec(bg, "RELEASE u"); e != nil {
 			b.abortBatch(batch, fmt.Errorf("sqlite: release savepoint: %w", e))
@@ -444,6 +453,11 @@ func (b *Backend) runBatch(batch []*request) {
 		return
 	}
 	b.heads.commit()
+	for _, r := range batch {
+		for _, e := range r.created {
+			b.createds.add(e)
+		}
+	}
 	if b.sinceCkpt++; b.sinceCkpt >= checkpointEvery {
 		b.sinceCkpt = 0
 		select {
@@ -479,6 +493,9 @@ func (b *Backend) checkpointLoop() {
 // that had not failed by itself.
 func (b *Backend) abortBatch(batch []*request, err error) {
 	b.heads.abort()
+	for _, r := range batch {
+		r.created = nil
+	}
 	if e := b.writer.exec(context.Background(), "ROLLBACK"); e != nil && !isNoTx(e) {
 		b.log.Error("rollback failed", "err", e)
 	}

@@ -28,7 +28,20 @@ type writeTx struct {
 	seq      *seqAlloc
 	cache    *headCache
 	staged   map[core.ExecutionId]core.ExecutionState // heads written by this fn
+	created  []*createdEntry                          // Created events written by this fn
+	createds *createdCache
 	writeErr error
+}
+
+// Event implements store.ReadTx, serving committed Created events from the
+// writer's cache when it can.
+func (t *writeTx) Event(id core.ExecutionId, v core.Version) (core.ExecutionEvent, error) {
+	if v == 0 && t.createds != nil && !t.done {
+		if ev, ok := t.createds.get(id); ok {
+			return ev, nil
+		}
+	}
+	return t.readTx.Event(id, v)
 }
 
 // Head implements store.ReadTx from the writer's head cache when it can.
@@ -418,6 +431,9 @@ func (t *writeTx) appendEvents(id core.ExecutionId, events []core.ExecutionEvent
 		variant, js, ht := eventColumns(ev.Event)
 		if err := t.c.exec(t.ctx, sqlInsertEvent, sid, int64(ev.Version), tsText(ev.CreatedAt), variant, js, ht, string(body)); err != nil {
 			return t.fail(writeErr(err, "append %s@%d", id, ev.Version))
+		}
+		if _, ok := ev.Event.(*core.Created); ok && ev.Version == 0 && t.createds != nil {
+			t.created = append(t.created, &createdEntry{id: id, createdAt: normTS(ev.CreatedAt), body: body, size: len(body)})
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -300,5 +301,65 @@ func TestQueryPlans(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// cloneCreated must copy every reference field of core.Created; a new field
+// must be added there (and here).
+func TestCloneCreatedKnowsEveryField(t *testing.T) {
+	known := []string{"FFQN", "Params", "Parent", "ScheduledAt", "ComponentID", "DeploymentID", "Metadata", "ScheduledBy"}
+	typ := reflect.TypeOf(core.Created{})
+	var got []string
+	for i := range typ.NumField() {
+		got = append(got, typ.Field(i).Name)
+	}
+	if !reflect.DeepEqual(got, known) {
+		t.Errorf("core.Created fields %v, cloneCreated handles %v", got, known)
+	}
+}
+
+func TestCreatedCache(t *testing.T) {
+	b := openInternal(t)
+	ctx := context.Background()
+	id := testID(t)
+	h := testHead(id)
+	parent := testID(t)
+	created := core.ExecutionEvent{CreatedAt: h.CreatedAt, Version: 0, Event: &core.Created{
+		FFQN: h.FFQN, Params: core.Params{[]byte(`{ "a" : [1, 2] }`)}, ScheduledAt: h.At,
+		Parent:   &core.Parent{ExecutionID: parent, JoinSetID: core.JoinSetId{Kind: core.JoinSetKindNamed, Name: "x"}},
+		Metadata: core.ExecutionMetadata{"k": "v"}, ScheduledBy: &parent,
+		ComponentID: core.ComponentId{ComponentType: core.ComponentTypeActivity, Name: "c"},
+	}}
+	if err := b.Update(ctx, func(tx store.Tx) error { return tx.CreateHead(h, []core.ExecutionEvent{created}) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.createds.get(id); !ok {
+		t.Fatal("the Created event was not cached after Update returned")
+	}
+	var stored core.ExecutionEvent
+	if err := b.View(ctx, func(tx store.ReadTx) error {
+		var err error
+		stored, err = tx.Event(id, 0)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		var cached core.ExecutionEvent
+		if err := b.Update(ctx, func(tx store.Tx) error {
+			var err error
+			cached, err = tx.Event(id, 0)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(cached, stored) {
+			t.Fatalf("cached %+v, stored %+v", cached, stored)
+		}
+		// Callers may scribble on what they got.
+		c := cached.Event.(*core.Created)
+		c.Params[0][0] = 'X'
+		c.Metadata["k"] = "changed"
+		c.Parent.ExecutionID = id
 	}
 }
