@@ -186,7 +186,10 @@ func newBackend(client api, opts Options) (*Backend, error) {
 		api: client, table: opts.Table, shards: opts.Shards, inline: opts.InlineThreshold,
 		headBudget: opts.HeadBudget, createdMax: opts.HeadBudget / 2, maxAttempts: opts.MaxAttempts,
 		cas: opts.Cas, log: log.WithGroup("dynamo"), clock: opts.Clock,
-		optFns: []func(*dynamodb.Options){func(o *dynamodb.Options) { o.Retryer = retryer }},
+		optFns: []func(*dynamodb.Options){func(o *dynamodb.Options) {
+			o.Retryer = retryer
+			o.APIOptions = append(o.APIOptions, trackAttempts)
+		}},
 	}
 	return b, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -340,8 +341,9 @@ const (
 )
 
 // execute commits p. Ambiguous outcomes are resolved by re-sending the
-// identical request (same ClientRequestToken); a later condition failure is
-// checked against the request id written on our items.
+// identical request (same ClientRequestToken); once any attempt — ours or
+// one the SDK retried internally — may have executed, a later failure is
+// checked against the request id written on our items before fn may re-run.
 func (b *Backend) execute(ctx context.Context, p *plan) error {
 	if len(p.deferred) > 0 {
 		if err := b.precheckDeferred(ctx, p); err != nil {
@@ -350,21 +352,28 @@ func (b *Backend) execute(ctx context.Context, p *plan) error {
 	}
 	ambiguous := false
 	for try := 1; ; try++ {
-		err := b.send(ctx, p)
+		sctx, tr := withAttempts(ctx)
+		err := b.send(sctx, p)
 		if err == nil {
 			return nil
 		}
+		ambiguous = ambiguous || tr.ambiguous
 		kind, cerr := b.classify(err, p)
-		if ambiguous && (kind == resCondition || kind == resRetry) {
-			if ok, lerr := b.landed(ctx, p); lerr == nil && ok {
+		if kind == resOwn {
+			b.stats.ownCommits.Add(1)
+			return nil
+		}
+		if ambiguous && kind != resAmbiguous {
+			ok, lerr := b.landed(context.WithoutCancel(ctx), p)
+			if lerr != nil {
+				return fmt.Errorf("dynamo: commit outcome unknown (%w); checking it failed: %w", err, lerr)
+			}
+			if ok {
 				b.stats.ownCommits.Add(1)
 				return nil
 			}
 		}
 		switch kind {
-		case resOwn:
-			b.stats.ownCommits.Add(1)
-			return nil
 		case resCondition:
 			return cerr
 		case resRetry:
@@ -387,6 +396,50 @@ func (b *Backend) execute(ctx context.Context, p *plan) error {
 			return fmt.Errorf("dynamo: commit: %w", err)
 		}
 	}
+}
+
+// attempts records what the SDK's retry loop saw for one call.
+type attempts struct {
+	n         int
+	ambiguous bool // some attempt may have executed without us seeing the answer
+}
+
+type attemptsKey struct{}
+
+func withAttempts(ctx context.Context) (context.Context, *attempts) {
+	a := &attempts{}
+	return context.WithValue(ctx, attemptsKey{}, a), a
+}
+
+// trackAttempts is a finalize-step middleware placed inside the SDK retry
+// loop: it sees every attempt's outcome.
+func trackAttempts(stack *middleware.Stack) error {
+	return stack.Finalize.Insert(middleware.FinalizeMiddlewareFunc("StelaAttempts",
+		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			out, md, err := next.HandleFinalize(ctx, in)
+			if a, ok := ctx.Value(attemptsKey{}).(*attempts); ok {
+				a.n++
+				if err != nil && isAmbiguous(err) {
+					a.ambiguous = true
+				}
+			}
+			return out, md, err
+		}), "Retry", middleware.After)
+}
+
+// isAmbiguous reports whether err leaves open whether the request executed:
+// no answer from DynamoDB, a 5xx, or another request with the same token
+// still in progress.
+func isAmbiguous(err error) bool {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return true
+	}
+	switch ae.ErrorCode() {
+	case "InternalServerError", "InternalFailure", "ServiceUnavailable", "TransactionInProgressException":
+		return true
+	}
+	return false
 }
 
 func (b *Backend) send(ctx context.Context, p *plan) error {
@@ -485,20 +538,18 @@ func (b *Backend) classify(err error, p *plan) (resultKind, error) {
 		}
 		return resCondition, fmt.Errorf("%w: %w", errContention, err)
 	}
+	if isAmbiguous(err) {
+		return resAmbiguous, err
+	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		switch ae.ErrorCode() {
 		case "TransactionConflictException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
 			"ThrottlingException", "Throttling":
 			return resRetry, err
-		case "TransactionInProgressException", "InternalServerError", "InternalFailure", "ServiceUnavailable":
-			return resAmbiguous, err
 		}
-		return resOther, err
 	}
-	// No answer from DynamoDB (network error, timeout, exhausted retries of
-	// such errors): the write may or may not have happened.
-	return resAmbiguous, err
+	return resOther, err
 }
 
 // ownItem reports whether the item returned by a failed condition (ALL_OLD)
