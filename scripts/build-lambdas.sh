@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds the Lambda functions (functions/<name>/main.go) as `bootstrap`
+# binaries for the provided.al2023 runtime into infra/build/<name>/bootstrap,
+# where the CDK stack (infra/) packages them, and prints their sizes.
+#
+#   scripts/build-lambdas.sh                 # all four, linux/arm64 (Graviton)
+#   scripts/build-lambdas.sh api timers      # only these
+#   GOARCH=amd64 OUT=/tmp/x scripts/build-lambdas.sh api   # e.g. for RIE on this host
+#
+# -tags lambda.norpc drops the legacy net/rpc runtime (not used by
+# provided.al2023); -trimpath and -s -w make the binaries smaller and
+# reproducible.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-$ROOT/infra/build}
+GOARCH=${GOARCH:-arm64}
+FUNCTIONS=("$@")
+[ ${#FUNCTIONS[@]} -gt 0 ] || FUNCTIONS=(api lock append timers)
+
+cd "$ROOT"
+for fn in "${FUNCTIONS[@]}"; do
+	if [ ! -f "functions/$fn/main.go" ]; then
+		echo "build-lambdas: functions/$fn/main.go does not exist" >&2
+		exit 1
+	fi
+	mkdir -p "$OUT/$fn"
+	start=$(date +%s.%N)
+	CGO_ENABLED=0 GOOS=linux GOARCH="$GOARCH" go build -tags lambda.norpc -trimpath -ldflags "-s -w" \
+		-o "$OUT/$fn/bootstrap" "./functions/$fn"
+	end=$(date +%s.%N)
+	size=$(stat -c %s "$OUT/$fn/bootstrap")
+	printf '%-8s linux/%-5s %10d bytes (%5.1f MiB)  %5.1f s  %s\n' "$fn" "$GOARCH" "$size" \
+		"$(echo "$size / 1048576" | bc -l)" "$(echo "$end - $start" | bc -l)" "${OUT#"$ROOT"/}/$fn/bootstrap"
+done
