@@ -151,7 +151,11 @@ func FromEnv(ctx context.Context) (*App, error) {
 
 // New builds the App for cfg, logging JSON to logOut.
 func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
-	logger := slog.New(functions.WithRequestID(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel})))
+	return NewWithLogger(ctx, cfg, slog.New(functions.WithRequestID(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))))
+}
+
+// NewWithLogger builds the App for cfg with logger (the dev server logs text).
+func NewWithLogger(ctx context.Context, cfg Config, logger *slog.Logger) (*App, error) {
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("app: load AWS config: %w", err)

@@ -1,0 +1,308 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/stela-dev/stela/cas"
+	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/dynamo"
+	"github.com/stela-dev/stela/functions/app"
+	"github.com/stela-dev/stela/httpapi"
+	"github.com/stela-dev/stela/sqlite"
+	"github.com/stela-dev/stela/store"
+	"github.com/stela-dev/stela/timers"
+)
+
+// Backends of `stela dev`.
+const (
+	backendAuto     = "auto"
+	backendEmbedded = "embedded"
+	backendDynamo   = "dynamo"
+	// defaultDevTable is the table name when STELA_TABLE is unset.
+	defaultDevTable = "stela"
+)
+
+// Shutdown budget: in-flight requests get drainGrace to finish on their
+// own; then long polls are cancelled and the rest get drainForce more.
+const (
+	drainGrace = 3 * time.Second
+	drainForce = 5 * time.Second
+)
+
+type devOptions struct {
+	dataDir, addr, token, backend, logLevel string
+	timersInterval                          time.Duration
+}
+
+func devCommand() *command {
+	return &command{
+		name: "dev", summary: "run a local Stela server (HTTP API + timers) on the embedded store", maxArgs: 0,
+		doc: "By default the data lives in <data-dir>/stela.db (SQLite) and <data-dir>/blobs (CAS); the\n" +
+			"directory is created if absent and survives restarts. With --backend dynamo (or, with\n" +
+			"--backend auto, when STELA_TABLE or AWS_ENDPOINT_URL_DYNAMODB is set) the server uses the\n" +
+			"DynamoDB table $STELA_TABLE (default \"stela\", created if absent) and, when STELA_BUCKET is\n" +
+			"set, that S3 bucket as CAS; AWS credentials, region and endpoints come from the usual AWS_*\n" +
+			"variables. Timers (delays, expired locks, cancellations) run in-process every\n" +
+			"--timers-interval. SIGINT/SIGTERM stop it gracefully.\n\n" +
+			"Example:\n  stela dev --data-dir ./.stela --addr 127.0.0.1:8080",
+		flags: func(fs *flag.FlagSet, e *Env) func(context.Context, []string) error {
+			o := &devOptions{}
+			fs.StringVar(&o.dataDir, "data-dir", ".stela", "directory of the embedded store and blobs")
+			fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address (port 0 picks a free port)")
+			fs.StringVar(&o.token, "token", "", "require this bearer token on every request (default: no auth)")
+			fs.StringVar(&o.backend, "backend", backendAuto, "store: auto, embedded (SQLite) or dynamo (DynamoDB + S3)")
+			fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr)")
+			fs.DurationVar(&o.timersInterval, "timers-interval", timers.DefaultInterval, "how often timers are swept")
+			return func(ctx context.Context, _ []string) error { return runDev(ctx, e, o) }
+		},
+	}
+}
+
+// devStack is the store and CAS the dev server runs on.
+type devStack struct {
+	svc      *store.Service
+	cas      core.Cas
+	describe []string // banner lines: where the data lives
+}
+
+func runDev(ctx context.Context, e *Env, o *devOptions) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return usagef("invalid --log-level %q", o.logLevel)
+	}
+	if o.timersInterval <= 0 {
+		return usagef("--timers-interval must be positive")
+	}
+	logger := slog.New(slog.NewTextHandler(e.Stderr, &slog.HandlerOptions{Level: level}))
+	mode := o.backend
+	switch mode {
+	case backendAuto:
+		mode = backendEmbedded
+		if e.Getenv(app.EnvTable) != "" || e.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != "" {
+			mode = backendDynamo
+		}
+	case backendEmbedded, backendDynamo:
+	default:
+		return usagef("invalid --backend %q: want auto, embedded or dynamo", o.backend)
+	}
+	var st *devStack
+	var err error
+	if mode == backendDynamo {
+		st, err = openDynamo(ctx, e, o, logger)
+	} else {
+		st, err = openEmbedded(o, logger)
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := st.svc.Close(); err != nil {
+			logger.Error("close store failed", "err", err)
+		}
+	}()
+
+	auth := httpapi.AllowAll()
+	if o.token != "" {
+		auth = httpapi.BearerToken(o.token)
+	}
+	clock := store.SystemClock{}
+	handler := httpapi.New(st.svc, st.cas, httpapi.Options{Clock: clock, Logger: logger, Authorizer: auth,
+		Sweep: app.SweepFunc(st.svc)})
+
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.addr, err)
+	}
+	baseCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRequests()
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return baseCtx },
+		ErrorLog:    slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+
+	timersCtx, stopTimers := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		stats, err := timers.Run(timersCtx, st.svc, clock, timers.Options{Interval: o.timersInterval, Logger: logger})
+		if err != nil {
+			logger.Error("timers stopped", "err", err)
+			return
+		}
+		logger.Debug("timers stopped", "stats", stats)
+	})
+	defer func() {
+		stopTimers()
+		wg.Wait()
+	}()
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	printBanner(e.Stdout, st, "http://"+ln.Addr().String(), o, mode)
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(e.Stderr, "stela dev: shutting down (finishing in-flight requests)")
+	shCtx, cancel := context.WithTimeout(context.Background(), drainGrace)
+	err = srv.Shutdown(shCtx)
+	cancel()
+	if err != nil {
+		cancelRequests() // end long polls (follow, wait_ms), then give the rest a little more time
+		shCtx, cancel := context.WithTimeout(context.Background(), drainForce)
+		err = srv.Shutdown(shCtx)
+		cancel()
+		if err != nil {
+			_ = srv.Close()
+		}
+	}
+	stopTimers()
+	wg.Wait()
+	fmt.Fprintln(e.Stderr, "stela dev: stopped")
+	return nil
+}
+
+func openEmbedded(o *devOptions, logger *slog.Logger) (*devStack, error) {
+	dir, err := filepath.Abs(o.dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	dbPath := filepath.Join(dir, "stela.db")
+	backend, err := sqlite.Open(dbPath, sqlite.Options{Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dbPath, err)
+	}
+	blobs := filepath.Join(dir, "blobs")
+	c, err := cas.NewDir(blobs)
+	if err != nil {
+		_ = backend.Close()
+		return nil, fmt.Errorf("open blob dir %s: %w", blobs, err)
+	}
+	return &devStack{
+		svc: store.New(backend, store.Options{Logger: logger}),
+		cas: c,
+		describe: []string{
+			"store:  embedded SQLite " + dbPath,
+			"blobs:  " + blobs,
+		},
+	}, nil
+}
+
+func openDynamo(ctx context.Context, e *Env, o *devOptions, logger *slog.Logger) (*devStack, error) {
+	getenv := func(k string) string {
+		if v := e.Getenv(k); v != "" || k != app.EnvTable {
+			return v
+		}
+		return defaultDevTable
+	}
+	cfg, err := app.LoadConfig(getenv)
+	if err != nil {
+		return nil, err
+	}
+	a, err := app.NewWithLogger(ctx, cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	if err := dynamo.CreateTable(ctx, a.Dynamo, cfg.Table); err != nil {
+		return nil, err
+	}
+	endpoint := "AWS"
+	if ep := e.Getenv("AWS_ENDPOINT_URL_DYNAMODB"); ep != "" {
+		endpoint = ep
+	} else if ep := e.Getenv("AWS_ENDPOINT_URL"); ep != "" {
+		endpoint = ep
+	}
+	st := &devStack{svc: a.Store, cas: a.CAS,
+		describe: []string{fmt.Sprintf("store:  DynamoDB table %q at %s", cfg.Table, endpoint)}}
+	if a.CAS == nil {
+		dir, err := filepath.Abs(filepath.Join(o.dataDir, "blobs"))
+		if err != nil {
+			return nil, err
+		}
+		c, err := cas.NewDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("open blob dir %s: %w", dir, err)
+		}
+		st.cas = c
+		st.describe = append(st.describe, "blobs:  "+dir+" (set STELA_BUCKET for S3)")
+	} else {
+		if err := ensureBucket(ctx, a.AWS, cfg.Bucket); err != nil {
+			return nil, err
+		}
+		st.describe = append(st.describe, fmt.Sprintf("blobs:  S3 bucket %q prefix %q", cfg.Bucket, cfg.BucketPrefix))
+	}
+	return st, nil
+}
+
+// ensureBucket creates the CAS bucket if it does not exist.
+func ensureBucket(ctx context.Context, cfg aws.Config, bucket string) error {
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+	if _, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)}); err == nil {
+		return nil
+	}
+	_, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)})
+	var owned *s3types.BucketAlreadyOwnedByYou
+	if err != nil && !errors.As(err, &owned) {
+		return fmt.Errorf("create bucket %s: %w", bucket, err)
+	}
+	return nil
+}
+
+func printBanner(w io.Writer, st *devStack, url string, o *devOptions, mode string) {
+	fmt.Fprintf(w, "stela dev (%s backend)\n", mode)
+	for _, l := range st.describe {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+	fmt.Fprintf(w, "  timers: in-process, every %s\n", o.timersInterval)
+	authHdr := ""
+	if o.token != "" {
+		fmt.Fprintf(w, "  API:    %s (bearer token required)\n", url)
+		authHdr = fmt.Sprintf(" -H 'Authorization: Bearer %s'", o.token)
+	} else {
+		fmt.Fprintf(w, "  API:    %s (no auth)\n", url)
+		if host, _, _ := net.SplitHostPort(strings.TrimPrefix(url, "http://")); !isLoopback(host) {
+			fmt.Fprintf(w, "  WARNING: listening beyond loopback without --token\n")
+		}
+	}
+	fmt.Fprintf(w, "\nTry it:\n")
+	fmt.Fprintf(w, "  curl -s -X POST %s/v1/executions%s -H 'Content-Type: application/json' \\\n", url, authHdr)
+	fmt.Fprintf(w, "    -d '{\"ffqn\":\"demo:hello/greeter.greet\",\"params\":[\"World\"]}'\n")
+	fmt.Fprintf(w, "  curl -s %s/v1/executions%s -H 'Accept: text/plain'\n", url, authHdr)
+	urlFlag := ""
+	if url != defaultURL {
+		urlFlag = " --url " + url
+	}
+	tokFlag := ""
+	if o.token != "" {
+		tokFlag = " --token " + o.token
+	}
+	fmt.Fprintf(w, "  stela execution list%s%s\n\n", urlFlag, tokFlag)
+	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

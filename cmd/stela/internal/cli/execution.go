@@ -1,0 +1,645 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stela-dev/stela/cmd/stela/internal/client"
+	"github.com/stela-dev/stela/core"
+)
+
+// Defaults of the client commands.
+const (
+	defaultURL          = "http://127.0.0.1:8080"
+	envURL              = "STELA_URL"
+	envToken            = "STELA_API_TOKEN"
+	defaultPollInterval = time.Second
+)
+
+// clientFlags are the flags of every command that calls the HTTP API.
+type clientFlags struct {
+	url, token string
+}
+
+func addClientFlags(fs *flag.FlagSet, e *Env) *clientFlags {
+	cf := &clientFlags{}
+	def := e.Getenv(envURL)
+	if def == "" {
+		def = defaultURL
+	}
+	fs.StringVar(&cf.url, "url", def, "server URL ($"+envURL+", else "+defaultURL+")")
+	fs.StringVar(&cf.token, "token", e.Getenv(envToken), "API bearer token ($"+envToken+")")
+	return cf
+}
+
+func (cf *clientFlags) client() *client.Client { return client.New(cf.url, cf.token) }
+
+// errorText renders a command's failure: the server's message and status,
+// or a hint when the server cannot be reached.
+func errorText(err error) string {
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		return ce.Error()
+	}
+	if client.IsUnreachable(err) {
+		return err.Error() + "\n(is the server running? start one with `stela dev`)"
+	}
+	return err.Error()
+}
+
+// printBody writes a response body, ending it with a newline.
+func printBody(w io.Writer, b []byte) {
+	_, _ = w.Write(b)
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		fmt.Fprintln(w)
+	}
+}
+
+func accept(asJSON bool) string {
+	if asJSON {
+		return client.JSON
+	}
+	return client.Text
+}
+
+func compact(raw []byte) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return strings.TrimSpace(string(raw))
+	}
+	return b.String()
+}
+
+// sleepCtx waits d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func executionCommand() *command {
+	return &command{
+		name:    "execution",
+		summary: "submit and operate executions",
+		doc:     "stela execution: submit, inspect and operate executions through the HTTP API.",
+		sub: []*command{
+			submitCommand(), listCommand(), statusCommand(), resultCommand(),
+			eventsCommand(), responsesCommand(), logsCommand(),
+			simplePut("pause", "pause an execution", "<execution-id>", "pause"),
+			simplePut("unpause", "unpause a paused execution", "<execution-id>", "unpause"),
+			simplePut("cancel", "cancel an activity or a cancellable workflow", "<execution-id>", "cancel"),
+		},
+	}
+}
+
+func submitCommand() *command {
+	return &command{
+		name: "submit", summary: "submit an execution", args: "<ffqn> [params-json]", minArgs: 1, maxArgs: 2,
+		doc: "params-json is a JSON array of the function's arguments (default []). The execution id is\n" +
+			"generated here unless --id is given, and the request is a PUT, so retrying it is safe.\n" +
+			"Prints the execution id; with --follow, then every status change and the result.\n\n" +
+			"Example:\n  stela execution submit testing:integration/activity.add '[3, 5]' --follow",
+		flags: func(fs *flag.FlagSet, e *Env) func(context.Context, []string) error {
+			cf := addClientFlags(fs, e)
+			id := fs.String("id", "", "execution id to use (E_<ULID>); default: a new one")
+			follow := fs.Bool("follow", false, "wait until the execution finishes, printing status changes and the result")
+			asJSON := fs.Bool("json", false, "print JSON: the server's answer, or with --follow the result only")
+			paused := fs.Bool("paused", false, "create the execution paused")
+			ctype := fs.String("component-type", "", "component type when the server has no deployment: activity (default), workflow, …")
+			interval := fs.Duration("interval", defaultPollInterval, "status poll interval of --follow")
+			return func(ctx context.Context, args []string) error {
+				ffqn, err := core.ParseFunctionFqn(args[0])
+				if err != nil {
+					return usagef("invalid ffqn %q: %v", args[0], err)
+				}
+				params := []json.RawMessage{}
+				if len(args) == 2 {
+					if err := json.Unmarshal([]byte(args[1]), &params); err != nil {
+						return usagef("params must be a JSON array, e.g. '[1, \"two\"]': %v", err)
+					}
+				}
+				var eid core.ExecutionId
+				if *id != "" {
+					if eid, err = core.ParseExecutionId(*id); err != nil || !eid.IsTopLevel() {
+						return usagef("invalid --id %q: expected E_<ULID>", *id)
+					}
+				} else if eid, err = core.NewExecutionId(uint64(time.Now().UnixMilli()), rand.Reader); err != nil {
+					return err
+				}
+				c := cf.client()
+				body := client.SubmitBody{FFQN: ffqn.String(), Params: params, Paused: *paused, ComponentType: *ctype}
+				resp, err := submitWithRetry(ctx, c, eid, body, e.Stderr)
+				if err != nil {
+					return err
+				}
+				switch {
+				case *follow && *asJSON:
+					if _, err := followStatus(ctx, c, eid.String(), *interval, nil, e.Stderr); err != nil {
+						return err
+					}
+					raw, err := c.Result(ctx, eid.String())
+					if err != nil {
+						return err
+					}
+					printBody(e.Stdout, raw)
+				case *follow:
+					fmt.Fprintln(e.Stdout, eid)
+					if _, err := followStatus(ctx, c, eid.String(), *interval, e.Stdout, e.Stderr); err != nil {
+						return err
+					}
+					return printResult(ctx, c, eid.String(), e.Stdout)
+				case *asJSON:
+					printBody(e.Stdout, resp.Body)
+				default:
+					fmt.Fprintln(e.Stdout, eid)
+				}
+				return nil
+			}
+		},
+	}
+}
+
+// submitWithRetry PUTs the execution, retrying while the server is
+// unreachable (at most 5 times, 1 s apart): the PUT is idempotent.
+func submitWithRetry(ctx context.Context, c *client.Client, id core.ExecutionId, body client.SubmitBody, stderr io.Writer) (*client.Response, error) {
+	for attempt := 1; ; attempt++ {
+		resp, err := c.Call(ctx, http.MethodPut, client.ExecPath(id.String(), ""), nil, body, client.JSON)
+		if err == nil || !client.IsUnreachable(err) || attempt == 5 {
+			return resp, err
+		}
+		fmt.Fprintf(stderr, "submit: %v; retrying\n", err)
+		if err := sleepCtx(ctx, time.Second); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func printResult(ctx context.Context, c *client.Client, id string, w io.Writer) error {
+	raw, err := c.Result(ctx, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "Result: %s\n", compact(raw))
+	return nil
+}
+
+func listCommand() *command {
+	return &command{
+		name: "list", summary: "list executions, newest first", maxArgs: 0,
+		doc: "Example:\n  stela execution list --ffqn-prefix testing: --hide-finished",
+		flags: func(fs *flag.FlagSet, e *Env) func(context.Context, []string) error {
+			cf := addClientFlags(fs, e)
+			prefix := fs.String("ffqn-prefix", "", "only functions whose ffqn starts with this")
+			limit := fs.Int("limit", 20, "maximum number of executions (the server caps it at 100)")
+			derived := fs.Bool("show-derived", false, "include child executions")
+			hide := fs.Bool("hide-finished", false, "omit finished executions")
+			asJSON := fs.Bool("json", false, "print JSON")
+			return func(ctx context.Context, _ []string) error {
+				q := url.Values{"length": {strconv.Itoa(*limit)}}
+				if *prefix != "" {
+					q.Set("ffqn_prefix", *prefix)
+				}
+				if *derived {
+					q.Set("show_derived", "true")
+				}
+				if *hide {
+					q.Set("hide_finished", "true")
+				}
+				resp, err := cf.client().Call(ctx, http.MethodGet, "/v1/executions", q, nil, accept(*asJSON))
+				if err != nil {
+					return err
+				}
+				printBody(e.Stdout, resp.Body)
+				return nil
+			}
+		},
+	}
+}
+
+func statusCommand() *command {
+	return &command{
+		name: "status", summary: "show an execution's status", args: "<execution-id>", minArgs: 1, maxArgs: 1,
+		doc: "With --follow it polls the status every --interval, prints each change and, once the\n" +
+			"execution finished, its result; with --json it prints each status as one JSON line.",
+		flags: func(fs *flag.FlagSet, e *Env) func(context.Context, []string) error {
+			cf := addClientFlags(fs, e)
+			follow := fs.Bool("follow", false, "poll until the execution finishes, printing every change")
+			asJSON := fs.Bool("json", false, "print JSON")
+			interval := fs.Duration("interval", defaultPollInterval, "poll interval of --follow")
+			return func(ctx context.Context, args []string) error {
+				c := cf.client()
+				id := args[0]
+				if !*follow {
+					resp, err := c.Call(ctx, http.MethodGet, client.ExecPath(id, "status"), nil, nil, accept(*asJSON))
+					if err != nil {
+						return err
+					}
+					printBody(e.Stdout, resp.Body)
+					return nil
+				}
+				if *asJSON {
+					_, err := followStatus(ctx, c, id, *interval, jsonLines{e.Stdout}, e.Stderr)
+					return err
+				}
+				if _, err := followStatus(ctx, c, id, *interval, e.Stdout, e.Stderr); err != nil {
+					return err
+				}
+				return printResult(ctx, c, id, e.Stdout)
+			}
+		},
+	}
+}
+
+// jsonLines marks followStatus output that wants compact JSON lines.
+type jsonLines struct{ io.Writer }
+
+// followStatus polls the status every interval until it is finished. Each
+// change is printed to out (text with the elapsed time, or a JSON line when
+// out is a jsonLines); nil prints nothing. While unchanged, a progress note
+// goes to progress every 10 polls. Fetch errors other than 4xx are retried.
+func followStatus(ctx context.Context, c *client.Client, id string, interval time.Duration, out io.Writer, progress io.Writer) (core.ExecutionWithState, error) {
+	start := time.Now()
+	var last string
+	unchanged := 0
+	for {
+		st, raw, err := c.Status(ctx, id)
+		switch {
+		case err != nil && client.StatusOf(err) >= 400 && client.StatusOf(err) < 500:
+			return st, err
+		case err != nil:
+			if ctx.Err() != nil {
+				return st, ctx.Err()
+			}
+			fmt.Fprintf(progress, "status of %s: %s; retrying\n", id, errorText(err))
+		default:
+			line := compact(raw)
+			if line != last {
+				last, unchanged = line, 0
+				switch w := out.(type) {
+				case nil:
+				case jsonLines:
+					fmt.Fprintln(w, line)
+				default:
+					fmt.Fprintf(w, "[%5.1fs] %s\n", time.Since(start).Seconds(), stateText(st.PendingState))
+				}
+			} else if unchanged++; unchanged%10 == 0 {
+				fmt.Fprintf(progress, "… still %s after %.0fs\n", stateText(st.PendingState), time.Since(start).Seconds())
+			}
+			if st.PendingState.State == core.StateFinished {
+				return st, nil
+			}
+		}
+		if err := sleepCtx(ctx, interval); err != nil {
+			return st, err
+		}
+	}
+}
+
+// stateText renders a pending state the way the server's text form does.
+func stateText(p core.PendingState) string {
+	switch {
+	case p.State == core.StateFinished && p.Finished != nil:
+		rk := p.Finished.ResultKind
+		switch {
+		case !rk.IsErr:
+			return "Finished: OK"
+		case rk.Failure == "":
+			return "Finished: Error"
+		default:
+			return fmt.Sprintf("Finished: Execution failure (%s)", rk.Failure)
+		}
+	case p.Lifecycle == core.LifecyclePaused:
+		return "Paused"
+	case p.Lifecycle == core.LifecycleCancelling:
+		return "Cancelling"
+	case p.State == core.StateLocked:
+		return "Locked"
+	case p.State == core.StatePendingAt && p.PendingAt != nil:
+		return "Pending at " + p.PendingAt.ScheduledAt.String()
+	case p.State == core.StateBlockedByJoinSet && p.Blocked != nil:
+		s := "Blocked by " + p.Blocked.JoinSetID.String()
+		if p.Blocked.Closing {
+			s += " (closing)"
+		}
+		return s
+	}
+	return p.Status()
+}
+
+func resultCommand() *command {
+	return &command{
+		name: "result", summary: "print a finished execution's result (JSON)", args: "<execution-id>", minArgs: 1, maxArgs: 1,
+		doc: "Prints {\"ok\": value}, {\"err\": value} or {\"execution_failed\": {…}}. Without --follow an\n" +
+			"unfinished execution is an error (HTTP 425); with --follow the command waits for it.",
+		flags: func(fs *flag.FlagSet, e *Env) func(context.Context, []string) error {
+			cf := addClientFlags(fs, e)
+			follow := fs.Bool("follow", false, "wait until the execution finishes")
+			return func(ctx context.Context, args []string) error {
+				c := cf.client()
+				for {
+					q := url.Values{}
+					if *follow {
+						q.Set("follow", "true")
+					}
+					resp, err := c.Call(ctx, http.MethodGet, client.ExecPath(args[0], ""), q, nil, client.JSON)
+					if err == nil && resp.Status == http.StatusOK {
+						printBody(e.Stdout, resp.Body)
+						return nil
+					}
+					if !*follow || (err != nil && client.StatusOf(err) != http.StatusTooEarly) {
+						return err
+					}
+					// The server's long poll ended first (HTTP 425/202): ask again.
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+				}
+			}
+		},
+	}
+}
+
+func eventsCommand() *command {
+	return &command{
+		name: "events", summary: "list an execution's events", args: "<execution-id>", minArgs: 1, maxArgs: 1,
+		doc: "Without --from it shows the newest --limit events; with --from V the events from version V on.",
+		flags: func(fs *flag.FlagSet, e *Env) func(context.Context, []string) error {
+			cf := addClientFlags(fs, e)
+			from := fs.Int("from", -1, "first version to show (default: the newest page)")
+			limit := fs.Int("limit", 20, "maximum number of events")
+			asJSON := fs.Bool("json", false, "print JSON")
+			return func(ctx context.Context, args []string) error {
+				q := url.Values{"length": {strconv.Itoa(*limit)}}
+				if *from >= 0 {
+					q.Set("version", strconv.Itoa(*from))
+					q.Set("including_cursor", "true")
+				} else {
+					q.Set("direction", "older")
+				}
+				resp, err := cf.client().Call(ctx, http.MethodGet, client.ExecPath(args[0], "events"), q, nil, accept(*asJSON))
+				if err != nil {
+					return err
+				}
+				printBody(e.Stdout, resp.Body)
+				return nil
+			}
+		},
+	}
+}
+
+func responsesCommand() *command {
+	return &command{
+		name: "responses", summary: "list an execution's join-set responses", args: "<execution-id>", minArgs: 1, maxArgs: 1,
+		doc: "Without --from it shows the newest --limit responses; with --from C those from cursor C on.",
+		flags: func(fs *flag.FlagSet, e *Env) func(context.Context, []string) error {
+			cf := addClientFlags(fs, e)
+			from := fs.Int("from", -1, "first response cursor to show (default: the newest page)")
+			limit := fs.Int("limit", 20, "maximum number of responses")
+			asJSON := fs.Bool("json", false, "print JSON")
+			return func(ctx context.Context, args []string) error {
+				q := url.Values{"length": {strconv.Itoa(*limit)}}
+				if *from >= 0 {
+					q.Set("cursor", strconv.Itoa(*from))
+					q.Set("including_cursor", "true")
+				} else {
+					q.Set("direction", "older")
+				}
+				resp, err := cf.client().Call(ctx, http.MethodGet, client.ExecPath(args[0], "responses"), q, nil, accept(*asJSON))
+				if err != nil {
+					return err
+				}
+				printBody(e.Stdout, resp.Body)
+				return nil
+			}
+		},
+	}
+}
+
+// logItem is one entry of GET …/logs.
+type logItem struct {
+	Cursor      string  `json:"cursor"`
+	RunID       string  `json:"run_id"`
+	ExecutionID string  `json:"execution_id"`
+	Type        string  `json:"type"`
+	CreatedAt   string  `json:"created_at"`
+	Level       string  `json:"level"`
+	Message     *string `json:"message"`
+	Payload     *string `json:"payload"`
+	StreamType  string  `json:"stream_type"`
+}
+
+var logLevels = []string{"trace", "debug", "info", "warn", "error"}
+
+func logsCommand() *command {
+	return &command{
+		name: "logs", summary: "print an execution's logs and output streams", args: "<execution-id>", minArgs: 1, maxArgs: 1,
+		doc: "With --follow it keeps polling for new entries until the execution finished and no more\n" +
+			"entries arrive. --json prints one JSON object per line.",
+		flags: func(fs *flag.FlagSet, e *Env) func(context.Context, []string) error {
+			cf := addClientFlags(fs, e)
+			asJSON := fs.Bool("json", false, "print one JSON object per line")
+			follow := fs.Bool("follow", false, "keep printing new entries until the execution finished")
+			level := fs.String("level", "debug", "lowest log level shown: trace, debug, info, warn, error, or off")
+			stream := fs.String("stream-type", "all", "output streams shown: all, stdout, stderr or none")
+			limit := fs.Int("limit", 100, "entries per request (the server caps it at 100)")
+			derived := fs.Bool("show-derived", false, "include the logs of child executions")
+			runID := fs.Bool("show-run-id", false, "print each entry's run id")
+			interval := fs.Duration("interval", defaultPollInterval, "poll interval of --follow")
+			return func(ctx context.Context, args []string) error {
+				q := url.Values{"length": {strconv.Itoa(*limit)}, "direction": {"newer"}}
+				switch lv := strings.ToLower(*level); lv {
+				case "off":
+					q.Set("show_logs", "false")
+				default:
+					i := indexOf(logLevels, lv)
+					if i < 0 {
+						return usagef("invalid --level %q", *level)
+					}
+					q["level"] = logLevels[i:]
+				}
+				switch *stream {
+				case "all":
+				case "stdout", "stderr":
+					q.Set("stream_type", *stream)
+				case "none":
+					q.Set("show_streams", "false")
+				default:
+					return usagef("invalid --stream-type %q", *stream)
+				}
+				if *derived {
+					q.Set("show_derived", "true")
+				}
+				c := cf.client()
+				id := args[0]
+				for {
+					var items []logItem
+					if err := c.JSON(ctx, http.MethodGet, client.ExecPath(id, "logs"), q, nil, &items); err != nil {
+						return err
+					}
+					for _, it := range items {
+						printLog(e.Stdout, it, *asJSON, *runID, *derived)
+					}
+					if len(items) > 0 {
+						q.Set("cursor", items[len(items)-1].Cursor)
+						q.Set("including_cursor", "false")
+					}
+					if len(items) == *limit {
+						continue // more pages
+					}
+					if !*follow {
+						return nil
+					}
+					st, _, err := c.Status(ctx, id)
+					if err != nil {
+						return err
+					}
+					if st.PendingState.State == core.StateFinished && len(items) == 0 {
+						return nil
+					}
+					if len(items) == 0 {
+						if err := sleepCtx(ctx, *interval); err != nil {
+							return err
+						}
+					}
+				}
+			}
+		},
+	}
+}
+
+func printLog(w io.Writer, it logItem, asJSON, runID, execID bool) {
+	if asJSON {
+		b, _ := json.Marshal(it)
+		fmt.Fprintln(w, string(b))
+		return
+	}
+	var b strings.Builder
+	b.WriteString(it.CreatedAt)
+	if it.Type == "stream" {
+		fmt.Fprintf(&b, " [%-6s] ", strings.ToUpper(it.StreamType))
+	} else {
+		fmt.Fprintf(&b, " [%-6s] ", strings.ToUpper(it.Level))
+	}
+	if runID {
+		b.WriteString(it.RunID + " ")
+	}
+	if execID {
+		b.WriteString(it.ExecutionID + " ")
+	}
+	switch {
+	case it.Message != nil:
+		b.WriteString(*it.Message)
+	case it.Payload != nil:
+		raw, err := base64.StdEncoding.DecodeString(*it.Payload)
+		if err != nil {
+			raw = []byte(*it.Payload)
+		}
+		b.WriteString(strings.TrimRight(strings.ToValidUTF8(string(raw), "\uFFFD"), "\n"))
+	}
+	fmt.Fprintln(w, b.String())
+}
+
+// simplePut is a leaf that PUTs to /v1/executions/{id}/<action> and prints
+// the server's {"ok": …} message.
+func simplePut(name, summary, args, action string) *command {
+	return &command{
+		name: name, summary: summary, args: args, minArgs: 1, maxArgs: 1,
+		flags: func(fs *flag.FlagSet, e *Env) func(context.Context, []string) error {
+			cf := addClientFlags(fs, e)
+			return func(ctx context.Context, a []string) error {
+				msg, err := cf.client().OK(ctx, http.MethodPut, client.ExecPath(a[0], action), nil, nil)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(e.Stdout, msg)
+				return nil
+			}
+		},
+	}
+}
+
+func delayCommand() *command {
+	leaf := func(name, summary, action string) *command {
+		return &command{
+			name: name, summary: summary, args: "<delay-id>", minArgs: 1, maxArgs: 1,
+			flags: func(fs *flag.FlagSet, e *Env) func(context.Context, []string) error {
+				cf := addClientFlags(fs, e)
+				return func(ctx context.Context, a []string) error {
+					msg, err := cf.client().OK(ctx, http.MethodPut, "/v1/delays/"+url.PathEscape(a[0])+"/"+action, nil, nil)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintln(e.Stdout, msg)
+					return nil
+				}
+			},
+		}
+	}
+	return &command{
+		name: "delay", summary: "pause, unpause or cancel a workflow's delay (timer)",
+		doc: "stela delay: operate a delay by its id (Delay_<ULID>.<join-set>_<n>, shown in the owner's events).",
+		sub: []*command{
+			leaf("pause", "pause a delay: the timer does not fire until unpaused", "pause"),
+			leaf("unpause", "unpause a paused delay", "unpause"),
+			leaf("cancel", "cancel a delay: its owner gets a cancelled response", "cancel"),
+		},
+	}
+}
+
+func deploymentCommand() *command {
+	return &command{
+		name: "deployment", summary: "inspect deployments",
+		doc:  "stela deployment: list deployments or show one.",
+		sub: []*command{
+			{
+				name: "list", summary: "list deployments, newest first, with execution counts", maxArgs: 0,
+				flags: func(fs *flag.FlagSet, e *Env) func(context.Context, []string) error {
+					cf := addClientFlags(fs, e)
+					limit := fs.Int("limit", 20, "maximum number of deployments")
+					asJSON := fs.Bool("json", false, "print JSON")
+					return func(ctx context.Context, _ []string) error {
+						resp, err := cf.client().Call(ctx, http.MethodGet, "/v1/deployments",
+							url.Values{"length": {strconv.Itoa(*limit)}}, nil, accept(*asJSON))
+						if err != nil {
+							return err
+						}
+						printBody(e.Stdout, resp.Body)
+						return nil
+					}
+				},
+			},
+			{
+				name: "get", summary: "show a deployment and its files", args: "<deployment-id>", minArgs: 1, maxArgs: 1,
+				flags: func(fs *flag.FlagSet, e *Env) func(context.Context, []string) error {
+					cf := addClientFlags(fs, e)
+					asJSON := fs.Bool("json", false, "print JSON")
+					return func(ctx context.Context, a []string) error {
+						resp, err := cf.client().Call(ctx, http.MethodGet, "/v1/deployments/"+url.PathEscape(a[0]), nil, nil, accept(*asJSON))
+						if err != nil {
+							return err
+						}
+						printBody(e.Stdout, resp.Body)
+						return nil
+					}
+				},
+			},
+		},
+	}
+}
