@@ -520,11 +520,11 @@ type fanOutResult struct {
 	// ParentLocks and ChildLockCalls count lock requests (per parent on average, and in total).
 	ParentLocks    float64   `json:"parent_locks_per_iteration"`
 	ChildLockCalls int64     `json:"child_lock_calls"`
-	Iterations int       `json:"iterations"`
-	Workers    int       `json:"workers"`
-	Latency    latencies `json:"latency"`
-	TargetP50  float64   `json:"target_p50_ms"`
-	Pass       bool      `json:"pass"`
+	Iterations     int       `json:"iterations"`
+	Workers        int       `json:"workers"`
+	Latency        latencies `json:"latency"`
+	TargetP50      float64   `json:"target_p50_ms"`
+	Pass           bool      `json:"pass"`
 }
 
 func benchFanOut(ctx context.Context, e *Env, o *benchOptions) (any, error) {

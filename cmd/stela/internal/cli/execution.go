@@ -606,7 +606,7 @@ func delayCommand() *command {
 func deploymentCommand() *command {
 	return &command{
 		name: "deployment", summary: "inspect deployments",
-		doc:  "stela deployment: list deployments or show one.",
+		doc: "stela deployment: list deployments or show one.",
 		sub: []*command{
 			{
 				name: "list", summary: "list deployments, newest first, with execution counts", maxArgs: 0,
