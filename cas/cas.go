@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"time"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -39,6 +40,23 @@ type Store interface {
 	// List calls fn for every stored blob with its size, in ascending digest
 	// order. An error from fn stops the listing and is returned unchanged.
 	List(ctx context.Context, fn func(core.ContentDigest, int64) error) error
+	// ListInfo is List with each blob's BlobInfo (size and modification
+	// time), in ascending digest order.
+	ListInfo(ctx context.Context, fn func(BlobInfo) error) error
+	// Stat returns the blob's BlobInfo, or an error wrapping
+	// core.ErrNotFound if absent.
+	Stat(ctx context.Context, digest core.ContentDigest) (BlobInfo, error)
+}
+
+// BlobInfo describes a stored blob.
+type BlobInfo struct {
+	Digest core.ContentDigest
+	Size   int64
+	// ModTime is when the blob was last written: created, or written again
+	// while it already existed (WriteBlob and PutBlob refresh it, see
+	// "Garbage collection" in the package documentation). It comes from the
+	// store's clock (the file system, the S3 service), not from a core.Clock.
+	ModTime time.Time
 }
 
 // ErrCorrupt is wrapped by read errors when a stored blob does not hash to

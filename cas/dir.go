@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -61,12 +62,18 @@ func (s *Dir) PutBlob(ctx context.Context, d core.ContentDigest, r io.Reader, si
 	}
 	v := newVerifier(ctxReader{ctx, r}, d, size, core.ErrValidation, what)
 	final := s.Path(d)
-	if _, err := os.Stat(final); err == nil {
-		// Already stored: never rewrite it, but still check the caller's bytes.
+	now := time.Now()
+	switch err := os.Chtimes(final, now, now); {
+	case err == nil:
+		// Already stored: never rewrite it, but refresh its modification
+		// time (the garbage collector's grace period starts again) and
+		// still check the caller's bytes.
 		if err := v.drain(); err != nil {
 			return fmt.Errorf("dir cas: %w", err)
 		}
 		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("dir cas: %s: refresh modification time: %w", what, err)
 	}
 	dir := filepath.Dir(final)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -227,6 +234,12 @@ func (s *Dir) Delete(ctx context.Context, d core.ContentDigest) error {
 // List calls fn for every blob, in ascending digest order (see Store.List).
 // Temporary files and other names that are not blob files are skipped.
 func (s *Dir) List(ctx context.Context, fn func(core.ContentDigest, int64) error) error {
+	return s.ListInfo(ctx, func(bi BlobInfo) error { return fn(bi.Digest, bi.Size) })
+}
+
+// ListInfo calls fn for every blob with its size and modification time, in
+// ascending digest order (see Store.ListInfo).
+func (s *Dir) ListInfo(ctx context.Context, fn func(BlobInfo) error) error {
 	base := filepath.Join(s.root, "sha256")
 	subs, err := os.ReadDir(base)
 	if err != nil {
@@ -255,10 +268,22 @@ func (s *Dir) List(ctx context.Context, fn func(core.ContentDigest, int64) error
 			if err != nil {
 				return fmt.Errorf("dir cas: list: %w", err)
 			}
-			if err := fn(d, fi.Size()); err != nil {
+			if err := fn(BlobInfo{Digest: d, Size: fi.Size(), ModTime: fi.ModTime()}); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// Stat returns the blob's size and modification time (see Store.Stat).
+func (s *Dir) Stat(ctx context.Context, d core.ContentDigest) (BlobInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return BlobInfo{}, fmt.Errorf("dir cas: stat %s: %w", d, err)
+	}
+	fi, err := os.Stat(s.Path(d))
+	if err != nil {
+		return BlobInfo{}, fmt.Errorf("dir cas: stat %s: %w", d, notFound(err))
+	}
+	return BlobInfo{Digest: d, Size: fi.Size(), ModTime: fi.ModTime()}, nil
 }

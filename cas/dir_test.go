@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stela-dev/stela/cas"
 	"github.com/stela-dev/stela/core"
@@ -48,6 +49,18 @@ func newDirHarness(t *testing.T) harness {
 			}
 			return err == nil
 		},
+		age: func(t *testing.T, d core.ContentDigest, by time.Duration) {
+			t.Helper()
+			fi, err := os.Stat(path(d))
+			if err != nil {
+				t.Fatalf("age: %v", err)
+			}
+			old := fi.ModTime().Add(-by)
+			if err := os.Chtimes(path(d), old, old); err != nil {
+				t.Fatalf("age: %v", err)
+			}
+		},
+		now: time.Now,
 	}
 }
 

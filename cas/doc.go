@@ -1,8 +1,9 @@
 // Package cas implements the content-addressed blob store (core.Cas, spec
 // semantics §4.5; reliability §4.3): S3 on an S3 bucket and Dir in a local
 // directory (the embedded default). Both satisfy Store, the core.Cas port
-// plus streaming (PutBlob, Open) and maintenance (Size, Delete, List) methods
-// used by deployment submit, list_deployment_files and gc_orphan_files.
+// plus streaming (PutBlob, Open) and maintenance (Size, Stat, Delete, List,
+// ListInfo) methods used by deployment submit, list_deployment_files and
+// gc_orphan_files (CollectOrphans).
 //
 // # Key scheme
 //
@@ -28,6 +29,44 @@
 // error; so a failed PUT is followed by HeadObject, and if the blob is there
 // the write succeeded (PutBlob still reads and verifies the caller's
 // remaining bytes). Delete of an absent blob succeeds.
+//
+// Writing a blob that already exists refreshes its modification time (Dir:
+// the file's mtime; S3: LastModified, by copying the object onto itself with
+// fresh metadata), so that every write, even one that stores nothing new,
+// starts a new garbage-collection grace period for the blob. If the blob
+// disappears between the existence check and the refresh (collected
+// meanwhile), WriteBlob uploads it again; PutBlob, which cannot replay its
+// stream, fails with core.ErrConflict.
+//
+// # Garbage collection
+//
+// gc_orphan_files deletes blobs that nothing in the database refers to.
+// Every backend runs it through CollectOrphans, with one rule beyond
+// Obelisk's: a blob is collected only if it was last written more than a
+// grace period ago (default DefaultGCGrace, one hour; configured per backend,
+// see GCGrace). Obelisk deletes every unreferenced blob, which robs a
+// submission that has uploaded its blobs but not yet inserted the deployment
+// (or a writer that offloaded a payload but has not yet committed the item
+// that refers to it). With the grace period such a writer has an hour from
+// its last write of each blob to commit the reference, and a writer that
+// dies before committing leaves an orphan that the first collection after
+// the grace period removes.
+//
+// The order of CollectOrphans' steps protects concurrent writers: it lists
+// the blobs first, then reads the references (strongly consistent, so
+// every reference committed before the listing ended is seen), then, for
+// each unreferenced candidate, reads its modification time again right
+// before deleting it and spares it if it was written again meanwhile. What
+// remains is a window of one round trip: a writer that rewrites an old
+// orphan and commits a reference to it between that last read and the
+// delete loses the blob. For a deployment file such a loss shows up as a
+// missing digest (missing_digests, size 0), which a submitter checks before
+// activating.
+//
+// Time: ModTime comes from the store's clock (the file system, the S3
+// service); the grace period is measured against the backend's injected
+// clock (core.Clock). The two must roughly agree; a skew well below the
+// grace period is harmless.
 //
 // # Verification
 //

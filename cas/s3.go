@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +32,9 @@ type S3API interface {
 	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	// CopyObject refreshes the modification time of a blob that is written
+	// again (a copy of the object onto itself).
+	CopyObject(ctx context.Context, in *s3.CopyObjectInput, optFns ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
 }
 
 // S3 is a Store on an S3 bucket. Blob d lives at key
@@ -67,17 +71,29 @@ func (s *S3) WriteBlob(ctx context.Context, data []byte) (core.ContentDigest, er
 	d := core.ContentDigestOf(data)
 	const attempts = 5
 	for i := 0; ; i++ {
-		err := s.put(ctx, d, bytes.NewReader(data), int64(len(data)))
-		if err == nil {
-			return d, nil
-		}
-		if !errors.Is(err, errConditionalConflict) || i == attempts-1 {
+		existed, err := s.put(ctx, d, bytes.NewReader(data), int64(len(data)))
+		if err != nil && (!errors.Is(err, errConditionalConflict) || i == attempts-1) {
 			// S3 may answer 412 and reset the connection mid-upload, which
 			// the transport reports as a write error (see PutBlob).
-			if ok, herr := s.ContainsBlob(ctx, d); herr == nil && ok {
+			if ok, herr := s.ContainsBlob(ctx, d); herr != nil || !ok {
+				return core.ContentDigest{}, fmt.Errorf("s3 cas: write %s: %w", d, err)
+			}
+			existed, err = true, nil
+		}
+		if err == nil {
+			if !existed {
 				return d, nil
 			}
-			return core.ContentDigest{}, fmt.Errorf("s3 cas: write %s: %w", d, err)
+			// Already stored: refresh its modification time. If it was
+			// deleted meanwhile (garbage collection), upload it again.
+			terr := s.touch(ctx, d)
+			if terr == nil {
+				return d, nil
+			}
+			if !errors.Is(terr, core.ErrNotFound) || i == attempts-1 {
+				return core.ContentDigest{}, fmt.Errorf("s3 cas: write %s: %w", d, terr)
+			}
+			continue
 		}
 		t := time.NewTimer(time.Duration(50<<i) * time.Millisecond)
 		select {
@@ -107,14 +123,20 @@ func (s *S3) PutBlob(ctx context.Context, d core.ContentDigest, r io.Reader, siz
 		if err := v.drain(); err != nil {
 			return fmt.Errorf("s3 cas: %w", err)
 		}
-		return s.wrapPut(d, s.put(ctx, d, bytes.NewReader(nil), 0))
+		existed, err := s.put(ctx, d, bytes.NewReader(nil), 0)
+		if err == nil && existed {
+			if err = s.touch(ctx, d); errors.Is(err, core.ErrNotFound) {
+				_, err = s.put(ctx, d, bytes.NewReader(nil), 0)
+			}
+		}
+		return s.wrapPut(d, err)
 	}
 	// body is a bare io.Reader (no Seek), so the SDK reads it at most once
 	// and cannot retry; retries are off so a failure reports its cause. The
 	// transport may still be reading body after PutObject returns (S3 can
 	// answer before the upload ends); detach cuts it off so v is ours again.
 	body := &detachableReader{r: v}
-	err := s.put(ctx, d, body, size, func(o *s3.Options) { o.Retryer = aws.NopRetryer{} })
+	existed, err := s.put(ctx, d, body, size, func(o *s3.Options) { o.Retryer = aws.NopRetryer{} })
 	body.detach()
 	if v.err != nil && errors.Is(v.err, core.ErrValidation) {
 		return fmt.Errorf("s3 cas: %w", v.err)
@@ -122,9 +144,11 @@ func (s *S3) PutBlob(ctx context.Context, d core.ContentDigest, r io.Reader, siz
 	// From here on the caller's bytes matched as far as they were read;
 	// wherever the upload ended early, read the rest to check them all.
 	switch {
-	case err == nil:
-		// Stored, or 412 (already stored) before the whole body was sent.
+	case err == nil && !existed:
 		return s.drained(v)
+	case err == nil:
+		// 412 (already stored), possibly before the whole body was sent.
+		return s.touchDrained(ctx, d, v)
 	case errors.Is(err, errConditionalConflict):
 		if derr := s.drained(v); derr != nil {
 			return derr
@@ -135,9 +159,56 @@ func (s *S3) PutBlob(ctx context.Context, d core.ContentDigest, r io.Reader, siz
 	// being sent; the transport then reports a write error instead of the
 	// answer. If the blob is there, this put has nothing left to do.
 	if ok, herr := s.ContainsBlob(ctx, d); herr == nil && ok {
-		return s.drained(v)
+		return s.touchDrained(ctx, d, v)
 	}
 	return s.wrapPut(d, err)
+}
+
+// touchDrained refreshes the modification time of the existing blob d and
+// reads the rest of the caller's stream through v. A blob deleted before it
+// could be refreshed is core.ErrConflict: the stream cannot be replayed, so
+// the caller must retry.
+func (s *S3) touchDrained(ctx context.Context, d core.ContentDigest, v *verifier) error {
+	terr := s.touch(ctx, d)
+	if err := s.drained(v); err != nil {
+		return err
+	}
+	if errors.Is(terr, core.ErrNotFound) {
+		return fmt.Errorf("s3 cas: put %s: the blob was deleted while being written again, retry: %w", d, core.ErrConflict)
+	}
+	return terr
+}
+
+// touch refreshes the modification time (LastModified) of an existing blob
+// by copying the object onto itself with fresh metadata, so that a blob that
+// is written again gets a new garbage-collection grace period. An absent
+// blob gives an error wrapping core.ErrNotFound.
+func (s *S3) touch(ctx context.Context, d core.ContentDigest) error {
+	key := s.Key(d)
+	_, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
+		Bucket:            aws.String(s.bucket),
+		Key:               aws.String(key),
+		CopySource:        aws.String(url.PathEscape(s.bucket) + "/" + escapeKey(key)),
+		MetadataDirective: types.MetadataDirectiveReplace,
+		Metadata:          map[string]string{"stela-written": time.Now().UTC().Format(time.RFC3339Nano)},
+		ContentType:       aws.String("application/octet-stream"),
+	})
+	if err != nil {
+		if isNotFound(err) {
+			return fmt.Errorf("s3 cas: refresh %s: %w: %w", d, core.ErrNotFound, err)
+		}
+		return fmt.Errorf("s3 cas: refresh %s: %w", d, err)
+	}
+	return nil
+}
+
+// escapeKey URL-encodes each segment of an object key (CopySource).
+func escapeKey(key string) string {
+	parts := strings.Split(key, "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return strings.Join(parts, "/")
 }
 
 // drained reads the rest of the caller's stream through v.
@@ -186,8 +257,8 @@ var errConditionalConflict = errors.New("conditional request conflict")
 
 // put uploads body with If-None-Match: * so an existing blob is never
 // overwritten; 412 PreconditionFailed means it is already stored and counts
-// as success.
-func (s *S3) put(ctx context.Context, d core.ContentDigest, body io.Reader, size int64, optFns ...func(*s3.Options)) error {
+// as success with existed set.
+func (s *S3) put(ctx context.Context, d core.ContentDigest, body io.Reader, size int64, optFns ...func(*s3.Options)) (existed bool, err error) {
 	in := &s3.PutObjectInput{
 		Bucket:            aws.String(s.bucket),
 		Key:               aws.String(s.Key(d)),
@@ -198,14 +269,16 @@ func (s *S3) put(ctx context.Context, d core.ContentDigest, body io.Reader, size
 		ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
 		ChecksumSHA256:    aws.String(base64.StdEncoding.EncodeToString(d.Digest[:])),
 	}
-	_, err := s.client.PutObject(ctx, in, append(optFns, withSignedPayloadHash(keyHex(d)))...)
+	_, err = s.client.PutObject(ctx, in, append(optFns, withSignedPayloadHash(keyHex(d)))...)
 	switch {
-	case err == nil, isAlreadyExists(err):
-		return nil
+	case err == nil:
+		return false, nil
+	case isAlreadyExists(err):
+		return true, nil
 	case isConditionalConflict(err):
-		return fmt.Errorf("%w: %w", errConditionalConflict, err)
+		return false, fmt.Errorf("%w: %w", errConditionalConflict, err)
 	}
-	return err
+	return false, err
 }
 
 // withSignedPayloadHash makes SigV4 sign the payload with the declared
@@ -299,14 +372,20 @@ func (s *S3) ContainsBlob(ctx context.Context, d core.ContentDigest) (bool, erro
 
 // Size returns the blob's length (see Store.Size).
 func (s *S3) Size(ctx context.Context, d core.ContentDigest) (int64, error) {
+	bi, err := s.Stat(ctx, d)
+	return bi.Size, err
+}
+
+// Stat returns the blob's size and LastModified (see Store.Stat).
+func (s *S3) Stat(ctx context.Context, d core.ContentDigest) (BlobInfo, error) {
 	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.Key(d))})
 	if err != nil {
 		if isNotFound(err) {
-			return 0, fmt.Errorf("s3 cas: head %s: %w: %w", d, core.ErrNotFound, err)
+			return BlobInfo{}, fmt.Errorf("s3 cas: head %s: %w: %w", d, core.ErrNotFound, err)
 		}
-		return 0, fmt.Errorf("s3 cas: head %s: %w", d, err)
+		return BlobInfo{}, fmt.Errorf("s3 cas: head %s: %w", d, err)
 	}
-	return aws.ToInt64(out.ContentLength), nil
+	return BlobInfo{Digest: d, Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified)}, nil
 }
 
 // Delete removes the blob (see Store.Delete).
@@ -322,6 +401,12 @@ func (s *S3) Delete(ctx context.Context, d core.ContentDigest) error {
 // (see Store.List). Keys under "<prefix>sha256/" that are not 64 lower-case
 // hex digits are not blobs of this store and are skipped.
 func (s *S3) List(ctx context.Context, fn func(core.ContentDigest, int64) error) error {
+	return s.ListInfo(ctx, func(bi BlobInfo) error { return fn(bi.Digest, bi.Size) })
+}
+
+// ListInfo calls fn for every blob with its size and LastModified, in
+// ascending digest order (see Store.ListInfo).
+func (s *S3) ListInfo(ctx context.Context, fn func(BlobInfo) error) error {
 	keyPrefix := s.prefix + "sha256/"
 	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
 		Bucket: aws.String(s.bucket),
@@ -337,7 +422,7 @@ func (s *S3) List(ctx context.Context, fn func(core.ContentDigest, int64) error)
 			if !ok {
 				continue
 			}
-			if err := fn(d, aws.ToInt64(obj.Size)); err != nil {
+			if err := fn(BlobInfo{Digest: d, Size: aws.ToInt64(obj.Size), ModTime: aws.ToTime(obj.LastModified)}); err != nil {
 				return err
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -39,7 +40,8 @@ import (
 
 // TestS3InProcess runs the suite against gofakes3 in-process (always).
 func TestS3InProcess(t *testing.T) {
-	ts := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
+	clock := &skewedClock{}
+	ts := httptest.NewServer(gofakes3.New(s3mem.New(s3mem.WithTimeSource(clock)), gofakes3.WithTimeSource(clock), gofakes3.WithTimeSkewLimit(0)).Server())
 	t.Cleanup(ts.Close)
 	cfg := aws.Config{
 		Region: "us-east-1",
@@ -48,8 +50,18 @@ func TestS3InProcess(t *testing.T) {
 		}),
 		BaseEndpoint: aws.String(ts.URL),
 	}
-	runS3Suite(t, cfg)
+	runS3Suite(t, cfg, clock)
 }
+
+// skewedClock is the in-process emulator's clock (its LastModified times):
+// the wall clock plus an offset that tests move forward to age every blob.
+type skewedClock struct{ offset atomic.Int64 }
+
+func (c *skewedClock) Now() time.Time {
+	return time.Now().Add(time.Duration(c.offset.Load())).In(time.FixedZone("GMT", 0))
+}
+func (c *skewedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c *skewedClock) Advance(by time.Duration)        { c.offset.Add(int64(by)) }
 
 // TestS3Server runs the suite against the S3-compatible server at
 // AWS_ENDPOINT_URL_S3 (e.g. the standalone gofakes3 from
@@ -78,12 +90,13 @@ func TestS3Server(t *testing.T) {
 	if err != nil {
 		t.Fatalf("load AWS config: %v", err)
 	}
-	runS3Suite(t, cfg)
+	runS3Suite(t, cfg, nil)
 }
 
 // runS3Suite creates a bucket unique to this run and gives every store its
 // own key prefix in it.
-func runS3Suite(t *testing.T, cfg aws.Config) {
+// clock is the emulator's clock when it runs in-process, else nil.
+func runS3Suite(t *testing.T, cfg aws.Config, clock *skewedClock) {
 	raw := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
 	bucket := "stela-cas-test-" + randHex(t, 6)
 	createBucket(t, raw, bucket)
@@ -92,7 +105,12 @@ func runS3Suite(t *testing.T, cfg aws.Config) {
 	var n atomic.Int64
 	casTestSuite(t, func(t *testing.T) harness {
 		prefix := fmt.Sprintf("t%d-%s/", n.Add(1), randHex(t, 4))
-		return s3Harness(raw, cas.NewS3FromConfig(cfg, bucket, prefix), bucket, prefix)
+		h := s3Harness(raw, cas.NewS3FromConfig(cfg, bucket, prefix), bucket, prefix)
+		if clock != nil {
+			h.now = clock.Now
+			h.age = func(_ *testing.T, _ core.ContentDigest, by time.Duration) { clock.Advance(by) }
+		}
+		return h
 	})
 
 	t.Run("EmptyPrefixPutsBlobsAtTheBucketRoot", func(t *testing.T) {
@@ -133,6 +151,7 @@ func s3Harness(raw *s3.Client, store *cas.S3, bucket, prefix string) harness {
 			}
 			return true
 		},
+		now: time.Now,
 	}
 }
 

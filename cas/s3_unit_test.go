@@ -30,6 +30,13 @@ type fakePut struct {
 	answers  []error // one per call; nil = read the whole body and succeed
 	readBody bool    // whether a failing answer reads the body first
 	calls    int
+	copies   int
+}
+
+// CopyObject is the refresh of a blob that already exists: it succeeds.
+func (f *fakePut) CopyObject(context.Context, *s3.CopyObjectInput, ...func(*s3.Options)) (*s3.CopyObjectOutput, error) {
+	f.copies++
+	return &s3.CopyObjectOutput{}, nil
 }
 
 func (f *fakePut) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
@@ -104,7 +111,7 @@ func TestS3PutRequestCarriesTheDigest(t *testing.T) {
 	var puts []http.Header
 	fake := gofakes3.New(s3mem.New(), gofakes3.WithAutoBucket(true)).Server()
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/sha256/") {
+		if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/sha256/") && r.Header.Get("X-Amz-Copy-Source") == "" {
 			mu.Lock()
 			puts = append(puts, r.Header.Clone())
 			mu.Unlock()
@@ -156,6 +163,11 @@ func TestS3PutBlobOverHTTPWhenServerAnswers412Early(t *testing.T) {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodHead { // the blob exists
 			w.Header().Set("Content-Length", "4194304")
+			return
+		}
+		if r.Header.Get("X-Amz-Copy-Source") != "" { // the refresh of the existing blob
+			w.Header().Set("Content-Type", "application/xml")
+			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><CopyObjectResult><ETag>"x"</ETag></CopyObjectResult>`)
 			return
 		}
 		w.Header().Set("Content-Type", "application/xml")

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stela-dev/stela/cas"
 	"github.com/stela-dev/stela/core"
@@ -26,6 +27,13 @@ type harness struct {
 	// rawExists reports whether the object or file for d exists at the
 	// documented location, computed independently of the store.
 	rawExists func(t *testing.T, d core.ContentDigest) bool
+	// age makes blob d look written `by` earlier than it was (Dir: move its
+	// modification time back; S3 in-process: move the emulator's clock
+	// forward, which ages every blob). nil when the store offers no way.
+	age func(t *testing.T, d core.ContentDigest, by time.Duration)
+	// now is the current time of the store's own clock (the one ModTime
+	// comes from).
+	now func() time.Time
 }
 
 // casTestSuite checks the behaviour every cas.Store must have. newStore must
@@ -284,6 +292,108 @@ func casTestSuite(t *testing.T, newStore func(t *testing.T) harness) {
 			t.Fatalf("List=%v, want one blob %s", got, want)
 		}
 		mustRead(t, h.store, want, data)
+	})
+
+	t.Run("StatAndListInfoReportSizeAndModTime", func(t *testing.T) {
+		h := newStore(t)
+		data := []byte("described")
+		before := h.now().Add(-2 * time.Second) // S3 reports whole seconds
+		d := mustWrite(t, h.store, data)
+		after := h.now().Add(2 * time.Second)
+		bi, err := h.store.Stat(ctx, d)
+		if err != nil {
+			t.Fatalf("Stat: %v", err)
+		}
+		if bi.Digest != d || bi.Size != int64(len(data)) || bi.ModTime.Before(before) || bi.ModTime.After(after) {
+			t.Fatalf("Stat=%+v, want digest %s, size %d, ModTime in [%v, %v]", bi, d, len(data), before, after)
+		}
+		var listed []cas.BlobInfo
+		if err := h.store.ListInfo(ctx, func(bi cas.BlobInfo) error { listed = append(listed, bi); return nil }); err != nil {
+			t.Fatalf("ListInfo: %v", err)
+		}
+		if len(listed) != 1 || listed[0].Digest != d || listed[0].Size != int64(len(data)) ||
+			listed[0].ModTime.Before(before) || listed[0].ModTime.After(after) {
+			t.Fatalf("ListInfo=%+v, want one blob like %+v", listed, bi)
+		}
+		if _, err := h.store.Stat(ctx, core.ContentDigestOf([]byte("absent"))); !errors.Is(err, core.ErrNotFound) {
+			t.Fatalf("Stat of an absent blob err=%v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("WritingAStoredBlobAgainRefreshesItsModTime", func(t *testing.T) {
+		if newStore(t).age == nil {
+			t.Skip("the store cannot age a blob")
+		}
+		for _, c := range []struct {
+			name  string
+			write func(h harness, data []byte) error
+		}{
+			{"WriteBlob", func(h harness, data []byte) error { _, err := h.store.WriteBlob(ctx, data); return err }},
+			{"PutBlob", func(h harness, data []byte) error {
+				return h.store.PutBlob(ctx, core.ContentDigestOf(data), bytes.NewReader(data), int64(len(data)))
+			}},
+			{"PutBlobEmpty", func(h harness, _ []byte) error {
+				return h.store.PutBlob(ctx, core.ContentDigestOf(nil), bytes.NewReader(nil), 0)
+			}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				h := newStore(t)
+				data := []byte("written twice, an hour apart")
+				if c.name == "PutBlobEmpty" {
+					data = nil
+				}
+				d := mustWrite(t, h.store, data)
+				h.age(t, d, 2*time.Hour)
+				old, err := h.store.Stat(ctx, d)
+				if err != nil {
+					t.Fatalf("Stat: %v", err)
+				}
+				if age := h.now().Sub(old.ModTime); age < 119*time.Minute {
+					t.Fatalf("aged blob is %v old, want about 2h", age)
+				}
+				if err := c.write(h, data); err != nil {
+					t.Fatalf("second write: %v", err)
+				}
+				fresh, err := h.store.Stat(ctx, d)
+				if err != nil {
+					t.Fatalf("Stat: %v", err)
+				}
+				if age := h.now().Sub(fresh.ModTime); age > time.Minute {
+					t.Fatalf("after writing it again the blob is %v old, want fresh", age)
+				}
+				mustRead(t, h.store, d, data)
+			})
+		}
+	})
+
+	t.Run("CollectOrphansDeletesOnlyUnreferencedBlobsOlderThanTheGrace", func(t *testing.T) {
+		h := newStore(t)
+		if h.age == nil {
+			t.Skip("the store cannot age a blob")
+		}
+		kept := mustWrite(t, h.store, []byte("referenced"))
+		orphan := mustWrite(t, h.store, []byte("orphan"))
+		h.age(t, kept, 2*time.Hour)
+		h.age(t, orphan, 2*time.Hour)
+		young := mustWrite(t, h.store, []byte("uploaded just now, not yet referenced"))
+		var asked []core.ContentDigest
+		refs := func(_ context.Context, c []core.ContentDigest) (map[core.ContentDigest]bool, error) {
+			asked = append(asked, c...)
+			return map[core.ContentDigest]bool{kept: true}, nil
+		}
+		n, err := cas.CollectOrphans(ctx, h.store, h.now(), time.Hour, refs)
+		if err != nil || n != 1 {
+			t.Fatalf("CollectOrphans=%d, %v, want 1, nil", n, err)
+		}
+		if slices.Contains(asked, young) {
+			t.Errorf("young blob %s was a candidate", young)
+		}
+		mustContain(t, h.store, kept, true)
+		mustContain(t, h.store, young, true)
+		mustContain(t, h.store, orphan, false)
+		if n, err := cas.CollectOrphans(ctx, h.store, h.now(), time.Hour, refs); err != nil || n != 0 {
+			t.Fatalf("second CollectOrphans=%d, %v, want 0, nil", n, err)
+		}
 	})
 }
 

@@ -1,0 +1,100 @@
+package cas
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stela-dev/stela/core"
+)
+
+// DefaultGCGrace is the default grace period of CollectOrphans: a blob
+// written (or written again) less than an hour ago is never collected.
+const DefaultGCGrace = time.Hour
+
+// GCGrace resolves a configured grace period: zero means DefaultGCGrace, a
+// negative value means no grace at all (Obelisk's behaviour: every
+// unreferenced blob is deleted, including ones an in-flight submission has
+// just uploaded).
+func GCGrace(configured time.Duration) time.Duration {
+	switch {
+	case configured == 0:
+		return DefaultGCGrace
+	case configured < 0:
+		return 0
+	}
+	return configured
+}
+
+// Collectable is what CollectOrphans needs from a blob store; every Store
+// has it.
+type Collectable interface {
+	ListInfo(ctx context.Context, fn func(BlobInfo) error) error
+	Stat(ctx context.Context, digest core.ContentDigest) (BlobInfo, error)
+	Delete(ctx context.Context, digest core.ContentDigest) error
+}
+
+// ReferencedFunc reports which of candidates are referenced by the database
+// (deployment files, source mappings, offloaded payloads). It must read
+// state committed no earlier than its own start (a strongly consistent
+// read), and it may return digests that are not candidates.
+type ReferencedFunc func(ctx context.Context, candidates []core.ContentDigest) (map[core.ContentDigest]bool, error)
+
+// CollectOrphans deletes every blob of s that was last written before
+// now-grace and that referenced does not report as referenced, and returns
+// how many it deleted. The order of its steps is what makes it safe against
+// concurrent writers (see "Garbage collection" in the package
+// documentation):
+//
+//  1. list the blobs; the candidates are those with ModTime < now-grace;
+//  2. only then ask referenced about the candidates, so that every reference
+//     committed before the listing ended is seen;
+//  3. for each unreferenced candidate, Stat it again right before deleting
+//     it and skip it if it is gone or was written again meanwhile (its
+//     ModTime is no longer before now-grace).
+//
+// Deleting is not atomic with the re-check, so a writer that rewrites an old
+// orphan and commits a reference to it within the few milliseconds between
+// step 3's Stat and Delete can still lose it; the grace period cannot close
+// that window, only narrow it.
+func CollectOrphans(ctx context.Context, s Collectable, now time.Time, grace time.Duration, referenced ReferencedFunc) (uint64, error) {
+	cutoff := now.Add(-grace)
+	var candidates []core.ContentDigest
+	if err := s.ListInfo(ctx, func(bi BlobInfo) error {
+		if bi.ModTime.Before(cutoff) {
+			candidates = append(candidates, bi.Digest)
+		}
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("cas: gc: %w", err)
+	}
+	if len(candidates) == 0 {
+		return 0, nil
+	}
+	refs, err := referenced(ctx, candidates)
+	if err != nil {
+		return 0, fmt.Errorf("cas: gc: references: %w", err)
+	}
+	var deleted uint64
+	for _, d := range candidates {
+		if refs[d] {
+			continue
+		}
+		bi, err := s.Stat(ctx, d)
+		if errors.Is(err, core.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return deleted, fmt.Errorf("cas: gc: %w", err)
+		}
+		if !bi.ModTime.Before(cutoff) {
+			continue
+		}
+		if err := s.Delete(ctx, d); err != nil {
+			return deleted, fmt.Errorf("cas: gc: %w", err)
+		}
+		deleted++
+	}
+	return deleted, nil
+}
