@@ -1,9 +1,10 @@
 // Command infra is Stela's CDK app: it synthesizes the StelaStack
 // CloudFormation template into cdk.out (`cd infra && go run .`, or
 // `cdk synth` through cdk.json). The functions' bootstrap binaries must be
-// in build/<name>/bootstrap first (scripts/build-lambdas.sh); with
-// STELA_PLACEHOLDER_ASSETS=1 missing ones are replaced by placeholders, for
-// template checks only.
+// in build/<name>/bootstrap first (scripts/build-lambdas.sh). With
+// STELA_PLACEHOLDER_ASSETS=1 and a binary missing, every function gets a
+// placeholder from a temporary directory instead, for template checks only
+// (never written into build/, so it cannot be deployed by mistake).
 //
 // Context (cdk -c key=value, or the CDK_CONTEXT_JSON environment variable):
 // jwtIssuer and jwtAudience (comma-separated) select a JWT authorizer instead
@@ -25,13 +26,19 @@ import (
 const StackName = "StelaStack"
 
 func main() {
-	defer jsii.Close()
-	buildDir := "build"
-	if err := checkAssets(buildDir, os.Getenv("STELA_PLACEHOLDER_ASSETS") == "1"); err != nil {
+	buildDir, cleanup, err := assetDir("build", os.Getenv("STELA_PLACEHOLDER_ASSETS") == "1")
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "infra:", err)
 		os.Exit(1)
 	}
+	defer cleanup()
+	defer jsii.Close()
+	var outdir *string
+	if os.Getenv("CDK_OUTDIR") == "" { // set by the cdk CLI
+		outdir = jsii.String("cdk.out")
+	}
 	app := awscdk.NewApp(&awscdk.AppProps{
+		Outdir: outdir,
 		// Asset and path metadata let `sam local` find each function's code
 		// in cdk.out and name it by construct path, even when the app runs
 		// without the cdk CLI (`go run .`).
@@ -54,21 +61,36 @@ func envFromCLI() *awscdk.Environment {
 	return &awscdk.Environment{Account: jsii.String(acct), Region: jsii.String(region)}
 }
 
-// checkAssets makes sure every function has build/<name>/bootstrap. With
-// placeholders set, missing ones are created as stubs that exit 1.
-func checkAssets(buildDir string, placeholders bool) error {
+// assetDir returns buildDir when every function has <name>/bootstrap in it.
+// Otherwise, with placeholders set, it returns a temporary directory of
+// placeholders (removed by cleanup); without, an error.
+func assetDir(buildDir string, placeholders bool) (dir string, cleanup func(), err error) {
+	var missing []string
 	for _, spec := range functionSpecs {
 		p := filepath.Join(buildDir, spec.Name, "bootstrap")
-		if _, err := os.Stat(p); err == nil {
-			continue
-		} else if !placeholders {
-			return fmt.Errorf("%s is missing: run scripts/build-lambdas.sh (or set STELA_PLACEHOLDER_ASSETS=1 to synthesize with placeholders)", p)
-		}
-		if err := WritePlaceholder(p); err != nil {
-			return err
+		if _, err := os.Stat(p); err != nil {
+			missing = append(missing, p)
 		}
 	}
-	return nil
+	if len(missing) == 0 {
+		return buildDir, func() {}, nil
+	}
+	if !placeholders {
+		return "", nil, fmt.Errorf("missing %v: run scripts/build-lambdas.sh (or set STELA_PLACEHOLDER_ASSETS=1 to synthesize with placeholders)", missing)
+	}
+	tmp, err := os.MkdirTemp("", "stela-placeholder-assets-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup = func() { os.RemoveAll(tmp) }
+	for _, spec := range functionSpecs {
+		if err := WritePlaceholder(filepath.Join(tmp, spec.Name, "bootstrap")); err != nil {
+			cleanup()
+			return "", nil, err
+		}
+	}
+	fmt.Fprintf(os.Stderr, "infra: %v missing; synthesizing with placeholder functions (not deployable)\n", missing)
+	return tmp, cleanup, nil
 }
 
 // WritePlaceholder writes a stand-in bootstrap (a shell script that exits 1)
