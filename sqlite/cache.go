@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"sync/atomic"
+	"sync"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -127,12 +127,13 @@ func normTS(ts core.Timestamp) core.Timestamp {
 
 // Created events are immutable once committed and are read back by every
 // lock (to hand the worker its parameters). Decoding them costs more than the
-// rest of the read, so the writer keeps recently created ones, decoded off
-// the writer goroutine: the writer registers the encoded event when the
-// creating batch commits, and the goroutine of the Update that created it
-// decodes it before returning (core.DecodeExecutionRequest, exactly what a
-// read from the database does). Until then, or if evicted, Event reads the
-// database.
+// rest of the lock, so the writer keeps the encoded Created events of recently
+// created executions, registered when the creating batch commits. The
+// pending-execution queries (PendingByFFQN, PendingByDigest), which precede
+// a lock, decode the candidates' events on the caller's goroutine, off the
+// writer; the writer decodes an entry itself if nobody did, and reads the
+// database if the entry was evicted. Decoding uses core.DecodeExecutionRequest
+// on the stored bytes, exactly what a read from the database does.
 const (
 	createdCacheEntries = 8192
 	createdCacheBytes   = 16 << 20
@@ -141,23 +142,26 @@ const (
 type createdEntry struct {
 	id        core.ExecutionId
 	createdAt core.Timestamp
-	body      []byte
 	size      int
-	ev        atomic.Pointer[core.Created] // set once decoded
+
+	once sync.Once
+	body []byte        // encoded event, dropped once decoded
+	ev   *core.Created // nil if decoding failed
 }
 
-// decode is run by the creating caller after the commit.
 func (e *createdEntry) decode() {
-	req, err := core.DecodeExecutionRequest(e.body)
-	e.body = nil
-	if c, ok := req.(*core.Created); err == nil && ok {
-		e.ev.Store(c)
-	}
+	e.once.Do(func() {
+		req, err := core.DecodeExecutionRequest(e.body)
+		e.body = nil
+		if c, ok := req.(*core.Created); err == nil && ok {
+			e.ev = c
+		}
+	})
 }
 
-// createdCache maps execution ids to their committed Created events. Only
-// the writer goroutine touches the map.
+// createdCache maps execution ids to their committed Created events.
 type createdCache struct {
+	mu    sync.Mutex
 	m     map[core.ExecutionId]*createdEntry
 	bytes int
 }
@@ -166,12 +170,17 @@ func newCreatedCache() *createdCache {
 	return &createdCache{m: make(map[core.ExecutionId]*createdEntry)}
 }
 
-func (c *createdCache) add(e *createdEntry) {
-	if old, ok := c.m[e.id]; ok {
-		c.bytes -= old.size
+// add registers committed entries (writer, after COMMIT).
+func (c *createdCache) add(es []*createdEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range es {
+		if old, ok := c.m[e.id]; ok {
+			c.bytes -= old.size
+		}
+		c.m[e.id] = e
+		c.bytes += e.size
 	}
-	c.m[e.id] = e
-	c.bytes += e.size
 	for id, old := range c.m {
 		if len(c.m) <= createdCacheEntries && c.bytes <= createdCacheBytes {
 			break
@@ -181,17 +190,32 @@ func (c *createdCache) add(e *createdEntry) {
 	}
 }
 
-// get returns a private copy of the decoded Created event of id, if cached.
+func (c *createdCache) entry(id core.ExecutionId) *createdEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[id]
+}
+
+// prefetch decodes the cached Created events of ids on the calling goroutine.
+func (c *createdCache) prefetch(ids []core.ExecutionId) {
+	for _, id := range ids {
+		if e := c.entry(id); e != nil {
+			e.decode()
+		}
+	}
+}
+
+// get returns a private copy of the Created event of id, if cached.
 func (c *createdCache) get(id core.ExecutionId) (core.ExecutionEvent, bool) {
-	e, ok := c.m[id]
-	if !ok {
+	e := c.entry(id)
+	if e == nil {
 		return core.ExecutionEvent{}, false
 	}
-	ev := e.ev.Load()
-	if ev == nil {
+	e.decode()
+	if e.ev == nil {
 		return core.ExecutionEvent{}, false
 	}
-	return core.ExecutionEvent{CreatedAt: e.createdAt, Event: cloneCreated(ev), Version: 0}, true
+	return core.ExecutionEvent{CreatedAt: e.createdAt, Event: cloneCreated(e.ev), Version: 0}, true
 }
 
 // cloneCreated deep-copies c so that callers cannot alter the cached event.

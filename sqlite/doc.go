@@ -31,8 +31,8 @@
 // plus the current batch; emptied whenever PRAGMA data_version shows a commit
 // by another connection, e.g. another process sharing the file) and recently
 // created executions' Created events, which the lock path reads back: those
-// are immutable, and the goroutine of the Update that created one decodes it
-// after the commit, off the writer.
+// are immutable, and PendingByFFQN / PendingByDigest decode their candidates'
+// events on the caller's goroutine, off the writer.
 //
 // View and the Queries run on a pool of read connections (Options.ReadConns,
 // PRAGMA query_only): a View is one read transaction, hence one consistent

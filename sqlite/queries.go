@@ -28,7 +28,9 @@ const (
 		WHERE lifecycle = 'cancelling' ORDER BY created_at, seq LIMIT ?`
 )
 
-// PendingByFFQN implements store.Queries (index idx_state_pending_ffqn).
+// PendingByFFQN implements store.Queries (index idx_state_pending_ffqn). As
+// a lock usually follows, it decodes the candidates' cached Created events
+// on the caller's goroutine (see createdCache).
 func (b *Backend) PendingByFFQN(ctx context.Context, ffqn core.FunctionFqn, at core.Timestamp, limit int, skipIncompatible *core.ComponentDigest) ([]core.ExecutionId, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -51,6 +53,7 @@ func (b *Backend) PendingByFFQN(ctx context.Context, ffqn core.FunctionFqn, at c
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: pending by ffqn %s: %w", ffqn, err)
 	}
+	b.createds.prefetch(ids)
 	return ids, nil
 }
 
@@ -71,6 +74,7 @@ func (b *Backend) PendingByDigest(ctx context.Context, digest core.ComponentDige
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: pending by digest %s: %w", digest, err)
 	}
+	b.createds.prefetch(ids)
 	return ids, nil
 }
 

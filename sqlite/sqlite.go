@@ -75,8 +75,8 @@ type Backend struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	heads    *headCache    // writer only
-	createds *createdCache // writer only
+	heads    *headCache // writer only
+	createds *createdCache
 
 	batches, requests atomic.Int64
 }
@@ -102,8 +102,7 @@ type request struct {
 	err   error
 	panic any
 	done  chan struct{}
-	// created are the Created events the fn wrote, decoded by the caller
-	// after the commit (see createdCache).
+	// created are the Created events the fn wrote (see createdCache).
 	created []*createdEntry
 }
 
@@ -332,9 +331,6 @@ func (b *Backend) write(ctx context.Context, fn func(*writeTx) error) error {
 	if r.panic != nil {
 		panic(r.panic)
 	}
-	for _, e := range r.created {
-		e.decode()
-	}
 	return r.err
 }
 
@@ -454,8 +450,8 @@ func (b *Backend) runBatch(batch []*request) {
 	}
 	b.heads.commit()
 	for _, r := range batch {
-		for _, e := range r.created {
-			b.createds.add(e)
+		if len(r.created) > 0 {
+			b.createds.add(r.created)
 		}
 	}
 	if b.sinceCkpt++; b.sinceCkpt >= checkpointEvery {

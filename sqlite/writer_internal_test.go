@@ -333,8 +333,15 @@ func TestCreatedCache(t *testing.T) {
 	if err := b.Update(ctx, func(tx store.Tx) error { return tx.CreateHead(h, []core.ExecutionEvent{created}) }); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := b.createds.get(id); !ok {
+	e := b.createds.entry(id)
+	if e == nil {
 		t.Fatal("the Created event was not cached after Update returned")
+	}
+	if _, err := b.PendingByFFQN(ctx, h.FFQN, h.At, 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	if e.ev == nil {
+		t.Error("PendingByFFQN did not decode its candidate's Created event")
 	}
 	var stored core.ExecutionEvent
 	if err := b.View(ctx, func(tx store.ReadTx) error {
