@@ -30,6 +30,10 @@ type RunOptions struct {
 	Scale float64
 	// Timeout bounds each subtest's context. Zero means one minute.
 	Timeout time.Duration
+	// GCGrace is the grace period the store's gc_orphan_files was
+	// configured with. Zero means the backends' default, one hour
+	// (cas.DefaultGCGrace); negative means none.
+	GCGrace time.Duration
 }
 
 func (o RunOptions) scale() float64 {
@@ -80,6 +84,7 @@ func RunWith(t *testing.T, newStore NewStore, opts RunOptions) {
 		{"Scenarios", scenarioTests()},
 		{"EdgeCases", edgeCaseTests()},
 		{"Races", raceTests()},
+		{"Deployments", deploymentTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -14,6 +14,14 @@
 //		})
 //	}
 //
+// The deployment scenarios need the CAS the store keeps its blobs in: the
+// suite finds it through CasProvider, on the Store or on the backend of a
+// *store.Service (store/mem, sqlite and dynamo backends have a Cas method),
+// and skips the scenarios that write blobs when there is none. Those
+// scenarios align the SimClock with the wall clock (blob modification times
+// come from the CAS's own clock); RunOptions.GCGrace tells them the grace
+// period the store collects blobs with (default one hour).
+//
 // RunWith takes RunOptions (Scale shrinks the race and model sizes for slow
 // backends such as DynamoDB Local); RunRestart checks that a durable backend
 // keeps every acknowledged write across close and reopen. Every subtest gets a
@@ -42,6 +50,16 @@
 //     filters, stubs, upgrades, auto-locking, logs).
 //   - EdgeCases/E08_NN_…: one or more checks per item 1–28 of semantics.md §8.
 //   - Races/…: goroutines racing to lock, append, respond and create.
+//   - Deployments/T1xx_…: the storage scenarios of areas 15 and 16
+//     (deployments, component metadata, CAS files, gc_orphan_files), and
+//     Deployments/DepNN_…: what Obelisk leaves untested there
+//     (get_current_deployment, enqueue outcomes, list_deployments paging,
+//     every count bucket and include_derived, counts following the current
+//     deployment, insert-if-absent metadata and components, WIT lookup,
+//     missing_digests order and repeats, file sizes from the CAS, source
+//     mappings exact/suffix/ambiguous and replace, the gc grace period, and a
+//     writer killed between the CAS put and the database write
+//     (reliability S4/T5)). See deployments.go.
 //   - Model/seed=N: the randomized model test (model.go, modeltest.go).
 //
 // # Scenarios not ported
@@ -60,18 +78,22 @@
 //   - T080, T081 [E2E]: replay/advance of JS workflows through stubs.
 //     Storage part: Gap10a–c (upsert_stub_response).
 //   - T092, T093, T094, T096, T097 [E2E]: component and function listings
-//     over the API (deployment data; scenarios.md area 15–16 belong to a
-//     later issue).
+//     over the API. Their storage part is T113–T116 and Dep09–Dep13.
 //   - T100, T101 [E2E]: logs of real activities. Storage part: T098, Gap13.
 //   - T104, T105, T106 [E2E]: backtraces of real workflows and source files.
 //     Storage part: T102.
-//   - T108–T144 (areas 15 and 16, deployments and CAS): a later issue.
+//   - T125–T140 [E2E]: deployment submit validation, WASM/JS deploys and hot
+//     redeploys (runtime). Their storage parts: Dep04 (all-or-nothing
+//     insert), Dep18 (a repeated submit), T141/Dep11 (missing files).
+//   - T143: not in scenarios.md. T144 [E2E] is ported as its storage part
+//     (T144_GCDeletesOnlyOrphanBlobs).
 //   - T145–T174 [E2E]: server smoke tests (runtime, not storage).
 //   - T180 as_date_time overflow: a pure core conversion with no store
 //     involvement (core.ScheduleAt.AsTimestamp, tested in package core).
 //
 // Numbers missing from scenarios.md itself (T003, T007, T011, T015, T019,
 // T023, T027, T031, T035, T039, T043, T047, T051, T055, T059, T063, T067,
-// T071, T075, T079, T083, T087, T091, T095, T099, T103, T107, T175, T179)
+// T071, T075, T079, T083, T087, T091, T095, T099, T103, T107, T111, T115,
+// T119, T123, T175, T179)
 // have no scenario to port.
 package coretest

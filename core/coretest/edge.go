@@ -766,7 +766,9 @@ func e22(h *harness) {
 		h.t.Fatalf("wit %q, want the first write %q", wit, "package first;")
 	}
 
-	first, second := core.ContentDigestOf([]byte("first")), core.ContentDigestOf([]byte("second"))
+	// A source mapping refers to a blob that is already in the CAS (SQLite's
+	// foreign key in Obelisk; reliability S4).
+	first, second := h.writeBlob("first"), h.writeBlob("second")
 	err = h.db.UpsertSourceMapping(h.ctx, comp, "/src/lib.rs", false, first)
 	skipIfNotImplemented(err)
 	h.wantNoErr("upsert_source_mapping", err)

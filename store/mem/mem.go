@@ -1,8 +1,9 @@
 // Package mem is an in-memory store.Backend: the reference adapter for fast
 // tests. Every Update runs under one mutex (serializable by construction) and
 // events and responses are stored as JSON, so the persisted encoding is
-// exercised exactly as in the durable adapters. Deployments are not
-// supported (core.ErrNotImplemented).
+// exercised exactly as in the durable adapters. Deployments, component
+// metadata and source mappings are in deployments.go; their blobs live in the
+// CAS given to NewWithOptions.
 package mem
 
 import (
@@ -28,7 +29,7 @@ type Backend struct {
 	delays    map[delayKey]core.DelayTimer
 	logs      []core.LogEntryRow
 	bts       map[btKey]core.BacktraceInfo
-	notImplemented
+	deps      deployments
 }
 
 type execution struct {
