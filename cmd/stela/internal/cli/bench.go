@@ -308,6 +308,8 @@ type roundTripResult struct {
 	Seconds         float64   `json:"seconds"`
 	PerSecond       float64   `json:"round_trips_per_second"`
 	Latency         latencies `json:"latency"`
+	LockLatency     latencies `json:"lock_call_latency"`
+	AppendLatency   latencies `json:"append_latency"`
 	LockCalls       int64     `json:"lock_calls"`
 	TargetPerSecond float64   `json:"target_per_second"`
 	Pass            bool      `json:"pass"`
@@ -328,7 +330,7 @@ func runRoundTrips(ctx context.Context, rt roundTripper, n, workers, batch int) 
 	res.SubmitPerSecond = math.Round(float64(n) / time.Since(start).Seconds())
 
 	var done, lockCalls atomic.Int64
-	var lat recorder
+	var lat, lockLat, appendLat recorder
 	var end atomic.Int64
 	start = time.Now()
 	g, gctx := newGroup(ctx)
@@ -341,12 +343,17 @@ func runRoundTrips(ctx context.Context, rt roundTripper, n, workers, batch int) 
 				if err != nil {
 					return fmt.Errorf("lock: %w", err)
 				}
+				if len(refs) > 0 {
+					lockLat.add(time.Since(t0))
+				}
 				inner, ictx := newGroup(gctx)
 				for _, ref := range refs {
 					inner.Go(func() error {
+						t1 := time.Now()
 						if err := rt.finish(ictx, ref); err != nil {
 							return fmt.Errorf("finish %s: %w", ref.id, err)
 						}
+						appendLat.add(time.Since(t1))
 						lat.add(time.Since(t0))
 						if done.Add(1) == int64(n) {
 							end.Store(int64(time.Since(start)))
@@ -368,6 +375,7 @@ func runRoundTrips(ctx context.Context, rt roundTripper, n, workers, batch int) 
 	res.Seconds = math.Round(elapsed.Seconds()*1000) / 1000
 	res.PerSecond = math.Round(float64(n) / elapsed.Seconds())
 	res.Latency = summarize(lat.all())
+	res.LockLatency, res.AppendLatency = summarize(lockLat.all()), summarize(appendLat.all())
 	res.LockCalls = lockCalls.Load()
 	return res, nil
 }
@@ -379,8 +387,11 @@ func printRoundTrip(w io.Writer, r roundTripResult, p99Target time.Duration) {
 	if p99Target > 0 {
 		target += fmt.Sprintf(", p99 ≤%dms", p99Target.Milliseconds())
 	}
-	fmt.Fprintf(w, "  throughput %.0f round trips/s   latency p50 %.1fms  p99 %.1fms  max %.1fms   lock calls %d   [target %s: %s]\n",
-		r.PerSecond, r.Latency.P50ms, r.Latency.P99ms, r.Latency.Maxms, r.LockCalls, target, verdict(r.Pass))
+	fmt.Fprintf(w, "  throughput %.0f round trips/s   latency p50 %.1fms  p99 %.1fms  max %.1fms   [target %s: %s]\n",
+		r.PerSecond, r.Latency.P50ms, r.Latency.P99ms, r.Latency.Maxms, target, verdict(r.Pass))
+	fmt.Fprintf(w, "  lock calls %d (%.1f executions each): p50 %.1fms p99 %.1fms   appends: p50 %.1fms p99 %.1fms\n",
+		r.LockCalls, float64(r.Executions)/float64(max(1, r.LockCalls)), r.LockLatency.P50ms, r.LockLatency.P99ms,
+		r.AppendLatency.P50ms, r.AppendLatency.P99ms)
 }
 
 // httpRoundTrips drives the worker routes.
