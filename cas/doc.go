@@ -53,15 +53,17 @@
 // the grace period removes.
 //
 // The order of CollectOrphans' steps protects concurrent writers: it lists
-// the blobs first, then reads the references (strongly consistent, so
-// every reference committed before the listing ended is seen), then, for
-// each unreferenced candidate, reads its modification time again right
-// before deleting it and spares it if it was written again meanwhile. What
-// remains is a window of one round trip: a writer that rewrites an old
-// orphan and commits a reference to it between that last read and the
-// delete loses the blob. For a deployment file such a loss shows up as a
-// missing digest (missing_digests, size 0), which a submitter checks before
-// activating.
+// the blobs first; then, for each candidate, right before deleting it, it
+// reads the references to it (strongly consistent, so every reference
+// committed before that moment is seen) and its modification time again,
+// and spares it if it is referenced or was written again meanwhile. What
+// remains is a window of a few milliseconds per blob: a writer that commits
+// a reference to an orphan last written more than the grace period ago,
+// without writing the blob again, between those reads and the delete loses
+// the blob. Writers therefore write (or re-write) a blob right before
+// committing a reference to it. For a deployment file such a loss shows up
+// as a missing digest (missing_digests, size 0), which a submitter checks
+// before activating.
 //
 // Time: ModTime comes from the store's clock (the file system, the S3
 // service); the grace period is measured against the backend's injected

@@ -48,16 +48,16 @@ type ReferencedFunc func(ctx context.Context, candidates []core.ContentDigest) (
 // documentation):
 //
 //  1. list the blobs; the candidates are those with ModTime < now-grace;
-//  2. only then ask referenced about the candidates, so that every reference
-//     committed before the listing ended is seen;
-//  3. for each unreferenced candidate, Stat it again right before deleting
-//     it and skip it if it is gone or was written again meanwhile (its
-//     ModTime is no longer before now-grace).
+//  2. for each candidate, right before deleting it: ask referenced about it
+//     (so every reference committed before that moment is seen), then Stat
+//     it again and spare it if it is gone or was written again meanwhile
+//     (its ModTime is no longer before now-grace), else delete it.
 //
-// Deleting is not atomic with the re-check, so a writer that rewrites an old
-// orphan and commits a reference to it within the few milliseconds between
-// step 3's Stat and Delete can still lose it; the grace period cannot close
-// that window, only narrow it.
+// Deleting is not atomic with these checks, so a writer that commits a
+// reference to an old orphan within the few milliseconds between step 2's
+// reads and the Delete can still lose it; the grace period cannot close
+// that window, only narrow it to writers that reuse a blob last written
+// more than the grace period ago.
 func CollectOrphans(ctx context.Context, s Collectable, now time.Time, grace time.Duration, referenced ReferencedFunc) (uint64, error) {
 	cutoff := now.Add(-grace)
 	var candidates []core.ContentDigest
@@ -69,15 +69,12 @@ func CollectOrphans(ctx context.Context, s Collectable, now time.Time, grace tim
 	}); err != nil {
 		return 0, fmt.Errorf("cas: gc: %w", err)
 	}
-	if len(candidates) == 0 {
-		return 0, nil
-	}
-	refs, err := referenced(ctx, candidates)
-	if err != nil {
-		return 0, fmt.Errorf("cas: gc: references: %w", err)
-	}
 	var deleted uint64
 	for _, d := range candidates {
+		refs, err := referenced(ctx, []core.ContentDigest{d})
+		if err != nil {
+			return deleted, fmt.Errorf("cas: gc: references of %s: %w", d, err)
+		}
 		if refs[d] {
 			continue
 		}
