@@ -50,6 +50,10 @@ const (
 	CtxPackaging     = "packaging"     // "cdk" (default) or "sam"
 	CtxThrottleRate  = "throttleRate"  // steady requests/s of the stage (default 100)
 	CtxThrottleBurst = "throttleBurst" // burst of the stage (default 200)
+	// CtxLocalEndpoint sets AWS_ENDPOINT_URL in every function, for
+	// `sam local` against LocalStack (e.g. http://localstack:4566); never
+	// for a deployment.
+	CtxLocalEndpoint = "localEndpoint"
 )
 
 // Timeouts. API Gateway ends every HTTP API request after 30 s, so the
@@ -88,6 +92,10 @@ type StelaStackProps struct {
 	// ThrottleRate and ThrottleBurst limit the stage (default 100 and 200,
 	// or context throttleRate / throttleBurst).
 	ThrottleRate, ThrottleBurst float64
+	// LocalEndpoint, if set, becomes AWS_ENDPOINT_URL of every function
+	// (context localEndpoint): `sam local` only passes environment
+	// variables the template declares.
+	LocalEndpoint string
 }
 
 // StelaStack is the deployed system: table, bucket, functions, API, schedule.
@@ -217,6 +225,9 @@ func resolveContext(node constructs.Node, p *StelaStackProps) {
 	num(&p.ThrottleBurst, CtxThrottleBurst, 200)
 	if p.BuildDir == "" {
 		p.BuildDir = "build"
+	}
+	if p.LocalEndpoint == "" {
+		p.LocalEndpoint = ctx(CtxLocalEndpoint)
 	}
 }
 
@@ -356,6 +367,9 @@ func (s *StelaStack) newFunction(stack awscdk.Stack, spec functionSpec, p StelaS
 	if !spec.Scheduled {
 		(*fp.Environment)[EnvFollowWait] = jsii.String(FollowWait)
 	}
+	if p.LocalEndpoint != "" {
+		(*fp.Environment)["AWS_ENDPOINT_URL"] = jsii.String(p.LocalEndpoint)
+	}
 	if spec.ReservedConcurrency > 0 {
 		fp.ReservedConcurrentExecutions = jsii.Number(spec.ReservedConcurrency)
 	}
@@ -368,7 +382,10 @@ func (s *StelaStack) newFunction(stack awscdk.Stack, spec functionSpec, p StelaS
 	if p.SAMPackaging {
 		// `sam deploy` zips and uploads a local-path Code (relative to the
 		// template in the cloud assembly directory).
-		outdir := *awscdk.Stage_Of(stack).Outdir()
+		outdir, err := filepath.Abs(*awscdk.Stage_Of(stack).Outdir()) // relative when set by the cdk CLI
+		if err != nil {
+			panic(err)
+		}
 		abs, err := filepath.Abs(assetDir)
 		if err != nil {
 			panic(err)

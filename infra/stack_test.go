@@ -37,8 +37,9 @@ var (
 )
 
 const (
-	testIssuer   = "https://issuer.example.com/"
-	testAudience = "stela-api"
+	testIssuer        = "https://issuer.example.com/"
+	testAudience      = "stela-api"
+	testLocalEndpoint = "http://localstack:4566"
 )
 
 func TestMain(m *testing.M) {
@@ -62,14 +63,20 @@ func TestMain(m *testing.M) {
 			outdir := filepath.Join(dir, name+".out")
 			ctx["aws:cdk:enable-asset-metadata"] = true
 			ctx["aws:cdk:enable-path-metadata"] = true
-			app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(outdir), Context: &ctx})
+			// A relative outdir, as the cdk CLI passes it (CDK_OUTDIR=cdk.out).
+			wd, _ := os.Getwd()
+			rel, err := filepath.Rel(wd, outdir)
+			if err != nil {
+				rel = outdir
+			}
+			app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(rel), Context: &ctx})
 			s := NewStelaStack(app, StackName, &StelaStackProps{BuildDir: buildDir})
 			t := assertions.Template_FromStack(s.Stack, nil)
 			return t, tmpl(*t.ToJSON()), outdir
 		}
 		iamTemplate, iamStack, _ = synth("iam", map[string]any{})
 		_, jwtStack, _ = synth("jwt", map[string]any{CtxJWTIssuer: testIssuer, CtxJWTAudience: testAudience})
-		_, samStack, samOutdir = synth("sam", map[string]any{CtxPackaging: "sam"})
+		_, samStack, samOutdir = synth("sam", map[string]any{CtxPackaging: "sam", CtxLocalEndpoint: testLocalEndpoint})
 		return m.Run()
 	}()
 	os.Exit(code)
@@ -996,5 +1003,19 @@ func TestSAMPackagingPointsCodeAtTheBuildDirectory(t *testing.T) {
 	}
 	if params, _ := iamStack["Parameters"].(map[string]any); params["BootstrapVersion"] == nil {
 		t.Error("CDK template lost its BootstrapVersion parameter (expected with the default synthesizer)")
+	}
+}
+
+func TestLocalEndpointIsOnlyInLocalTemplates(t *testing.T) {
+	for _, spec := range functionSpecs {
+		env := func(tp tmpl) map[string]any {
+			return tp.function(t, spec.Name).Props["Environment"].(map[string]any)["Variables"].(map[string]any)
+		}
+		if v, ok := env(iamStack)["AWS_ENDPOINT_URL"]; ok {
+			t.Errorf("%s: deployable template sets AWS_ENDPOINT_URL=%v", spec.Name, v)
+		}
+		if v := env(samStack)["AWS_ENDPOINT_URL"]; v != testLocalEndpoint {
+			t.Errorf("%s: with context %s, AWS_ENDPOINT_URL=%v, want %s", spec.Name, CtxLocalEndpoint, v, testLocalEndpoint)
+		}
 	}
 }
