@@ -35,6 +35,8 @@ type dataAccess struct {
 // TransactWriteItems (dynamo/backend.go, interface api). Every function that
 // writes executions may also finish a deferred child creation (dynamo's
 // outbox: Get/Put/Update/DeleteItem), so all of them get the item writes.
+// BatchWriteItem is used only by AppendLogs (POST /v1/worker/logs), which
+// only the append function serves.
 var (
 	itemReads  = []string{"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}
 	itemWrites = []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"}
@@ -78,9 +80,9 @@ func functionID(name string) string { return strings.ToUpper(name[:1]) + name[1:
 
 // functionSpecs are the four functions (functions/<name>/main.go).
 //
-//   - api serves the whole HTTP API: the public routes plus the worker routes
-//     not split off below (worker reads, expired-timers, cancelling, sweep),
-//     so it may use every index.
+//   - api serves the public routes plus the worker routes not split off
+//     below (worker reads, expired-timers, cancelling, sweep), so it may use
+//     every index; it never appends log rows (no BatchWriteItem).
 //   - lock serves /v1/worker/lock/*: the pending indexes, plus ordinals
 //     (join-set reads inside commits). It writes no blobs.
 //   - append serves the worker writes (functions.AppendRoutes): appends,
@@ -92,7 +94,7 @@ var functionSpecs = []functionSpec{
 		Name: "api", Description: "Stela HTTP API (public routes and worker reads)",
 		MemoryMB: 256, TimeoutSeconds: HTTPFunctionTimeoutSeconds,
 		Access: dataAccess{
-			TableActions: concat(itemReads, itemWrites, batchWrite),
+			TableActions: concat(itemReads, itemWrites),
 			QueryIndexes: allIndexes(),
 			CasRead:      true, CasWrite: true,
 		},

@@ -834,7 +834,7 @@ func (t tmpl) resourceKind(tb testing.TB, v any) string {
 // independently of access.go: widening a grant must change this table.
 var wantData = map[string]map[string][]string{
 	"api": {
-		"table": {"dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem",
+		"table": {"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem",
 			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"},
 		"index:cancelling": {"dynamodb:Query"}, "index:list": {"dynamodb:Query"}, "index:ordinals": {"dynamodb:Query"},
 		"index:pending-digest": {"dynamodb:Query"}, "index:pending-ffqn": {"dynamodb:Query"}, "index:timers": {"dynamodb:Query"},
