@@ -27,7 +27,7 @@ import (
 const (
 	DefaultShards          = 8
 	DefaultInlineThreshold = 64 << 10
-	DefaultHeadBudget      = 2 << 10
+	DefaultHeadBudget      = 1 << 10
 	DefaultMaxAttempts     = 30
 	DefaultSDKMaxAttempts  = 5
 )
@@ -53,7 +53,10 @@ type Options struct {
 	// JSON) stored in an item; larger ones go to Cas (default 64 KiB).
 	InlineThreshold int
 	// HeadBudget is the head size above which the events kept inline in the
-	// head are moved to event items (default 2 KiB).
+	// head move to event pages (default 1 KiB, DynamoDB's write unit). A
+	// finished head is left alone up to 16 times the budget: it is rarely
+	// written again. A Created event whose JSON is at most twice the budget
+	// stays in the head.
 	HeadBudget int
 	// Cas stores offloaded payloads. Without it, payloads above
 	// InlineThreshold fail to commit.
@@ -184,7 +187,7 @@ func newBackend(client api, opts Options) (*Backend, error) {
 	})
 	b := &Backend{
 		api: client, table: opts.Table, shards: opts.Shards, inline: opts.InlineThreshold,
-		headBudget: opts.HeadBudget, createdMax: opts.HeadBudget / 2, maxAttempts: opts.MaxAttempts,
+		headBudget: opts.HeadBudget, createdMax: 2 * opts.HeadBudget, maxAttempts: opts.MaxAttempts,
 		cas: opts.Cas, log: log.WithGroup("dynamo"), clock: opts.Clock,
 		optFns: []func(*dynamodb.Options){func(o *dynamodb.Options) {
 			o.Retryer = retryer

@@ -277,7 +277,11 @@ func (t *tx) planUpdate(ex *execTx) ([]op, error) {
 // set among the moved JoinNexts is set to the highest moved ordinal.
 func (b *Backend) spill(h *headRec, id core.ExecutionId, rq string) (item, []op) {
 	it := h.encode(b.shards)
-	if itemSize(it) <= b.headBudget || len(h.inline) == 0 {
+	limit := b.headBudget
+	if h.st.State == core.StateFinished {
+		limit *= 16
+	}
+	if itemSize(it) <= limit || len(h.inline) == 0 {
 		return it, nil
 	}
 	var ops []op
@@ -320,12 +324,8 @@ func (b *Backend) spill(h *headRec, id core.ExecutionId, rq string) (item, []op)
 // pageItem is an event page: consecutive events outside the head, keyed by
 // the last version, with "lo" the first.
 func pageItem(id core.ExecutionId, evs []inlineEvent, rq string) item {
-	l := make([]types.AttributeValue, len(evs))
-	for i, e := range evs {
-		l[i] = e.av()
-	}
 	return item{AttrPK: avS(pkExec(id)), AttrSK: avS(skEvent(evs[len(evs)-1].v)), aPageLo: avN(evs[0].v),
-		aInline: &types.AttributeValueMemberL{Value: l}, aReq: avS(rq)}
+		aEvents: encodeZ(evs), aReq: avS(rq)}
 }
 
 // --- sending --------------------------------------------------------------------------

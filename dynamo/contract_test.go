@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"flag"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,9 @@ var flagContractScale = flag.Float64("dynamo.contractscale", 0.3,
 func TestContract(t *testing.T) {
 	requireEndpoint(t)
 	coretest.RunWith(t, func(t *testing.T, clock core.Clock) coretest.Store {
+		if strings.Contains(t.Name(), "/Deployments/") {
+			t.Skip("the deployment store is not implemented on DynamoDB yet (deployments.go returns core.ErrNotImplemented)")
+		}
 		b, _ := newBackend(t, dynamo.Options{Clock: clock})
 		s := store.New(b, store.Options{Clock: clock, PollInterval: 10 * time.Millisecond})
 		t.Cleanup(func() { _ = s.Close() })

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/stela-dev/stela/core"
 )
 
@@ -35,8 +33,7 @@ const (
 	aResultKind = "rk"
 	aIntermit   = "ie"
 	aMaxCursor  = "mc"
-	aCreated    = "c0"
-	aInline     = "ev"
+	aEvents     = "z"
 	aInlineBase = "ib"
 	aOutbox     = "ob"
 
@@ -82,48 +79,6 @@ type inlineEvent struct {
 	q   string // request id of the commit that appended it
 }
 
-func (e inlineEvent) av() types.AttributeValue {
-	m := item{ieVersion: avN(e.v), iePayload: avS(e.e), ieReq: avS(e.q)}
-	if e.js != "" {
-		m[ieJoinSet] = avS(e.js)
-		m[ieOrdinal] = avN(e.ord)
-	}
-	return &types.AttributeValueMemberM{Value: m}
-}
-
-// decodeInline parses a list of inline events (head "ev" or a page).
-func decodeInline(av types.AttributeValue) ([]inlineEvent, error) {
-	l, ok := av.(*types.AttributeValueMemberL)
-	if !ok {
-		return nil, nil
-	}
-	out := make([]inlineEvent, 0, len(l.Value))
-	for _, e := range l.Value {
-		m, ok := e.(*types.AttributeValueMemberM)
-		if !ok {
-			return nil, fmt.Errorf("malformed inline event")
-		}
-		var ie inlineEvent
-		n, _, err := getN(m.Value, ieVersion)
-		if err != nil {
-			return nil, err
-		}
-		ie.v = core.Version(n)
-		ie.e, _ = getS(m.Value, iePayload)
-		ie.q, _ = getS(m.Value, ieReq)
-		if js, ok := getS(m.Value, ieJoinSet); ok {
-			ie.js = js
-			o, _, err := getN(m.Value, ieOrdinal)
-			if err != nil {
-				return nil, err
-			}
-			ie.ord = uint32(o)
-		}
-		out = append(out, ie)
-	}
-	return out, nil
-}
-
 // encode returns the head item with its index attributes.
 func (h *headRec) encode(shards int) item {
 	s := &h.st
@@ -163,15 +118,8 @@ func (h *headRec) encode(shards int) item {
 		rk, _ := json.Marshal(*s.ResultKind)
 		it[aResultKind] = avS(string(rk))
 	}
-	if h.created != "" {
-		it[aCreated] = avS(h.created)
-	}
-	if len(h.inline) > 0 {
-		l := make([]types.AttributeValue, len(h.inline))
-		for i, e := range h.inline {
-			l[i] = e.av()
-		}
-		it[aInline] = &types.AttributeValueMemberL{Value: l}
+	if evs := h.events(); len(evs) > 0 {
+		it[aEvents] = encodeZ(evs)
 	}
 	if h.ob != "" {
 		it[aOutbox] = avS(h.ob)
@@ -240,7 +188,6 @@ func (h *headRec) decode(id core.ExecutionId, it item) error {
 	h.rq, _ = getS(it, aReq)
 	h.cq, _ = getS(it, aCreateReq)
 	h.ob, _ = getS(it, aOutbox)
-	h.created, _ = getS(it, aCreated)
 	h.ib = core.Version(num(aInlineBase))
 	var e error
 	s.FFQN, e = core.ParseFunctionFqn(str(aFFQN))
@@ -299,10 +246,26 @@ func (h *headRec) decode(id core.ExecutionId, it item) error {
 	}
 	s.IntermittentEventCount = uint32(num(aIntermit))
 	s.MaxCursor = core.ResponseCursor(num(aMaxCursor))
-	inline, e := decodeInline(it[aInline])
+	evs, e := decodeZ(it[aEvents])
 	check(e)
-	h.inline = inline
+	for _, ev := range evs {
+		if ev.v == 0 {
+			h.created = ev.e
+			continue
+		}
+		h.inline = append(h.inline, ev)
+	}
 	return err
+}
+
+// events are the events stored in the head: version 0 (if inline) and the
+// inline ones.
+func (h *headRec) events() []inlineEvent {
+	evs := make([]inlineEvent, 0, len(h.inline)+1)
+	if h.created != "" {
+		evs = append(evs, inlineEvent{v: 0, e: h.created, q: h.cq})
+	}
+	return append(evs, h.inline...)
 }
 
 // clone returns a copy sharing nothing mutable with h.

@@ -295,7 +295,7 @@ func (b *Backend) queryEvents(ctx context.Context, id core.ExecutionId, lo, hi c
 		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#sk": AttrSK},
 		ExpressionAttributeValues: item{":pk": avS(pkExec(id)), ":lo": avS(skEvent(lo)), ":hi": avS(skEvent(math.MaxUint32))},
 	}, func(it item) (bool, error) {
-		evs, err := decodeInline(it[aInline])
+		evs, err := decodeZ(it[aEvents])
 		if err != nil {
 			return false, err
 		}
@@ -330,7 +330,7 @@ func (b *Backend) pageOf(ctx context.Context, id core.ExecutionId, v core.Versio
 	if err != nil || len(out.Items) == 0 {
 		return nil, err
 	}
-	return decodeInline(out.Items[0][aInline])
+	return decodeZ(out.Items[0][aEvents])
 }
 
 // Responses returns the responses with from <= cursor < to, ascending.

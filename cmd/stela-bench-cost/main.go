@@ -1,0 +1,471 @@
+// Command stela-bench-cost runs the standard workload against DynamoDB (the
+// endpoint of AWS_ENDPOINT_URL_DYNAMODB, e.g. DynamoDB Local) through
+// store.Service with a capacity meter, and prints read/write request units
+// per operation and per step with their price at on-demand list prices.
+//
+//	eval "$(scripts/ci/start-dynamodb-local.sh)"
+//	go run ./cmd/stela-bench-cost
+//
+// Workloads: N activities (create → lock in batches of 10 → finish) and M
+// workflows, each submitting 10 child activities and a delay (create, lock,
+// submit children, await, children lock+finish responding to the parent,
+// relock, await the delay, the timer sweep fires it, relock, finish). A step
+// is one store API call (one HTTP request / Lambda invocation).
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/dynamo"
+	"github.com/stela-dev/stela/store"
+)
+
+// List prices (us-east-1, on-demand).
+const (
+	pricePerMWRU      = 0.625
+	pricePerMRRU      = 0.125
+	pricePerMLambda   = 0.20
+	pricePerGBs       = 0.0000133334 // arm64
+	lambdaGB          = 0.25         // 256 MB
+	pricePerMHTTPCall = 1.00
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "stela-bench-cost:", err)
+		os.Exit(1)
+	}
+}
+
+type bench struct {
+	svc   *store.Service
+	b     *dynamo.Backend
+	meter *dynamo.CapacityMeter
+	mu    sync.Mutex
+	steps map[string]*stepStat
+}
+
+type stepStat struct {
+	n   int
+	dur time.Duration
+}
+
+// step runs one API call under label, metering it.
+func (bn *bench) step(ctx context.Context, label string, fn func(ctx context.Context) error) error {
+	start := time.Now()
+	err := fn(dynamo.WithMeterLabel(ctx, label))
+	d := time.Since(start)
+	bn.mu.Lock()
+	s := bn.steps[label]
+	if s == nil {
+		s = &stepStat{}
+		bn.steps[label] = s
+	}
+	s.n++
+	s.dur += d
+	bn.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%s: %w", label, err)
+	}
+	return nil
+}
+
+func run() error {
+	activities := flag.Int("activities", 1000, "activities in the activity workload")
+	workflows := flag.Int("workflows", 100, "workflows in the workflow workload")
+	children := flag.Int("children", 10, "child activities per workflow")
+	shards := flag.Int("shards", dynamo.DefaultShards, "dynamo.Options.Shards")
+	txMult := flag.Float64("tx-multiplier", 2, "factor applied to the table capacity TransactWriteItems reports (2 for DynamoDB Local 3.3.1, which does not double it; 1 on AWS)")
+	parallel := flag.Int("parallel", 8, "concurrent clients")
+	flagContended = flag.Bool("contended-locks", false, "lock with -parallel concurrent lockers (they race for the same candidates) instead of one")
+	flag.Parse()
+	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
+		return fmt.Errorf(`no DynamoDB endpoint: run eval "$(scripts/ci/start-dynamodb-local.sh)" first`)
+	}
+	ctx := context.Background()
+	meter := dynamo.NewCapacityMeter()
+	client, err := dynamo.NewClient(ctx, meter.Register)
+	if err != nil {
+		return err
+	}
+	var buf [4]byte
+	_, _ = rand.Read(buf[:])
+	table := "stela-bench-" + hex.EncodeToString(buf[:])
+	if err := dynamo.CreateTable(ctx, client, table); err != nil {
+		return err
+	}
+	defer func() {
+		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	}()
+	b, err := dynamo.New(client, dynamo.Options{Table: table, Shards: *shards, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	if err != nil {
+		return err
+	}
+	bn := &bench{svc: store.New(b, store.Options{Logger: slog.New(slog.DiscardHandler)}), b: b, meter: meter, steps: map[string]*stepStat{}}
+	meter.Reset()
+
+	t0 := core.TS(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+	if err := bn.activities(ctx, t0, *activities, *parallel); err != nil {
+		return err
+	}
+	actUsage, actSteps := meter.Snapshot(), bn.takeSteps()
+	meter.Reset()
+	if err := bn.workflows(ctx, t0, *workflows, *children, *parallel); err != nil {
+		return err
+	}
+	wfUsage, wfSteps := meter.Snapshot(), bn.takeSteps()
+
+	fmt.Printf("DynamoDB capacity and cost, shards=%d, transactional table writes x%.0f\n", *shards, *txMult)
+	report(fmt.Sprintf("Activities: %d x (create, lock in batches of 10, finish)", *activities), actUsage, actSteps, *txMult, *activities, "activity")
+	report(fmt.Sprintf("Workflows: %d x (10 children + 1 delay)", *workflows), wfUsage, wfSteps, *txMult, *workflows, "workflow")
+	st := b.Stats()
+	fmt.Printf("\nbackend: commits=%d retries=%d spills=%d deferred=%d\n", st.Commits, st.Retries, st.Spills, st.Deferred)
+	return nil
+}
+
+var flagContended *bool
+
+func (bn *bench) takeSteps() map[string]stepStat {
+	bn.mu.Lock()
+	defer bn.mu.Unlock()
+	out := map[string]stepStat{}
+	for k, v := range bn.steps {
+		out[k] = *v
+	}
+	bn.steps = map[string]*stepStat{}
+	return out
+}
+
+func report(title string, usage map[string]dynamo.Usage, steps map[string]stepStat, txMult float64, units int, unit string) {
+	fmt.Printf("\n%s\n", title)
+	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "operation\tsteps\tms/step\tRRU/step\tWRU/step\t(table\ttx table\tindexes)\t$/M steps\t")
+	var labels []string
+	for l := range steps {
+		labels = append(labels, l)
+	}
+	sort.Strings(labels)
+	var totSteps int
+	var totDur time.Duration
+	var totR, totW float64
+	for _, l := range labels {
+		s, u := steps[l], usage[l]
+		n := float64(s.n)
+		wru := u.Write + u.TxWrite*txMult + u.IndexWrite
+		ms := float64(s.dur.Microseconds()) / 1000 / n
+		fmt.Fprintf(w, "%s\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t\n", l, s.n, ms, u.Read/n, wru/n,
+			u.Write/n, u.TxWrite*txMult/n, u.IndexWrite/n, stepCost(u.Read/n, wru/n, ms))
+		totSteps += s.n
+		totDur += s.dur
+		totR += u.Read
+		totW += wru
+	}
+	n := float64(totSteps)
+	ms := float64(totDur.Microseconds()) / 1000 / n
+	fmt.Fprintf(w, "all steps\t%d\t%.1f\t%.2f\t%.2f\t\t\t\t%.3f\t\n", totSteps, ms, totR/n, totW/n, stepCost(totR/n, totW/n, ms))
+	_ = w.Flush()
+	ddb := (totR*pricePerMRRU + totW*pricePerMWRU) / n
+	fmt.Printf("per step: DynamoDB $%.3f/M + Lambda requests $%.2f/M + Lambda duration (%.1f ms, 256 MB arm64) $%.3f/M + HTTP API $%.2f/M = $%.3f per million steps\n",
+		ddb, pricePerMLambda, ms, ms/1000*lambdaGB*pricePerGBs*1e6, pricePerMHTTPCall, stepCost(totR/n, totW/n, ms))
+	fmt.Printf("per %s: %.1f steps, %.2f RRU, %.2f WRU, DynamoDB $%.2f per million %ss, all-in $%.2f per million %ss\n",
+		unit, n/float64(units), totR/float64(units), totW/float64(units),
+		(totR*pricePerMRRU+totW*pricePerMWRU)/float64(units), unit,
+		stepCost(totR/n, totW/n, ms)*n/float64(units), unit)
+}
+
+// stepCost is the all-in list price of one million steps.
+func stepCost(rru, wru, ms float64) float64 {
+	return rru*pricePerMRRU + wru*pricePerMWRU + pricePerMLambda + ms/1000*lambdaGB*pricePerGBs*1e6 + pricePerMHTTPCall
+}
+
+func newID(t0 core.Timestamp, i int) core.ExecutionId {
+	var entropy [10]byte
+	_, _ = rand.Read(entropy[:])
+	id, err := core.NewExecutionId(uint64(t0.UnixMilli())+uint64(i), bytesReader(entropy[:]))
+	if err != nil {
+		panic(err)
+	}
+	return id
+}
+
+type bytesReader []byte
+
+func (b bytesReader) Read(p []byte) (int, error) { return copy(p, b), nil }
+
+var (
+	ffqnAct = mustV(core.ParseFunctionFqn("bench:pkg/activities.work"))
+	ffqnWf  = mustV(core.ParseFunctionFqn("bench:pkg/workflows.fan-out"))
+	digest  = mustV(core.ParseComponentDigest("sha256:" + "ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12"))
+	dep     = mustV(core.ParseDeploymentId("Dep_01KBNJ2T3D8W7H3X6Q4M9R5V1A"))
+	exr     = mustV(core.ParseExecutorId("Exr_01KBNJ2T3D8W7H3X6Q4M9R5V1A"))
+	compAct = core.ComponentId{ComponentType: core.ComponentTypeActivity, Name: "activities", ComponentDigest: digest}
+	compWf  = core.ComponentId{ComponentType: core.ComponentTypeWorkflow, Name: "workflows", ComponentDigest: digest}
+)
+
+func mustV[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func createReq(id core.ExecutionId, ffqn core.FunctionFqn, comp core.ComponentId, at core.Timestamp) core.CreateRequest {
+	return core.CreateRequest{CreatedAt: at, ExecutionID: id, FFQN: ffqn, ScheduledAt: at, ComponentID: comp,
+		DeploymentID: dep, Params: core.Params{[]byte(`"https://example.com/item/42"`), []byte(`{"retries":3}`)},
+		Metadata: core.ExecutionMetadata{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}
+}
+
+func lockReq(at core.Timestamp, comp core.ComponentId, run int) core.LockRequest {
+	return core.LockRequest{BatchSize: 10, PendingAtOrSooner: at, CreatedAt: at, ComponentID: comp, DeploymentID: dep,
+		ExecutorID: exr, RunID: mustV(core.NewRunId(uint64(run), nil)), LockExpiresAt: at.Add(time.Minute),
+		RetryConfig: core.ComponentRetryConfig{MaxRetries: ptr(uint32(3)), RetryExpBackoff: core.DurationOf(time.Second)}}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// parallelDo runs fn(i) for i in [0, n) on p goroutines; the first error wins.
+func parallelDo(n, p int, fn func(i int) error) error {
+	var mu sync.Mutex
+	var first error
+	var wg sync.WaitGroup
+	next := 0
+	for range p {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				stop := first != nil
+				mu.Unlock()
+				if i >= n || stop {
+					return
+				}
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// lockAll locks every pending execution of ffqn in batches of 10.
+func (bn *bench) lockAll(ctx context.Context, label string, at core.Timestamp, ffqn core.FunctionFqn, comp core.ComponentId, want int, p int) ([]core.LockedExecution, error) {
+	var mu sync.Mutex
+	var out []core.LockedExecution
+	run := 0
+	for len(out) < want {
+		before := len(out)
+		calls := min(p, (want-len(out)+9)/10)
+		if !*flagContended {
+			calls = 1
+		}
+		err := parallelDo(calls, p, func(int) error {
+			mu.Lock()
+			run++
+			r := run
+			mu.Unlock()
+			return bn.step(ctx, label, func(ctx context.Context) error {
+				locked, err := bn.svc.LockPendingByFFQNs(ctx, lockReq(at, comp, r), []core.FunctionFqn{ffqn})
+				mu.Lock()
+				out = append(out, locked...)
+				mu.Unlock()
+				return err
+			})
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(out) == before {
+			return nil, fmt.Errorf("%s: only %d of %d executions became lockable", label, len(out), want)
+		}
+	}
+	return out, nil
+}
+
+func (bn *bench) activities(ctx context.Context, t0 core.Timestamp, n, p int) error {
+	ids := make([]core.ExecutionId, n)
+	for i := range ids {
+		ids[i] = newID(t0, i)
+	}
+	if err := parallelDo(n, p, func(i int) error {
+		return bn.step(ctx, "activity: create", func(ctx context.Context) error {
+			_, err := bn.svc.Create(ctx, createReq(ids[i], ffqnAct, compAct, t0))
+			return err
+		})
+	}); err != nil {
+		return err
+	}
+	locked, err := bn.lockAll(ctx, "activity: lock (batch of 10)", t0, ffqnAct, compAct, n, p)
+	if err != nil {
+		return err
+	}
+	result := core.RetOk(&core.WastValWithType{Type: "string", Value: []byte(`"done: 200 OK"`)})
+	return parallelDo(len(locked), p, func(i int) error {
+		return bn.step(ctx, "activity: finish", func(ctx context.Context) error {
+			_, err := bn.svc.Append(ctx, locked[i].ExecutionID, locked[i].NextVersion,
+				core.AppendRequest{CreatedAt: t0.Add(time.Second), Event: &core.Finished{Retval: result}})
+			return err
+		})
+	})
+}
+
+func hist(h core.HistoryEvent) core.ExecutionRequest { return &core.HistoryEventRequest{Event: h} }
+
+func (bn *bench) workflows(ctx context.Context, t0 core.Timestamp, n, nChildren, p int) error {
+	ids := make([]core.ExecutionId, n)
+	for i := range ids {
+		ids[i] = newID(t0, 100000+i)
+	}
+	if err := parallelDo(n, p, func(i int) error {
+		return bn.step(ctx, "wf 1: create", func(ctx context.Context) error {
+			_, err := bn.svc.Create(ctx, createReq(ids[i], ffqnWf, compWf, t0))
+			return err
+		})
+	}); err != nil {
+		return err
+	}
+	locked, err := bn.lockAll(ctx, "wf 2: lock (batch of 10)", t0, ffqnWf, compWf, n, p)
+	if err != nil {
+		return err
+	}
+	fan := mustV(core.ParseJoinSetId("g:1"))
+	sleep := mustV(core.ParseJoinSetId("o:2"))
+	next := map[core.ExecutionId]core.Version{}
+	var mu sync.Mutex
+	if err := parallelDo(len(locked), p, func(i int) error {
+		le := locked[i]
+		id := le.ExecutionID
+		batch := []core.AppendRequest{{CreatedAt: t0, Event: hist(&core.JoinSetCreate{JoinSetID: fan})}}
+		var creqs []core.CreateRequest
+		child := id.NextLevel(fan)
+		for range nChildren {
+			batch = append(batch, core.AppendRequest{CreatedAt: t0, Event: hist(&core.JoinSetRequestEvent{JoinSetID: fan,
+				Request: &core.ChildExecutionRequest{ChildExecutionID: core.ExecutionIdDerived{ExecutionId: child}, TargetFFQN: ffqnAct,
+					Params: core.Params{[]byte(`"https://example.com/item/42"`)}}})})
+			c := createReq(child, ffqnAct, compAct, t0)
+			c.Params = core.Params{[]byte(`"https://example.com/item/42"`)}
+			c.Parent = &core.Parent{ExecutionID: id, JoinSetID: fan}
+			creqs = append(creqs, c)
+			child = child.Incremented()
+		}
+		var v core.Version
+		if err := bn.step(ctx, "wf 3: submit children", func(ctx context.Context) error {
+			var err error
+			v, err = bn.svc.AppendBatchCreateNewExecution(ctx, t0, batch, id, le.NextVersion, creqs, nil)
+			return err
+		}); err != nil {
+			return err
+		}
+		delay := core.NewDelayId(id, sleep, 1)
+		await := []core.AppendRequest{
+			{CreatedAt: t0, Event: hist(&core.JoinSetCreate{JoinSetID: sleep})},
+			{CreatedAt: t0, Event: hist(&core.JoinSetRequestEvent{JoinSetID: sleep, Request: &core.DelayRequest{DelayID: delay,
+				ExpiresAt: t0.Add(time.Second), ScheduleAt: core.ScheduleAt{Kind: "in", In: core.DurationOf(time.Second)}}})},
+			{CreatedAt: t0, Event: hist(&core.JoinNext{JoinSetID: fan, RunExpiresAt: t0})},
+		}
+		if err := bn.step(ctx, "wf 4: await first child", func(ctx context.Context) error {
+			var err error
+			v, err = bn.svc.AppendBatch(ctx, t0, await, id, v)
+			return err
+		}); err != nil {
+			return err
+		}
+		mu.Lock()
+		next[id] = v
+		mu.Unlock()
+		return nil
+	}); err != nil {
+		return err
+	}
+	t1 := t0.Add(500 * time.Millisecond)
+	kids, err := bn.lockAll(ctx, "child 1: lock (batch of 10)", t1, ffqnAct, compAct, n*nChildren, p)
+	if err != nil {
+		return err
+	}
+	result := core.RetOk(&core.WastValWithType{Type: "u32", Value: []byte(`42`)})
+	if err := parallelDo(len(kids), p, func(i int) error {
+		k := kids[i]
+		parent, js, _ := k.ExecutionID.SplitToParts()
+		return bn.step(ctx, "child 2: finish + respond", func(ctx context.Context) error {
+			_, err := bn.svc.AppendBatchRespondToParent(ctx,
+				core.AppendEventsToExecution{ExecutionID: k.ExecutionID, Version: k.NextVersion, Batch: []core.AppendRequest{{CreatedAt: t1, Event: &core.Finished{Retval: result}}}},
+				core.AppendResponseToExecution{ParentExecutionID: parent, CreatedAt: t1, JoinSetID: js,
+					ChildExecutionID: core.ExecutionIdDerived{ExecutionId: k.ExecutionID}, FinishedVersion: k.NextVersion, Result: result}, t1)
+			return err
+		})
+	}); err != nil {
+		return err
+	}
+	relocked, err := bn.lockAll(ctx, "wf 5: relock (batch of 10)", t1, ffqnWf, compWf, n, p)
+	if err != nil {
+		return err
+	}
+	if err := parallelDo(len(relocked), p, func(i int) error {
+		le := relocked[i]
+		var rest []core.AppendRequest
+		for range nChildren - 1 {
+			rest = append(rest, core.AppendRequest{CreatedAt: t1, Event: hist(&core.JoinNext{JoinSetID: fan, RunExpiresAt: t1})})
+		}
+		rest = append(rest, core.AppendRequest{CreatedAt: t1, Event: hist(&core.JoinNext{JoinSetID: sleep, RunExpiresAt: t1})})
+		return bn.step(ctx, "wf 6: await children, then the delay", func(ctx context.Context) error {
+			_, err := bn.svc.AppendBatch(ctx, t1, rest, le.ExecutionID, le.NextVersion)
+			return err
+		})
+	}); err != nil {
+		return err
+	}
+	t2 := t0.Add(2 * time.Second)
+	var due []core.ExpiredTimer
+	if err := bn.step(ctx, "sweep 1: expired timers", func(ctx context.Context) error {
+		var err error
+		due, err = bn.svc.GetExpiredTimers(ctx, t2)
+		return err
+	}); err != nil {
+		return err
+	}
+	if len(due) != n {
+		return fmt.Errorf("sweep found %d timers, want %d", len(due), n)
+	}
+	if err := parallelDo(len(due), p, func(i int) error {
+		d := due[i].Delay
+		return bn.step(ctx, "sweep 2: fire delay", func(ctx context.Context) error {
+			_, err := bn.svc.AppendDelayResponse(ctx, t2, d.ExecutionID, d.JoinSetID, d.DelayID, true)
+			return err
+		})
+	}); err != nil {
+		return err
+	}
+	final, err := bn.lockAll(ctx, "wf 7: relock (batch of 10)", t2, ffqnWf, compWf, n, p)
+	if err != nil {
+		return err
+	}
+	return parallelDo(len(final), p, func(i int) error {
+		le := final[i]
+		return bn.step(ctx, "wf 8: finish", func(ctx context.Context) error {
+			_, err := bn.svc.Append(ctx, le.ExecutionID, le.NextVersion, core.AppendRequest{CreatedAt: t2, Event: &core.Finished{Retval: result}})
+			return err
+		})
+	})
+}
