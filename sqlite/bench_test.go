@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -159,4 +160,70 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkServiceLockBatches mirrors `stela bench embedded`: b.N executions
+// are created first (not timed); then 8 workers lock them in batches of 10
+// (one function name shared by all) and finish each one.
+func BenchmarkServiceLockBatches(b *testing.B) {
+	be := MustOpen(b)
+	s := store.New(be, store.Options{})
+	ctx := context.Background()
+	ffqn := mustFFQN("ns:pkg/ifc.shared")
+	comp := core.ComponentId{ComponentType: core.ComponentTypeActivity, Name: "c", ComponentDigest: digA}
+	now := core.TS(time.Now())
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				if _, err := s.Create(ctx, core.CreateRequest{CreatedAt: now, ExecutionID: newID(), FFQN: ffqn,
+					Params: core.Params{}, ScheduledAt: now, ComponentID: comp, DeploymentID: depA}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var done, calls atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			by := lockedBy(uint64(1000 + 2*w))
+			for done.Load() < int64(b.N) {
+				t := core.TS(time.Now())
+				locked, err := s.LockPendingByFFQNs(ctx, core.LockRequest{BatchSize: 10, PendingAtOrSooner: t, CreatedAt: t,
+					ComponentID: comp, DeploymentID: depA, ExecutorID: by.ExecutorID, RunID: by.RunID,
+					LockExpiresAt: t.Add(time.Minute), RetryConfig: core.RetryConfigZero()}, []core.FunctionFqn{ffqn})
+				calls.Add(1)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				var inner sync.WaitGroup
+				for _, l := range locked {
+					inner.Add(1)
+					go func() {
+						defer inner.Done()
+						if _, err := s.Append(ctx, l.ExecutionID, l.NextVersion, core.AppendRequest{CreatedAt: t,
+							Event: &core.Finished{Retval: core.RetOk(nil)}}); err != nil {
+							b.Error(err)
+						}
+						done.Add(1)
+					}()
+				}
+				inner.Wait()
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64(b.N)/float64(calls.Load()), "locked/call")
 }

@@ -307,8 +307,10 @@ var errClosed = fmt.Errorf("sqlite: %w", core.ErrClosed)
 // Update runs fn on the writer goroutine inside a savepoint of the current
 // group-commit transaction and returns once that transaction is durable (per
 // Options.Synchronous). fn runs exactly once and sees the writes of the fns
-// committed before it. fn must not call Update or View (it would deadlock or
-// read a snapshot without its own writes).
+// committed before it. ctx is checked before fn runs (a done ctx skips it);
+// once fn has run, Update waits for the outcome of the commit. fn must not
+// call Update, AppendLogs or AppendBacktraces (they would wait for the writer
+// that is running fn: deadlock) nor expect View to see its writes.
 func (b *Backend) Update(ctx context.Context, fn func(tx store.Tx) error) error {
 	return b.write(ctx, func(tx *writeTx) error { return fn(tx) })
 }
@@ -390,10 +392,9 @@ func (b *Backend) runBatch(batch []*request) {
 		}
 	}()
 	if err := w.exec(bg, "BEGIN IMMEDIATE"); err != nil {
-		err = fmt.Errorf("sqlite: begin: %w", err)
-		for _, r := range batch {
-			r.err = err
-		}
+		// e.g. SQLITE_BUSY: another process held the write lock for longer
+		// than Options.BusyTimeout.
+		b.abortBatch(batch, fmt.Errorf("sqlite: begin: %w", err))
 		return
 	}
 	if err := b.heads.begin(bg, w); err != nil {
