@@ -261,6 +261,9 @@ func (t *tx) CreateHead(st core.ExecutionState, events []core.ExecutionEvent) er
 
 func (t *tx) PutHead(st core.ExecutionState) error {
 	id := st.ExecutionID
+	if _, ok := t.b.execs[id]; !ok {
+		return fmt.Errorf("mem: put head %s: %w", id, core.ErrNotFound)
+	}
 	st = st.Clone()
 	t.writes = append(t.writes, func() { t.b.execs[id].head = st })
 	return nil
@@ -499,10 +502,13 @@ func (b *Backend) ListExecutions(_ context.Context, filter core.ListExecutionsFi
 	}
 	desc := true
 	length := 0
-	if p.CreatedBy != nil {
+	switch {
+	case p.CreatedBy != nil:
 		desc, length = p.CreatedBy.IsDesc(), int(p.CreatedBy.Length)
-	} else {
+	case p.ExecutionID != nil:
 		desc, length = p.ExecutionID.IsDesc(), int(p.ExecutionID.Length)
+	default:
+		return nil, &core.ValidationError{Reason: "missing pagination"}
 	}
 	less := func(x, y *execution) bool {
 		if c := x.head.CreatedAt.Compare(y.head.CreatedAt); c != 0 {
