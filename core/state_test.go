@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"reflect"
@@ -335,5 +336,21 @@ func TestDecideExpiredLock(t *testing.T) {
 	if !ok || f.Retval.Failure.Kind != core.FailureTimedOut || a.RespondToParent == nil ||
 		a.RespondToParent.ParentExecutionID != id || a.RespondToParent.JoinSetID != jsJ || a.RespondToParent.FinishedVersion != 2 {
 		t.Fatalf("timeout: %#v %#v", a.Request.Event, a.RespondToParent)
+	}
+}
+
+func TestBacktraceHashFormat(t *testing.T) {
+	line, col := uint32(1), uint32(2)
+	f2, file := "f2", "file"
+	a := core.WasmBacktrace{Frames: []core.FrameInfo{{Module: "m", FuncName: "f", Symbols: []core.FrameSymbol{{FuncName: &f2, File: &file, Line: &line, Col: &col}}}}}
+	b := core.WasmBacktrace{Frames: []core.FrameInfo{{Module: "m", FuncName: "f"}}}
+	ha, hb := core.BacktraceHashOf(a), core.BacktraceHashOf(b)
+	if ha[0] != 1 || hb[0] != 1 || ha == hb {
+		t.Fatalf("hashes must carry version 1 and differ: %x %x", ha, hb)
+	}
+	// Manual encoding of b: "F|m|f|".
+	want := sha256.Sum256([]byte("F|m|f|"))
+	if string(hb[1:]) != string(want[:]) {
+		t.Fatalf("hash of b = %x, want 01%x", hb, want)
 	}
 }

@@ -2,9 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 
@@ -22,53 +20,6 @@ const (
 	sqlBacktraceRanges = `SELECT version_min, version_max FROM t_execution_backtrace WHERE execution_id = ? ORDER BY version_min, version_max`
 )
 
-// backtraceHash is the 33-byte deduplication key of a backtrace (spec §2.12):
-// a version byte 0x01 followed by a SHA-256 over every frame ("F|" module "|"
-// func_name "|") and each of its symbols ("S|", then per optional field
-// "0|" when absent or "1|" value "|", u32 fields as 4 little-endian bytes).
-func backtraceHash(bt core.WasmBacktrace) [33]byte {
-	h := sha256.New()
-	w := func(s string) { _, _ = h.Write([]byte(s)) }
-	optStr := func(s *string) {
-		if s == nil {
-			w("0|")
-			return
-		}
-		w("1|")
-		w(*s)
-		w("|")
-	}
-	optU32 := func(v *uint32) {
-		if v == nil {
-			w("0|")
-			return
-		}
-		w("1|")
-		var b [4]byte
-		binary.LittleEndian.PutUint32(b[:], *v)
-		_, _ = h.Write(b[:])
-		w("|")
-	}
-	for _, f := range bt.Frames {
-		w("F|")
-		w(f.Module)
-		w("|")
-		w(f.FuncName)
-		w("|")
-		for _, s := range f.Symbols {
-			w("S|")
-			optStr(s.FuncName)
-			optStr(s.File)
-			optU32(s.Line)
-			optU32(s.Col)
-		}
-	}
-	var out [33]byte
-	out[0] = 1
-	h.Sum(out[1:1])
-	return out
-}
-
 // AppendBacktraces implements store.Queries: deduplicated backtrace bodies
 // plus insert-if-absent execution mappings, in one write transaction.
 func (b *Backend) AppendBacktraces(ctx context.Context, bts []core.BacktraceInfo) (int, error) {
@@ -79,7 +30,7 @@ func (b *Backend) AppendBacktraces(ctx context.Context, bts []core.BacktraceInfo
 	err := b.write(ctx, func(tx *writeTx) error {
 		n = 0
 		for _, bt := range bts {
-			hash := backtraceHash(bt.WasmBacktrace)
+			hash := core.BacktraceHashOf(bt.WasmBacktrace)
 			body, err := core.MarshalJSON(bt.WasmBacktrace)
 			if err != nil {
 				return fmt.Errorf("sqlite: encode backtrace of %s: %w", bt.ExecutionID, err)
