@@ -83,9 +83,9 @@ func (s *syncBuffer) String() string {
 
 // startDev starts `stela dev` on dataDir and a free port and returns once it
 // printed its URL and answers requests.
-func startDev(t *testing.T, dataDir string) *devServer {
+func startDev(t *testing.T, dataDir string, extra ...string) *devServer {
 	t.Helper()
-	cmd := exec.Command(stelaBin, "dev", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--timers-interval", "1s")
+	cmd := exec.Command(stelaBin, append([]string{"dev", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--timers-interval", "1s"}, extra...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func startDev(t *testing.T, dataDir string) *devServer {
 		t.Fatalf("dev server not answering: %v", err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("GET /v1/executions = %d", resp.StatusCode)
 	}
 	return d
@@ -172,9 +172,16 @@ type result struct {
 // cli runs `stela <args> --url <server>`.
 func (d *devServer) cli(t *testing.T, args ...string) result {
 	t.Helper()
+	return d.cliEnv(t, nil, args...)
+}
+
+// cliEnv is cli with extra environment variables.
+func (d *devServer) cliEnv(t *testing.T, env []string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, stelaBin, append(args, "--url", d.url)...)
+	cmd.Env = append(os.Environ(), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

@@ -11,6 +11,25 @@ import (
 	"github.com/stela-dev/stela/httpapi"
 )
 
+func TestDevServerWithToken(t *testing.T) {
+	d := startDev(t, t.TempDir(), "--token", "s3cret")
+	defer d.stop(t)
+	t.Run("RequestsWithoutTheTokenAreRejected", func(t *testing.T) {
+		r := d.cli(t, "execution", "list")
+		if r.code != 1 || !strings.Contains(r.stderr, "missing or invalid API token (HTTP 401)") {
+			t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+		}
+	})
+	t.Run("TheTokenFlagIsAccepted", func(t *testing.T) {
+		d.mustCLI(t, "execution", "list", "--token", "s3cret")
+	})
+	t.Run("TheTokenVariableIsAccepted", func(t *testing.T) {
+		if r := d.cliEnv(t, []string{"STELA_API_TOKEN=s3cret"}, "execution", "list"); r.code != 0 {
+			t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+		}
+	})
+}
+
 func TestDevServer(t *testing.T) {
 	dataDir := t.TempDir()
 	d := startDev(t, dataDir)
@@ -65,6 +84,29 @@ func TestDevServer(t *testing.T) {
 		}
 		if got := d.mustCLI(t, "execution", "result", viaCLI); !strings.Contains(got, `"ok": 8`) {
 			t.Errorf("result = %q, want {\"ok\": 8}", got)
+		}
+	})
+
+	t.Run("WorkerLogsAreShownByTheCLI", func(t *testing.T) {
+		id, err := core.ParseExecutionId(viaCLI)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, msg, stream := "info", "adding 3 and 5", "stdout"
+		if got := d.call(t, http.MethodPost, "/v1/worker/logs", httpapi.AppendLogsBody{Logs: []httpapi.LogRowJSON{
+			{ExecutionID: id, RunID: w.run, CreatedAt: now(), Type: "log", Level: &info, Message: &msg},
+			{ExecutionID: id, RunID: w.run, CreatedAt: now(), Type: "stream", StreamType: &stream, Payload: []byte("hello from stdout\n")},
+		}}, nil); got != http.StatusNoContent {
+			t.Fatalf("POST /v1/worker/logs = %d", got)
+		}
+		out := d.mustCLI(t, "execution", "logs", viaCLI)
+		for _, want := range []string{"[INFO  ] adding 3 and 5", "[STDOUT] hello from stdout"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("logs lack %q:\n%s", want, out)
+			}
+		}
+		if out := d.mustCLI(t, "execution", "logs", viaCLI, "--json", "--stream-type", "none"); strings.Count(out, "\n") != 1 || !strings.Contains(out, `"level":"info"`) {
+			t.Errorf("logs --json --stream-type none:\n%s", out)
 		}
 	})
 
@@ -221,6 +263,13 @@ func TestDevServer(t *testing.T) {
 		r := d.cli(t, "delay", "pause", delay.String())
 		if r.code != 1 || !strings.Contains(r.stderr, "(HTTP 404)") {
 			t.Errorf("pausing a cancelled delay: exit %d, stderr %q", r.code, r.stderr)
+		}
+	})
+
+	t.Run("StatusFollowJSONPrintsOneLinePerChange", func(t *testing.T) {
+		out := d.mustCLI(t, "execution", "status", viaHTTP, "--follow", "--json")
+		if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 || !strings.Contains(lines[0], `"status":"finished"`) {
+			t.Errorf("status --follow --json of a finished execution:\n%s", out)
 		}
 	})
 
