@@ -581,17 +581,6 @@ func TestViewIsASnapshot(t *testing.T) {
 	}
 }
 
-func TestDeploymentsAreNotImplemented(t *testing.T) {
-	b := MustOpen(t)
-	ctx := context.Background()
-	if _, err := b.GetActiveDeployment(ctx); !errors.Is(err, core.ErrNotImplemented) {
-		t.Errorf("GetActiveDeployment: %v", err)
-	}
-	if err := b.UpsertSourceMapping(ctx, digA, "f", false, core.ContentDigest{}); !errors.Is(err, core.ErrNotImplemented) {
-		t.Errorf("UpsertSourceMapping: %v", err)
-	}
-}
-
 // The writer serves Head from a cache; these tests pin that it always returns
 // what the database holds.
 func TestWriterHeadCache(t *testing.T) {

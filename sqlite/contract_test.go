@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stela-dev/stela/core"
@@ -15,12 +14,7 @@ import (
 // backend, each subtest on its own database file.
 func TestContract(t *testing.T) {
 	coretest.Run(t, func(t *testing.T, clock core.Clock) coretest.Store {
-		if strings.Contains(t.Name(), "/Deployments/") {
-			// Deployments, metadata and source mappings return
-			// core.ErrNotImplemented until this backend stores them.
-			t.Skip("sqlite: core.DeploymentStore not implemented yet")
-		}
-		b, err := sqlite.Open(filepath.Join(t.TempDir(), "stela.db"), sqlite.Options{})
+		b, err := sqlite.Open(filepath.Join(t.TempDir(), "stela.db"), sqlite.Options{Clock: clock})
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}

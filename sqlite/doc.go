@@ -105,5 +105,10 @@
 // "…_1" does not match "…_10".
 //
 // Deployments, component metadata and source mappings (core.DeploymentStore)
-// are not stored yet: those methods return core.ErrNotImplemented.
+// are in deployments.go: their tables (t_deployment, t_component_metadata,
+// t_deployment_component, t_deployment_file, t_deployment_component_file,
+// t_component_source, and idx_state_deployment on t_state for the
+// per-deployment counts) are created on first use; blob bytes live in
+// Options.Cas (default the "blobs" directory beside the database file), and
+// gc_orphan_files spares blobs written less than Options.GCGrace ago.
 package sqlite
