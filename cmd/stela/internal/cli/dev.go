@@ -160,12 +160,13 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 	case <-ctx.Done():
 	}
 	fmt.Fprintln(e.Stderr, "stela dev: shutting down (finishing in-flight requests)")
-	shCtx, cancel := context.WithTimeout(context.Background(), drainGrace)
+	// ctx is done: the drain deadlines hang off an uncancelled copy of it.
+	shCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainGrace)
 	err = srv.Shutdown(shCtx)
 	cancel()
 	if err != nil {
 		cancelRequests() // end long polls (follow, wait_ms), then give the rest a little more time
-		shCtx, cancel := context.WithTimeout(context.Background(), drainForce)
+		shCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainForce)
 		err = srv.Shutdown(shCtx)
 		cancel()
 		if err != nil {
