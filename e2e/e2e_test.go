@@ -169,7 +169,7 @@ type result struct {
 	code           int
 }
 
-// cli runs `stela <args> --url <server>`.
+// cli runs `stela <args> --url <server>` (without --url when d is nil).
 func (d *devServer) cli(t *testing.T, args ...string) result {
 	t.Helper()
 	return d.cliEnv(t, nil, args...)
@@ -180,7 +180,10 @@ func (d *devServer) cliEnv(t *testing.T, env []string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, stelaBin, append(args, "--url", d.url)...)
+	if d != nil {
+		args = append(args, "--url", d.url)
+	}
+	cmd := exec.CommandContext(ctx, stelaBin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
