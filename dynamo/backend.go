@@ -72,6 +72,11 @@ type Options struct {
 	// SDKMaxAttempts is the SDK retryer's attempt limit per request
 	// (default 5); throttling, 5xx and network errors are retried by it.
 	SDKMaxAttempts int
+	// DisableDigestIndex stops maintaining the pending-digest index, which
+	// costs 2 of the ~10 write units of an activity; PendingByDigest (and so
+	// lock_pending_by_component_digest) then fails with core.ErrNotImplemented.
+	// For deployments whose workers lock only by function name.
+	DisableDigestIndex bool
 }
 
 // Backend implements store.Backend on one DynamoDB table.
@@ -88,7 +93,9 @@ type Backend struct {
 	clock       core.Clock
 	optFns      []func(*dynamodb.Options)
 	closed      atomic.Bool
-	stats       stats
+	// noDigestIndex: Options.DisableDigestIndex.
+	noDigestIndex bool
+	stats         stats
 	// skipAfterCommit leaves deferred child creations to the next reader
 	// (tests simulate a crash between the commit and the fan-out).
 	skipAfterCommit bool
@@ -188,7 +195,7 @@ func newBackend(client api, opts Options) (*Backend, error) {
 	b := &Backend{
 		api: client, table: opts.Table, shards: opts.Shards, inline: opts.InlineThreshold,
 		headBudget: opts.HeadBudget, createdMax: 2 * opts.HeadBudget, maxAttempts: opts.MaxAttempts,
-		cas: opts.Cas, log: log.WithGroup("dynamo"), clock: opts.Clock,
+		cas: opts.Cas, log: log.WithGroup("dynamo"), clock: opts.Clock, noDigestIndex: opts.DisableDigestIndex,
 		optFns: []func(*dynamodb.Options){func(o *dynamodb.Options) {
 			o.Retryer = retryer
 			o.APIOptions = append(o.APIOptions, trackAttempts)

@@ -80,7 +80,7 @@ type inlineEvent struct {
 }
 
 // encode returns the head item with its index attributes.
-func (h *headRec) encode(shards int) item {
+func (h *headRec) encode(shards int, digestIndex bool) item {
 	s := &h.st
 	id := s.ExecutionID.String()
 	shard := strconv.Itoa(shardOf(id, shards))
@@ -127,7 +127,9 @@ func (h *headRec) encode(shards int) item {
 	// Sparse index attributes.
 	if s.State == core.StatePendingAt && s.Lifecycle == core.LifecycleActive {
 		it[AttrPendingFFQN] = avS(s.FFQN.String() + "#" + shard)
-		it[AttrPendingDigest] = avS(s.ComponentDigest.String() + "#" + shard)
+		if digestIndex {
+			it[AttrPendingDigest] = avS(s.ComponentDigest.String() + "#" + shard)
+		}
 		it[AttrPendingSort] = avS(fixedTS(s.At) + "#" + fixedTS(s.CreatedAt) + "#" + id)
 	}
 	if s.State == core.StateLocked {

@@ -130,6 +130,9 @@ func (b *Backend) PendingByFFQN(ctx context.Context, ffqn core.FunctionFqn, at c
 
 // PendingByDigest is PendingByFFQN keyed by the current component digest.
 func (b *Backend) PendingByDigest(ctx context.Context, digest core.ComponentDigest, at core.Timestamp, limit int) ([]core.ExecutionId, error) {
+	if b.noDigestIndex {
+		return nil, fmt.Errorf("dynamo: pending by digest with Options.DisableDigestIndex: %w", core.ErrNotImplemented)
+	}
 	in := dynamodb.QueryInput{
 		TableName: b.tableName(), IndexName: aws.String(IndexPendingDigest),
 		KeyConditionExpression:    aws.String("#pk = :pk AND #sk < :hi"),

@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -262,5 +263,17 @@ func TestBacktracesAreInsertedOnceAndFoundByVersion(t *testing.T) {
 	}
 	if r := must(b.BacktraceRanges(ctx, id))(t); len(r) != 4 || r[3] != [2]core.Version{12, 13} {
 		t.Fatalf("ranges %v", r)
+	}
+}
+
+func TestWithoutTheDigestIndexPendingByDigestIsNotImplemented(t *testing.T) {
+	ctx := context.Background()
+	svc, b := newService(t, &fixedClock{t0}, dynamo.Options{DisableDigestIndex: true})
+	must(svc.Create(ctx, createReq(newID(), ffqnAct, compAct, t0)))(t)
+	if _, err := b.PendingByDigest(ctx, compAct.ComponentDigest, t0, 10); !errors.Is(err, core.ErrNotImplemented) {
+		t.Fatalf("PendingByDigest: %v", err)
+	}
+	if ids := must(b.PendingByFFQN(ctx, ffqnAct, t0, 10, nil))(t); len(ids) != 1 {
+		t.Fatalf("PendingByFFQN: %v", ids)
 	}
 }

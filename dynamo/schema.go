@@ -107,7 +107,7 @@ var Schema = TableSchema{
 		{Name: IndexList, Key: TableKey{AttrListPK, AttrListSK}, Projection: ProjectionKeysOnly},
 	},
 	LocalIndexes: []TableIndex{
-		{Name: IndexOrdinals, Key: TableKey{AttrPK, AttrOrdinal}, Projection: ProjectionKeysOnly},
+		{Name: IndexOrdinals, Key: TableKey{AttrPK, AttrOrdinal}, Projection: ProjectionAll},
 	},
 }
 

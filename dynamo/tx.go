@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/store"
@@ -529,7 +528,6 @@ func (b *Backend) nthResponse(ctx context.Context, h *headRec, js string, n uint
 		TableName:                 b.tableName(),
 		IndexName:                 aws.String(IndexOrdinals),
 		ConsistentRead:            aws.Bool(true),
-		Select:                    types.SelectAllAttributes,
 		KeyConditionExpression:    aws.String("#pk = :pk AND #o = :o"),
 		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#o": AttrOrdinal},
 		ExpressionAttributeValues: item{":pk": avS(pkExec(id)), ":o": avS(ordinalKey(ordinalResponse, js, n))},

@@ -89,7 +89,7 @@ func run() error {
 	workflows := flag.Int("workflows", 100, "workflows in the workflow workload")
 	children := flag.Int("children", 10, "child activities per workflow")
 	shards := flag.Int("shards", dynamo.DefaultShards, "dynamo.Options.Shards")
-	txMult := flag.Float64("tx-multiplier", 2, "factor applied to the table capacity TransactWriteItems reports (2 for DynamoDB Local 3.3.1, which does not double it; 1 on AWS)")
+	noDigest := flag.Bool("no-digest-index", false, "dynamo.Options.DisableDigestIndex")
 	parallel := flag.Int("parallel", 8, "concurrent clients")
 	flagContended = flag.Bool("contended-locks", false, "lock with -parallel concurrent lockers (they race for the same candidates) instead of one")
 	flag.Parse()
@@ -111,7 +111,7 @@ func run() error {
 	defer func() {
 		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 	}()
-	b, err := dynamo.New(client, dynamo.Options{Table: table, Shards: *shards, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	b, err := dynamo.New(client, dynamo.Options{Table: table, Shards: *shards, DisableDigestIndex: *noDigest, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	if err != nil {
 		return err
 	}
@@ -129,9 +129,9 @@ func run() error {
 	}
 	wfUsage, wfSteps := meter.Snapshot(), bn.takeSteps()
 
-	fmt.Printf("DynamoDB capacity and cost, shards=%d, transactional table writes x%.0f\n", *shards, *txMult)
-	report(fmt.Sprintf("Activities: %d x (create, lock in batches of 10, finish)", *activities), actUsage, actSteps, *txMult, *activities, "activity")
-	report(fmt.Sprintf("Workflows: %d x (10 children + 1 delay)", *workflows), wfUsage, wfSteps, *txMult, *workflows, "workflow")
+	fmt.Printf("DynamoDB capacity and cost, shards=%d, digest index=%v; transactional table writes at 2 WCU per KB per item (computed from the requests)\n", *shards, !*noDigest)
+	report(fmt.Sprintf("Activities: %d x (create, lock in batches of 10, finish)", *activities), actUsage, actSteps, *activities, "activity")
+	report(fmt.Sprintf("Workflows: %d x (%d children + 1 delay)", *workflows, *children), wfUsage, wfSteps, *workflows, "workflow")
 	st := b.Stats()
 	fmt.Printf("\nbackend: commits=%d retries=%d spills=%d deferred=%d\n", st.Commits, st.Retries, st.Spills, st.Deferred)
 	return nil
@@ -150,7 +150,7 @@ func (bn *bench) takeSteps() map[string]stepStat {
 	return out
 }
 
-func report(title string, usage map[string]dynamo.Usage, steps map[string]stepStat, txMult float64, units int, unit string) {
+func report(title string, usage map[string]dynamo.Usage, steps map[string]stepStat, units int, unit string) {
 	fmt.Printf("\n%s\n", title)
 	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "operation\tsteps\tms/step\tRRU/step\tWRU/step\t(table\ttx table\tindexes)\t$/M steps\t")
@@ -165,10 +165,10 @@ func report(title string, usage map[string]dynamo.Usage, steps map[string]stepSt
 	for _, l := range labels {
 		s, u := steps[l], usage[l]
 		n := float64(s.n)
-		wru := u.Write + u.TxWrite*txMult + u.IndexWrite
+		wru := u.Write + u.TxWrite + u.IndexWrite
 		ms := float64(s.dur.Microseconds()) / 1000 / n
 		fmt.Fprintf(w, "%s\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t\n", l, s.n, ms, u.Read/n, wru/n,
-			u.Write/n, u.TxWrite*txMult/n, u.IndexWrite/n, stepCost(u.Read/n, wru/n, ms))
+			u.Write/n, u.TxWrite/n, u.IndexWrite/n, stepCost(u.Read/n, wru/n, ms))
 		totSteps += s.n
 		totDur += s.dur
 		totR += u.Read
@@ -181,10 +181,9 @@ func report(title string, usage map[string]dynamo.Usage, steps map[string]stepSt
 	ddb := (totR*pricePerMRRU + totW*pricePerMWRU) / n
 	fmt.Printf("per step: DynamoDB $%.3f/M + Lambda requests $%.2f/M + Lambda duration (%.1f ms, 256 MB arm64) $%.3f/M + HTTP API $%.2f/M = $%.3f per million steps\n",
 		ddb, pricePerMLambda, ms, ms/1000*lambdaGB*pricePerGBs*1e6, pricePerMHTTPCall, stepCost(totR/n, totW/n, ms))
-	fmt.Printf("per %s: %.1f steps, %.2f RRU, %.2f WRU, DynamoDB $%.2f per million %ss, all-in $%.2f per million %ss\n",
+	fmt.Printf("per %s: %.1f steps, %.2f RRU, %.2f WRU; per million: DynamoDB $%.2f, all-in $%.2f\n",
 		unit, n/float64(units), totR/float64(units), totW/float64(units),
-		(totR*pricePerMRRU+totW*pricePerMWRU)/float64(units), unit,
-		stepCost(totR/n, totW/n, ms)*n/float64(units), unit)
+		(totR*pricePerMRRU+totW*pricePerMWRU)/float64(units), stepCost(totR/n, totW/n, ms)*n/float64(units))
 }
 
 // stepCost is the all-in list price of one million steps.
