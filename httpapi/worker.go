@@ -416,16 +416,28 @@ func (s *server) lockPending(c *call, kind lockKind) error {
 	if err != nil {
 		return err
 	}
-	if len(locked) == 0 && b.WaitMs > 0 {
-		wctx, cancel := context.WithTimeout(c.ctx(), time.Duration(s.clampWait(b.WaitMs))*time.Millisecond)
+	// Bounded long poll: wait in short slices, each re-evaluating "now" (unless
+	// the client pinned pending_at_or_sooner), so executions that become due
+	// during the wait — by time or by a notification — are locked promptly.
+	deadline := time.Now().Add(time.Duration(s.clampWait(b.WaitMs)) * time.Millisecond)
+	for len(locked) == 0 && b.WaitMs > 0 {
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			break
+		}
+		wctx, cancel := context.WithTimeout(c.ctx(), min(remaining, lockWaitSlice))
+		at := req.PendingAtOrSooner
+		if b.PendingAtOrSooner == nil {
+			at = s.now()
+		}
 		switch kind {
 		case lockByFFQNs:
-			s.db.WaitForPendingByFFQN(wctx, req.PendingAtOrSooner, b.FFQNs, nil)
+			s.db.WaitForPendingByFFQN(wctx, at, b.FFQNs, nil)
 		case lockByFFQNsAuto:
 			d := req.ComponentID.ComponentDigest
-			s.db.WaitForPendingByFFQN(wctx, req.PendingAtOrSooner, b.FFQNs, &d)
+			s.db.WaitForPendingByFFQN(wctx, at, b.FFQNs, &d)
 		default:
-			s.db.WaitForPendingByComponentDigest(wctx, req.PendingAtOrSooner, req.ComponentID.ComponentDigest)
+			s.db.WaitForPendingByComponentDigest(wctx, at, req.ComponentID.ComponentDigest)
 		}
 		cancel()
 		if err := c.ctx().Err(); err != nil {
@@ -437,6 +449,9 @@ func (s *server) lockPending(c *call, kind lockKind) error {
 	}
 	return c.json(http.StatusOK, lockedJSON(locked))
 }
+
+// lockWaitSlice bounds one slice of a lock long poll.
+const lockWaitSlice = 250 * time.Millisecond
 
 // POST /v1/worker/lock/one
 func (s *server) lockOne(c *call) error {

@@ -246,92 +246,141 @@ func (s *Service) LockPendingByFFQNsAuto(ctx context.Context, req core.LockReque
 }
 
 func (s *Service) lockPending(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn, auto bool) ([]core.LockedExecution, error) {
-	out := []core.LockedExecution{}
 	var skip *core.ComponentDigest
 	if auto {
 		d := req.ComponentID.ComponentDigest
 		skip = &d
 	}
+	var cands []candidate
 	for _, ffqn := range ffqns {
-		remaining := int(req.BatchSize) - len(out)
-		if remaining <= 0 {
+		if req.BatchSize == 0 {
 			break
 		}
-		ids, err := s.b.PendingByFFQN(ctx, ffqn, req.PendingAtOrSooner, remaining, skip)
+		ids, err := s.b.PendingByFFQN(ctx, ffqn, req.PendingAtOrSooner, overFetch(int(req.BatchSize)), skip)
 		if err != nil {
-			return out, fmt.Errorf("store: pending %s: %w", ffqn, err)
+			return []core.LockedExecution{}, fmt.Errorf("store: pending %s: %w", ffqn, err)
+		}
+		ffqn := ffqn
+		matches := func(h *core.ExecutionState) bool {
+			return h.FFQN == ffqn && (!auto || h.IncompatibleDigest == nil || *h.IncompatibleDigest != req.ComponentID.ComponentDigest)
 		}
 		for _, id := range ids {
-			if len(out) >= int(req.BatchSize) {
-				break
-			}
-			ffqn := ffqn
-			le, ok, err := s.tryLock(ctx, req, id, func(h *core.ExecutionState) bool {
-				return h.FFQN == ffqn && (!auto || h.IncompatibleDigest == nil || *h.IncompatibleDigest != req.ComponentID.ComponentDigest)
-			}, auto)
-			if err != nil {
-				return out, err
-			}
-			if ok {
-				out = append(out, le)
-			}
+			cands = append(cands, candidate{id, matches})
 		}
 	}
-	return out, nil
+	return s.lockCandidates(ctx, req, cands, auto)
 }
 
 // LockPendingByComponentDigest implements core.DbExecutor.
 func (s *Service) LockPendingByComponentDigest(ctx context.Context, req core.LockRequest) ([]core.LockedExecution, error) {
-	out := []core.LockedExecution{}
 	if req.BatchSize == 0 {
-		return out, nil
+		return []core.LockedExecution{}, nil
 	}
 	digest := req.ComponentID.ComponentDigest
-	ids, err := s.b.PendingByDigest(ctx, digest, req.PendingAtOrSooner, int(req.BatchSize))
+	ids, err := s.b.PendingByDigest(ctx, digest, req.PendingAtOrSooner, overFetch(int(req.BatchSize)))
 	if err != nil {
-		return out, fmt.Errorf("store: pending by digest: %w", err)
+		return []core.LockedExecution{}, fmt.Errorf("store: pending by digest: %w", err)
 	}
-	for _, id := range ids {
-		le, ok, err := s.tryLock(ctx, req, id, func(h *core.ExecutionState) bool { return h.ComponentDigest == digest }, false)
+	cands := make([]candidate, len(ids))
+	for i, id := range ids {
+		cands[i] = candidate{id, func(h *core.ExecutionState) bool { return h.ComponentDigest == digest }}
+	}
+	return s.lockCandidates(ctx, req, cands, false)
+}
+
+// candidate is an index hit to re-check under a transaction before locking.
+type candidate struct {
+	id      core.ExecutionId
+	matches func(*core.ExecutionState) bool
+}
+
+// overFetch is how many index candidates a lock call reads for n free slots:
+// concurrent lockers read the same oldest candidates, and a lost race is a
+// skip, so reading a few more keeps batches full under contention. Selection
+// order (by scheduled time) is preserved.
+func overFetch(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	return min(4*n, n+64)
+}
+
+// BatchLocker is an optional Backend capability: backends whose transactions
+// are cheap and never abort on contention (SQLite's single writer) lock a
+// whole batch in one Update; the others (DynamoDB) lock each candidate in its
+// own conditional transaction so one contended item cannot abort the batch.
+type BatchLocker interface {
+	LockBatchInOneUpdate() bool
+}
+
+// lockCandidates locks candidates in order until the batch is full; stale
+// index hits and lost races are skipped, never returned.
+func (s *Service) lockCandidates(ctx context.Context, req core.LockRequest, cands []candidate, auto bool) ([]core.LockedExecution, error) {
+	out := []core.LockedExecution{}
+	limit := int(req.BatchSize)
+	if bl, ok := s.b.(BatchLocker); ok && bl.LockBatchInOneUpdate() {
+		err := s.update(ctx, func(t *txn) error {
+			out = out[:0]
+			for _, c := range cands {
+				if len(out) >= limit {
+					break
+				}
+				le, ok, err := s.lockCandidateIn(t, req, c, auto)
+				if err != nil {
+					return err
+				}
+				if ok {
+					out = append(out, le)
+				}
+			}
+			return nil
+		})
 		if err != nil {
-			return out, err
+			return []core.LockedExecution{}, fmt.Errorf("store: lock batch: %w", err)
 		}
-		if ok {
+		return out, nil
+	}
+	for _, c := range cands {
+		if len(out) >= limit {
+			break
+		}
+		var le core.LockedExecution
+		locked := false
+		err := s.update(ctx, func(t *txn) error {
+			var err error
+			le, locked, err = s.lockCandidateIn(t, req, c, auto)
+			return err
+		})
+		if err != nil {
+			return out, fmt.Errorf("store: lock %s: %w", c.id, err)
+		}
+		if locked {
 			out = append(out, le)
 		}
 	}
 	return out, nil
 }
 
-// tryLock locks one candidate if it still matches; a lost race is a skip, not an error.
-func (s *Service) tryLock(ctx context.Context, req core.LockRequest, id core.ExecutionId, matches func(*core.ExecutionState) bool, auto bool) (core.LockedExecution, bool, error) {
-	var le core.LockedExecution
-	locked := false
-	err := s.update(ctx, func(t *txn) error {
-		locked = false
-		h, err := t.head(id)
-		if errors.Is(err, core.ErrNotFound) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		if !h.IsPendingActive(req.PendingAtOrSooner) || !matches(h) {
-			return nil // stale index entry or lost race: skip
-		}
-		le, err = s.lockIn(t, req, id, h.NextVersion(), auto)
-		if err != nil {
-			if core.IsNonRetriable(err) {
-				return nil // e.g. not yet pending at created_at: skip this candidate
-			}
-			return err
-		}
-		locked = true
-		return nil
-	})
-	if err != nil {
-		return core.LockedExecution{}, false, fmt.Errorf("store: lock %s: %w", id, err)
+// lockCandidateIn locks one candidate inside t if it still matches; a stale
+// index hit or a lost race reports ok=false without error.
+func (s *Service) lockCandidateIn(t *txn, req core.LockRequest, c candidate, auto bool) (core.LockedExecution, bool, error) {
+	h, err := t.head(c.id)
+	if errors.Is(err, core.ErrNotFound) {
+		return core.LockedExecution{}, false, nil
+	} else if err != nil {
+		return core.LockedExecution{}, false, err
 	}
-	return le, locked, nil
+	if !h.IsPendingActive(req.PendingAtOrSooner) || !c.matches(h) {
+		return core.LockedExecution{}, false, nil
+	}
+	le, err := s.lockIn(t, req, c.id, h.NextVersion(), auto)
+	if err != nil {
+		if core.IsNonRetriable(err) {
+			return core.LockedExecution{}, false, nil // e.g. not yet pending at created_at
+		}
+		return core.LockedExecution{}, false, err
+	}
+	return le, true, nil
 }
 
 // lockIn appends the Locked event and assembles the LockedExecution.
@@ -439,8 +488,11 @@ func (s *Service) WaitForPendingByComponentDigest(ctx context.Context, at core.T
 	})
 }
 
-// waitLoop registers for keys, then checks; it returns when check reports
-// true, or ctx is done. Check failures wait for the next poll (no hot loop).
+// waitLoop registers for keys, then checks (spec §4.2.7): it returns when
+// check reports true, when a notification for a key arrives (the caller
+// re-checks, so a notification need not be re-verified here), or when ctx is
+// done. Between notifications it re-checks every poll interval, which is what
+// makes waits work across processes. Check failures wait for the next poll.
 func (s *Service) waitLoop(ctx context.Context, keys []string, check func() (bool, error)) {
 	w := s.hub.register(keys)
 	defer s.hub.unregister(w)
@@ -454,6 +506,7 @@ func (s *Service) waitLoop(ctx context.Context, keys []string, check func() (boo
 		case <-ctx.Done():
 			return
 		case <-w.ch:
+			return
 		case <-ticker.C:
 		}
 	}

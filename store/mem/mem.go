@@ -639,3 +639,6 @@ func (b *Backend) BacktraceRanges(_ context.Context, id core.ExecutionId) ([][2]
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
 	return out, nil
 }
+
+// LockBatchInOneUpdate implements store.BatchLocker (Updates are serialized by one mutex).
+func (b *Backend) LockBatchInOneUpdate() bool { return true }
