@@ -166,7 +166,7 @@ func (s *server) getStatus(c *call) error {
 	if err != nil {
 		return err
 	}
-	return c.reply(http.StatusOK, st, func() string { return pendingStateText(st.PendingState) })
+	return c.reply(http.StatusOK, st, func() string { return st.PendingState.String() })
 }
 
 // GET /v1/executions/{execution_id}/events

@@ -12,48 +12,6 @@ import (
 // where webapi.md documents them; event and response descriptions are the
 // compact JSON of the payload instead of Obelisk's Display impls.
 
-// pendingStateText renders a state like Obelisk's status text.
-func pendingStateText(p core.PendingState) string {
-	switch {
-	case p.State == core.StateFinished && p.Finished != nil:
-		rk := p.Finished.ResultKind
-		switch {
-		case !rk.IsErr:
-			return "Finished: OK"
-		case rk.Failure == "":
-			return "Finished: Error"
-		default:
-			return fmt.Sprintf("Finished: Execution failure (%s)", pascal(string(rk.Failure)))
-		}
-	case p.Lifecycle == core.LifecyclePaused:
-		return "Paused"
-	case p.Lifecycle == core.LifecycleCancelling:
-		return "Cancelling"
-	case p.State == core.StateLocked:
-		return "Locked"
-	case p.State == core.StatePendingAt && p.PendingAt != nil:
-		return "Pending at " + p.PendingAt.ScheduledAt.String()
-	case p.State == core.StateBlockedByJoinSet && p.Blocked != nil:
-		s := "Blocked by " + p.Blocked.JoinSetID.String()
-		if p.Blocked.Closing {
-			s += " (closing)"
-		}
-		return s
-	}
-	return p.Status()
-}
-
-// pascal turns snake_case into PascalCase (Rust's Debug of a unit variant).
-func pascal(s string) string {
-	var b strings.Builder
-	for part := range strings.SplitSeq(s, "_") {
-		if part != "" {
-			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
-		}
-	}
-	return b.String()
-}
-
 func lines(n int, line func(i int) string) string {
 	var b strings.Builder
 	for i := range n {
@@ -66,7 +24,7 @@ func lines(n int, line func(i int) string) string {
 func executionsText(list []core.ExecutionWithState) string {
 	return lines(len(list), func(i int) string {
 		e := list[i]
-		return fmt.Sprintf("%s `%s` %s `%s`", e.ExecutionID, pendingStateText(e.PendingState), e.FFQN, e.FirstScheduledAt)
+		return fmt.Sprintf("%s `%s` %s `%s`", e.ExecutionID, e.PendingState.String(), e.FFQN, e.FirstScheduledAt)
 	})
 }
 

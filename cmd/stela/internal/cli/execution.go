@@ -297,10 +297,10 @@ func followStatus(ctx context.Context, c *client.Client, id string, interval tim
 				case jsonLines:
 					fmt.Fprintln(w, line)
 				default:
-					fmt.Fprintf(w, "[%5.1fs] %s\n", time.Since(start).Seconds(), stateText(st.PendingState))
+					fmt.Fprintf(w, "[%5.1fs] %s\n", time.Since(start).Seconds(), st.PendingState.String())
 				}
 			} else if unchanged++; unchanged%10 == 0 {
-				fmt.Fprintf(progress, "… still %s after %.0fs\n", stateText(st.PendingState), time.Since(start).Seconds())
+				fmt.Fprintf(progress, "… still %s after %.0fs\n", st.PendingState.String(), time.Since(start).Seconds())
 			}
 			if st.PendingState.State == core.StateFinished {
 				return st, nil
@@ -310,37 +310,6 @@ func followStatus(ctx context.Context, c *client.Client, id string, interval tim
 			return st, err
 		}
 	}
-}
-
-// stateText renders a pending state the way the server's text form does.
-func stateText(p core.PendingState) string {
-	switch {
-	case p.State == core.StateFinished && p.Finished != nil:
-		rk := p.Finished.ResultKind
-		switch {
-		case !rk.IsErr:
-			return "Finished: OK"
-		case rk.Failure == "":
-			return "Finished: Error"
-		default:
-			return fmt.Sprintf("Finished: Execution failure (%s)", rk.Failure)
-		}
-	case p.Lifecycle == core.LifecyclePaused:
-		return "Paused"
-	case p.Lifecycle == core.LifecycleCancelling:
-		return "Cancelling"
-	case p.State == core.StateLocked:
-		return "Locked"
-	case p.State == core.StatePendingAt && p.PendingAt != nil:
-		return "Pending at " + p.PendingAt.ScheduledAt.String()
-	case p.State == core.StateBlockedByJoinSet && p.Blocked != nil:
-		s := "Blocked by " + p.Blocked.JoinSetID.String()
-		if p.Blocked.Closing {
-			s += " (closing)"
-		}
-		return s
-	}
-	return p.Status()
 }
 
 func resultCommand() *command {
