@@ -226,7 +226,7 @@ func TestDevServer(t *testing.T) {
 			t.Errorf("cancel printed %q", got)
 		}
 		out := d.mustCLI(t, "execution", "status", id, "--follow", "--interval", "200ms")
-		if !strings.Contains(out, "Finished: Execution failure (cancelled)") {
+		if !strings.Contains(out, "Finished: Execution failure (Cancelled)") {
 			t.Errorf("status --follow printed:\n%s", out)
 		}
 	})

@@ -55,7 +55,7 @@ func devCommand() *command {
 		name: "dev", summary: "run a local Stela server (HTTP API + timers) on the embedded store", maxArgs: 0,
 		doc: "By default the data lives in <data-dir>/stela.db (SQLite) and <data-dir>/blobs (CAS); the\n" +
 			"directory is created if absent and survives restarts. With --backend dynamo (or, with\n" +
-			"--backend auto, when STELA_TABLE or AWS_ENDPOINT_URL_DYNAMODB is set) the server uses the\n" +
+			"--backend auto, when STELA_TABLE is set) the server uses the\n" +
 			"DynamoDB table $STELA_TABLE (default \"stela\", created if absent) and, when STELA_BUCKET is\n" +
 			"set, that S3 bucket as CAS; AWS credentials, region and endpoints come from the usual AWS_*\n" +
 			"variables. Timers (delays, expired locks, cancellations) run in-process every\n" +
@@ -94,7 +94,10 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 	switch mode {
 	case backendAuto:
 		mode = backendEmbedded
-		if e.Getenv(app.EnvTable) != "" || e.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != "" {
+		// Only an explicit table selects DynamoDB: an endpoint variable alone
+		// (e.g. a DynamoDB Local left in the shell for tests) must not move a
+		// newcomer's data off the embedded store.
+		if e.Getenv(app.EnvTable) != "" {
 			mode = backendDynamo
 		}
 	case backendEmbedded, backendDynamo:
