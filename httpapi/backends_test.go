@@ -57,7 +57,9 @@ func TestRoutesOnDynamoDB(t *testing.T) {
 		if err := dynamo.CreateTable(ctx, client, table); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
+		t.Cleanup(func() {
+			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+		})
 		blobs, err := cas.NewDir(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
