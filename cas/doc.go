@@ -33,7 +33,10 @@
 // Writing a blob that already exists refreshes its modification time (Dir:
 // the file's mtime; S3: LastModified, by copying the object onto itself with
 // fresh metadata), so that every write, even one that stores nothing new,
-// starts a new garbage-collection grace period for the blob. If the blob
+// starts a new garbage-collection grace period for the blob. The copy is an
+// overwrite: credentials restricted to writes with If-None-Match get 403 for
+// it, which S3 treats as "not refreshed" (the write still succeeds) — grant
+// s3:PutObject without that condition on the CAS prefix to keep the refresh. If the blob
 // disappears between the existence check and the refresh (collected
 // meanwhile), WriteBlob uploads it again; PutBlob, which cannot replay its
 // stream, fails with core.ErrConflict.

@@ -193,13 +193,23 @@ func (s *S3) touch(ctx context.Context, d core.ContentDigest) error {
 		Metadata:          map[string]string{"stela-written": time.Now().UTC().Format(time.RFC3339Nano)},
 		ContentType:       aws.String("application/octet-stream"),
 	})
-	if err != nil {
-		if isNotFound(err) {
-			return fmt.Errorf("s3 cas: refresh %s: %w: %w", d, core.ErrNotFound, err)
-		}
-		return fmt.Errorf("s3 cas: refresh %s: %w", d, err)
+	switch {
+	case err == nil:
+		return nil
+	case isNotFound(err):
+		return fmt.Errorf("s3 cas: refresh %s: %w: %w", d, core.ErrNotFound, err)
+	case isAccessDenied(err):
+		// A bucket or IAM policy that only allows writes with If-None-Match
+		// forbids the copy: the blob keeps its old LastModified and only the
+		// garbage collector's checks protect it (see the package doc).
+		return nil
 	}
-	return nil
+	return fmt.Errorf("s3 cas: refresh %s: %w", d, err)
+}
+
+// isAccessDenied: 403 AccessDenied.
+func isAccessDenied(err error) bool {
+	return apiCode(err) == "AccessDenied" || httpStatus(err) == http.StatusForbidden
 }
 
 // escapeKey URL-encodes each segment of an object key (CopySource).

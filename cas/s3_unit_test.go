@@ -31,12 +31,46 @@ type fakePut struct {
 	readBody bool    // whether a failing answer reads the body first
 	calls    int
 	copies   int
+	copyErr  error
 }
 
-// CopyObject is the refresh of a blob that already exists: it succeeds.
+// CopyObject is the refresh of a blob that already exists: it answers
+// copyErr (nil = success).
 func (f *fakePut) CopyObject(context.Context, *s3.CopyObjectInput, ...func(*s3.Options)) (*s3.CopyObjectOutput, error) {
 	f.copies++
+	if f.copyErr != nil {
+		return nil, f.copyErr
+	}
 	return &s3.CopyObjectOutput{}, nil
+}
+
+func TestS3RefreshOfAStoredBlob(t *testing.T) {
+	data := []byte("stored before")
+	d := core.ContentDigestOf(data)
+	t.Run("CopiesTheObjectOntoItself", func(t *testing.T) {
+		f := &fakePut{answers: []error{errPrecondition}}
+		if got, err := cas.NewS3(f, "b", "").WriteBlob(t.Context(), data); err != nil || got != d {
+			t.Fatalf("WriteBlob=%s, %v", got, err)
+		}
+		if f.copies != 1 {
+			t.Fatalf("CopyObject calls=%d, want 1", f.copies)
+		}
+	})
+	t.Run("ForbiddenRefreshStillSucceeds", func(t *testing.T) {
+		f := &fakePut{answers: []error{errPrecondition}, copyErr: &smithy.GenericAPIError{Code: "AccessDenied", Message: "Access Denied"}}
+		if got, err := cas.NewS3(f, "b", "").WriteBlob(t.Context(), data); err != nil || got != d {
+			t.Fatalf("WriteBlob=%s, %v, want success without the refresh", got, err)
+		}
+	})
+	t.Run("BlobDeletedBeforeTheRefreshIsUploadedAgain", func(t *testing.T) {
+		f := &fakePut{answers: []error{errPrecondition, nil}, copyErr: &smithy.GenericAPIError{Code: "NoSuchKey", Message: "gone"}}
+		if got, err := cas.NewS3(f, "b", "").WriteBlob(t.Context(), data); err != nil || got != d {
+			t.Fatalf("WriteBlob=%s, %v", got, err)
+		}
+		if f.calls != 2 {
+			t.Fatalf("PutObject calls=%d, want 2 (the upload after the blob vanished)", f.calls)
+		}
+	})
 }
 
 func (f *fakePut) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
