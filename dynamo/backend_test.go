@@ -353,10 +353,3 @@ func TestClosedBackendFails(t *testing.T) {
 		t.Fatalf("query after close: %v", err)
 	}
 }
-
-func TestDeploymentsAreNotImplementedYet(t *testing.T) {
-	b, _ := newBackend(t, dynamo.Options{})
-	if _, err := b.GetCurrentDeployment(context.Background()); !errors.Is(err, core.ErrNotImplemented) {
-		t.Fatalf("GetCurrentDeployment: %v", err)
-	}
-}

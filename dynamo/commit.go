@@ -276,7 +276,7 @@ func (t *tx) planUpdate(ex *execTx) ([]op, error) {
 // bytes) and the head is re-encoded. The JoinNext counter item of every join
 // set among the moved JoinNexts is set to the highest moved ordinal.
 func (b *Backend) spill(h *headRec, id core.ExecutionId, rq string) (item, []op) {
-	it := h.encode(b.shards, !b.noDigestIndex)
+	it := b.encodeHead(h) /* deployments_index.go */
 	limit := b.headBudget
 	if h.st.State == core.StateFinished {
 		limit *= 16
@@ -318,7 +318,7 @@ func (b *Backend) spill(h *headRec, id core.ExecutionId, rq string) (item, []op)
 	h.ib = h.inline[len(h.inline)-1].v + 1
 	h.inline = nil
 	b.stats.spills.Add(1)
-	return h.encode(b.shards, !b.noDigestIndex), ops
+	return b.encodeHead(h) /* deployments_index.go */, ops
 }
 
 // pageItem is an event page: consecutive events outside the head, keyed by

@@ -258,4 +258,82 @@
 // ≤ $3 per million steps target is therefore not met with these indexes:
 // HTTP API + Lambda alone cost ~$1.28 per step, leaving ~$1.7 for DynamoDB,
 // i.e. ~5.5 WRU per activity.
+//
+// # Deployments (deployments*.go)
+//
+// Deployments, component metadata and source mappings (core.DeploymentStore,
+// spec §6.5–6.7) live beside the executions in the same table:
+//
+//	deployment      pk "DEP", sk "<deployment id>": ca, la, st (status), tm
+//	                (TOML: "=" + text, or "@sha256:…" above InlineThreshold),
+//	                ov, cb, de, dg, fj (files JSON, by path), cj (components
+//	                JSON with their files and roles), rv revision, rq the
+//	                request id of the insert. One partition, so list_deployments
+//	                and list_deployment_states are one strongly consistent
+//	                Query by id (cursor in the key condition, newest first).
+//	pointer         pk "DEPPTR", sk "P": ac (active id), eq (enqueued id), rv.
+//	metadata        pk "CM#<component digest>", sk "M": im, ex (JSON), wt
+//	                (WIT, inline or offloaded), wo; written with
+//	                attribute_not_exists (first write wins).
+//	source mapping  pk "SRC#<component digest>", sk "E#<key>" (exact) or
+//	                "S#<key>" (suffix): dg.
+//	blob reference  pk "REF#<content digest>", sk "D#<deployment>#<insert
+//	                request id>", "S#<component>#<E|S>#<key>" or "P"
+//	                (offloaded payload): at (when written).
+//
+// Single active, single enqueued: activate_deployment and
+// enqueue_deployment read the pointer and commit one TransactWriteItems of
+// the status updates (promotion conditional on the deployment existing,
+// demotions of the deployments the pointer names) and the pointer put,
+// conditional on the pointer's revision; a lost race re-reads and retries.
+// get_active/current_deployment read the pointer, then the deployment, and
+// re-read if a concurrent switch made them disagree.
+//
+// insert_deployment_with_components is one TransactWriteItems: the
+// deployment item (attribute_not_exists; ALL_OLD on failure tells an
+// earlier attempt of the same request from a duplicate id, core.ErrConflict)
+// and the metadata items not yet stored (read first; more than 99 are
+// written before it, insert-if-absent). Files, components and component
+// files are inside the deployment item, so a deployment of any number of
+// files is one transaction; the item limit (400 KB) bounds it and is
+// reported as core.ErrValidation. insert_deployment_components updates cj
+// conditional on rv.
+//
+// Counts: list_deployment_states reads a sparse GSI on the heads,
+//
+//	deployments     GSI  dk = "<current deployment>#<T|D>#<bucket>#<shard>"
+//	                     ds = "<pending time>#<id>" in bucket P, else "<id>"
+//	                     KEYS_ONLY, every head (not with DisableDeploymentCounts)
+//
+// where the bucket is the single §4.8.1 bucket of the head (L locked, P
+// pending_at, B blocked, Z paused, C cancelling, O/E/X finished ok / error
+// / execution failure) and T/D tells top-level from derived executions.
+// A deployment's counts are Select=COUNT queries, one per bucket, kind and
+// shard, pending and scheduled being two ranges of P split at
+// "<current_time>#~" — so reading costs nothing per execution beyond the
+// index entries counted, and no Scan is needed. The entry moves with the
+// head's current deployment (set by every non-auto lock and upgrade), which
+// is exactly spec §8 item 21. Its price is paid on writes: every bucket
+// change is a delete and an insert in the index, +5 WRU per activity
+// (create 1, lock 2, finish 2: 15 instead of 10 WRU, $9.71 instead of $6.55
+// per million activities in cmd/stela-bench-cost);
+// Options.DisableDeploymentCounts removes it (counts then fail with
+// core.ErrNotImplemented). Like every index read, counts are eventually
+// consistent.
+//
+// Garbage collection (gc_orphan_files, package cas CollectOrphans): a blob
+// is deleted only if it was last written more than Options.GCGrace ago
+// (default one hour) and, checked right before deleting it, no live blob
+// reference names it (one strongly consistent Query of REF#<digest>). The
+// references: deployment files (one PutItem per distinct digest just
+// before the insert's transaction; one that belongs to an insert that did not commit
+// — no deployment with that request id — and is older than the grace
+// period is ignored and deleted), source mappings (written and replaced in
+// the upsert's transaction, conditional on the digest it replaces) and
+// offloaded payloads ("P", written by putPayload right after the blob and
+// before the commit that refers to it; never removed, so the payload of a
+// commit that then fails is kept, not collected). Every reference is
+// therefore written no later than the item that uses the blob: a writer
+// killed between the CAS put and the database write leaves no reference to
+// a missing blob.
 package dynamo

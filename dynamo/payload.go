@@ -26,6 +26,9 @@ func (b *Backend) putPayload(ctx context.Context, data []byte, limit int) (strin
 	if err != nil {
 		return "", fmt.Errorf("dynamo: offload %d bytes to the CAS: %w", len(data), err)
 	}
+	if err := b.recordPayloadRef(ctx, d); err != nil { // deployments_gc.go
+		return "", err
+	}
 	return blobRef + d.String(), nil
 }
 

@@ -96,6 +96,7 @@ var Schema = TableSchema{
 		{AttrTimerPK, "S"}, {AttrTimerSK, "S"},
 		{AttrCancelPK, "S"}, {AttrCancelSK, "S"},
 		{AttrListPK, "S"}, {AttrListSK, "S"},
+		{AttrDeployPK, "S"}, {AttrDeploySK, "S"},
 	},
 	Key: TableKey{PartitionKey: AttrPK, SortKey: AttrSK},
 	GlobalIndexes: []TableIndex{
@@ -105,6 +106,7 @@ var Schema = TableSchema{
 		{Name: IndexTimers, Key: TableKey{AttrTimerPK, AttrTimerSK}, Projection: ProjectionKeysOnly},
 		{Name: IndexCancelling, Key: TableKey{AttrCancelPK, AttrCancelSK}, Projection: ProjectionKeysOnly},
 		{Name: IndexList, Key: TableKey{AttrListPK, AttrListSK}, Projection: ProjectionKeysOnly},
+		{Name: IndexDeployments, Key: TableKey{AttrDeployPK, AttrDeploySK}, Projection: ProjectionKeysOnly},
 	},
 	LocalIndexes: []TableIndex{
 		{Name: IndexOrdinals, Key: TableKey{AttrPK, AttrOrdinal}, Projection: ProjectionAll},

@@ -838,6 +838,7 @@ var wantData = map[string]map[string][]string{
 			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"},
 		"index:cancelling": {"dynamodb:Query"}, "index:list": {"dynamodb:Query"}, "index:ordinals": {"dynamodb:Query"},
 		"index:pending-digest": {"dynamodb:Query"}, "index:pending-ffqn": {"dynamodb:Query"}, "index:timers": {"dynamodb:Query"},
+		"index:deployments": {"dynamodb:Query"},
 		"objects": {"s3:GetObject", "s3:PutObject"}, "bucket": {"s3:ListBucket"},
 	},
 	"lock": {
