@@ -47,6 +47,7 @@ func deploymentTests() []contractTest {
 		{"Dep16_GCNeverDeletesReferencedOrYoungBlobs", dep16},
 		{"Dep17_CrashBetweenCasPutAndDatabaseWriteLeavesOnlyCollectableOrphans", dep17},
 		{"Dep18_RetriedInsertAfterALostResponseIsConflictAndChangesNothing", dep18},
+		{"Dep19_ConcurrentSwitchesKeepOneActiveAndAtMostOneEnqueued", dep19},
 	}
 }
 

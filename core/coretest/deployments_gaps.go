@@ -1,6 +1,7 @@
 package coretest
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -528,4 +529,52 @@ func dep18(h *harness) {
 	h.wantRecord("the stored deployment", h.getDep(rec.DeploymentID), want)
 	h.wantDepIDs("deployments", recordIDs(h.listDeps(depPage(core.OlderThan, 10, nil, false))), rec.DeploymentID)
 	h.wantNoDanglingReference(rec.DeploymentID)
+}
+
+func dep19(h *harness) {
+	deps := make([]core.DeploymentId, 6)
+	for i := range deps {
+		deps[i] = h.newDeployment(newDepAt(uint64(i + 1)))
+	}
+	h.wantNoErr("activate the first", h.db.ActivateDeployment(h.ctx, deps[0], t0))
+	var wg sync.WaitGroup
+	errs := make(chan error, 4*len(deps))
+	for round := range 4 {
+		for i, d := range deps {
+			wg.Go(func() {
+				var err error
+				if (i+round)%2 == 0 {
+					err = h.db.ActivateDeployment(h.ctx, d, t0.Add(time.Duration(round)*time.Second))
+				} else {
+					_, err = h.db.EnqueueDeployment(h.ctx, d)
+				}
+				if err != nil {
+					errs <- err
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		h.t.Fatalf("concurrent switch: %v", err)
+	}
+	var active, enqueued []core.DeploymentId
+	for _, r := range h.listDeps(depPage(core.OlderThan, 10, nil, false)) {
+		switch r.Status {
+		case core.DeploymentActive:
+			active = append(active, r.DeploymentID)
+		case core.DeploymentEnqueued:
+			enqueued = append(enqueued, r.DeploymentID)
+		}
+	}
+	if len(active) != 1 || len(enqueued) > 1 {
+		h.t.Fatalf("after concurrent switches: active %v, enqueued %v; want exactly one active and at most one enqueued", active, enqueued)
+	}
+	h.wantActive(active[0])
+	if len(enqueued) == 1 {
+		h.wantCurrent(enqueued[0])
+	} else {
+		h.wantCurrent(active[0])
+	}
 }

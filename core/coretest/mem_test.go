@@ -1,8 +1,16 @@
 package coretest_test
 
 import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/stela-dev/stela/cas"
 	"github.com/stela-dev/stela/core"
@@ -21,6 +29,32 @@ func TestMem(t *testing.T) {
 		}
 		b := mem.NewWithOptions(mem.Options{Cas: blobs, Clock: clock})
 		s := store.New(b, store.Options{Clock: clock, PollInterval: 5 * time.Millisecond})
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
+}
+
+// TestMemWithS3Cas runs the deployment scenarios on the in-memory backend
+// with its blobs in an S3 CAS (gofakes3 in-process): sizes from HeadObject,
+// gc over ListObjectsV2 modification times and DeleteObject.
+func TestMemWithS3Cas(t *testing.T) {
+	srv := httptest.NewServer(gofakes3.New(s3mem.New(), gofakes3.WithAutoBucket(true)).Server())
+	t.Cleanup(srv.Close)
+	cfg := aws.Config{
+		Region: "us-east-1",
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "test"}, nil
+		}),
+		BaseEndpoint: aws.String(srv.URL),
+	}
+	n := 0
+	coretest.Run(t, func(t *testing.T, clock core.Clock) coretest.Store {
+		if !strings.Contains(t.Name(), "/Deployments/") {
+			t.Skip("only the deployment scenarios use the CAS")
+		}
+		n++
+		blobs := cas.NewS3FromConfig(cfg, "coretest", fmt.Sprintf("t%d/", n))
+		s := store.New(mem.NewWithOptions(mem.Options{Cas: blobs, Clock: clock}), store.Options{Clock: clock})
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	})
