@@ -90,6 +90,7 @@ func run() error {
 	children := flag.Int("children", 10, "child activities per workflow")
 	shards := flag.Int("shards", dynamo.DefaultShards, "dynamo.Options.Shards")
 	noDigest := flag.Bool("no-digest-index", false, "dynamo.Options.DisableDigestIndex")
+	noCounts := flag.Bool("no-deployment-counts", false, "dynamo.Options.DisableDeploymentCounts")
 	parallel := flag.Int("parallel", 8, "concurrent clients")
 	flagContended = flag.Bool("contended-locks", false, "lock with -parallel concurrent lockers (they race for the same candidates) instead of one")
 	flag.Parse()
@@ -111,7 +112,7 @@ func run() error {
 	defer func() {
 		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 	}()
-	b, err := dynamo.New(client, dynamo.Options{Table: table, Shards: *shards, DisableDigestIndex: *noDigest, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	b, err := dynamo.New(client, dynamo.Options{Table: table, Shards: *shards, DisableDigestIndex: *noDigest, DisableDeploymentCounts: *noCounts, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	if err != nil {
 		return err
 	}
