@@ -49,6 +49,12 @@ const (
 	EnvTimersLeeway    = "STELA_TIMERS_LEEWAY"     // timers sweep leeway (Go duration, default 0)
 	EnvTimersBudget    = "STELA_TIMERS_MAX_BUDGET" // cap of one timers invocation (default 1m)
 	EnvTimersMargin    = "STELA_TIMERS_MARGIN"     // time kept free before the deadline (default 5s)
+	// EnvDigestIndex = "off" drops the pending-by-component-digest index
+	// (dynamo.Options.DisableDigestIndex): cheaper writes, no lock by digest.
+	EnvDigestIndex = "STELA_DIGEST_INDEX"
+	// EnvDeploymentCounts = "off" drops the deployment-counts index
+	// (dynamo.Options.DisableDeploymentCounts): cheaper writes, no per-deployment counts.
+	EnvDeploymentCounts = "STELA_DEPLOYMENT_COUNTS"
 )
 
 // Config is the validated configuration of a Lambda.
@@ -66,6 +72,10 @@ type Config struct {
 	TimersLeeway    time.Duration
 	TimersMaxBudget time.Duration
 	TimersMargin    time.Duration
+	// NoDigestIndex and NoDeploymentCounts trade features for write cost
+	// (see dynamo/doc.go, "Cost").
+	NoDigestIndex      bool
+	NoDeploymentCounts bool
 }
 
 // LoadConfig reads and validates the configuration through getenv
@@ -107,6 +117,17 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			*dst = d
 		}
 	}
+	offVar := func(name string, dst *bool) {
+		switch s := strings.TrimSpace(getenv(name)); s {
+		case "", "on":
+		case "off":
+			*dst = true
+		default:
+			errs = append(errs, fmt.Errorf("%s must be on or off, got %q", name, s))
+		}
+	}
+	offVar(EnvDigestIndex, &c.NoDigestIndex)
+	offVar(EnvDeploymentCounts, &c.NoDeploymentCounts)
 	intVar(EnvShards, &c.Shards)
 	intVar(EnvInlineThreshold, &c.InlineThreshold)
 	durVar(EnvFollowWait, &c.FollowWait)
@@ -171,7 +192,8 @@ func NewWithLogger(ctx context.Context, cfg Config, logger *slog.Logger) (*App, 
 		a.CAS = cas.NewS3FromConfig(awsCfg, cfg.Bucket, cfg.BucketPrefix)
 	}
 	backend, err := dynamo.New(client, dynamo.Options{Table: cfg.Table, Shards: cfg.Shards,
-		InlineThreshold: cfg.InlineThreshold, Cas: a.CAS, Logger: logger, Clock: a.Clock})
+		InlineThreshold: cfg.InlineThreshold, Cas: a.CAS, Logger: logger, Clock: a.Clock,
+		DisableDigestIndex: cfg.NoDigestIndex, DisableDeploymentCounts: cfg.NoDeploymentCounts})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}

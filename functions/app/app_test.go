@@ -83,3 +83,15 @@ func TestNew(t *testing.T) {
 		}
 	})
 }
+
+func TestIndexSwitches(t *testing.T) {
+	env := map[string]string{app.EnvTable: "t", app.EnvDigestIndex: "off", app.EnvDeploymentCounts: "off"}
+	c, err := app.LoadConfig(func(k string) string { return env[k] })
+	if err != nil || !c.NoDigestIndex || !c.NoDeploymentCounts {
+		t.Fatalf("off switches: %+v %v", c, err)
+	}
+	env[app.EnvDigestIndex] = "maybe"
+	if _, err := app.LoadConfig(func(k string) string { return env[k] }); err == nil {
+		t.Fatal("an invalid switch value must be rejected")
+	}
+}
