@@ -240,24 +240,32 @@
 // arm64 at the measured handler time, HTTP API $1.00/M. A step is one store
 // API call (one HTTP request); locks are taken in batches of 10.
 //
-//	1,000 activities (create → lock → finish), shards = 8:
-//	  create  0 RRU  4 WRU (head 1 + pending-ffqn, pending-digest, list)
-//	  lock    1.4 RRU 4 WRU per activity (head 1 + 3 index: 2 pending out, timer in)
-//	  finish  1 RRU  2 WRU (head 1 + timer out)
-//	  → 2.1 steps, 2.4 RRU, 10 WRU per activity: DynamoDB $6.55 per million
-//	    activities = $3.12 per million steps; all-in $4.41 per million steps
-//	    ($9.27 per million activities) at 21–28 ms per step.
-//	  With DisableDigestIndex: 8 WRU, $2.52 + $1.28 = $3.80 per million steps.
-//	100 workflows, each 10 child activities + 1 delay (17.3 steps each):
-//	  244 WRU and 109 RRU per workflow: $166 per million workflows (DynamoDB),
-//	  $11.41 per million steps all-in; the child's finish + response to the
-//	  parent is the largest item (a 4-item transaction, 12.8 WRU).
+//	1,000 activities (create → lock → finish), shards = 8, every index on
+//	(the default):
+//	  create  0 RRU   5 WRU (head 1 + pending-ffqn, pending-digest, list, counts)
+//	  lock    1.7 RRU 6 WRU per activity (head 1 + pending out ×2, timer in, counts ×2)
+//	  finish  1 RRU   4 WRU (head 1 + timer out, counts ×2)
+//	  → 2.1 API calls, 2.7 RRU, 15 WRU per activity: DynamoDB $9.71 and
+//	    all-in $12.45 per million activities, i.e. $5.93 per million API
+//	    calls or $4.15 per million activity steps (create, lock, finish).
+//	Lean layout (DisableDigestIndex + DisableDeploymentCounts, i.e.
+//	STELA_DIGEST_INDEX=off STELA_DEPLOYMENT_COUNTS=off): 8 WRU, 2.7 RRU per
+//	  activity: DynamoDB $5.34 and all-in $8.04 per million activities, i.e.
+//	  $3.83 per million API calls or $2.68 per million activity steps.
+//	100 workflows, each 10 child activities + 1 delay (17.3 API calls each):
+//	  331 WRU and 113 RRU per workflow (default; 218 WRU lean): $221 ($150)
+//	  per million workflows for DynamoDB, $14.66 ($10.47) per million API
+//	  calls all-in; the child's finish + response to the parent is the
+//	  largest unit (a multi-item transaction).
 //
-// Seven of an activity's ten write units are index maintenance (each sparse
-// index entry is written once when it appears and once when it goes); the
-// ≤ $3 per million steps target is therefore not met with these indexes:
-// HTTP API + Lambda alone cost ~$1.28 per step, leaving ~$1.7 for DynamoDB,
-// i.e. ~5.5 WRU per activity.
+// Index maintenance dominates: each sparse index entry costs a write when it
+// appears and one when it goes, and every bucket change of an execution
+// moves its deployment-counts entry. HTTP API + Lambda cost ~$1.28 per API
+// call on top. The ≤ $3 per million activity steps target is met by the
+// lean layout when a step is one state transition (create, lock, finish);
+// counted per HTTP request it is $3.83, because API Gateway alone is $1.00.
+// The lean layout gives up lock-by-component-digest and per-deployment
+// execution counts (both then return core.ErrNotImplemented).
 //
 // # Deployments (deployments*.go)
 //
