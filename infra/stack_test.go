@@ -839,7 +839,7 @@ var wantData = map[string]map[string][]string{
 		"index:cancelling": {"dynamodb:Query"}, "index:list": {"dynamodb:Query"}, "index:ordinals": {"dynamodb:Query"},
 		"index:pending-digest": {"dynamodb:Query"}, "index:pending-ffqn": {"dynamodb:Query"}, "index:timers": {"dynamodb:Query"},
 		"index:deployments": {"dynamodb:Query"},
-		"objects": {"s3:GetObject", "s3:PutObject"}, "bucket": {"s3:ListBucket"},
+		"objects":           {"s3:GetObject", "s3:PutObject"}, "bucket": {"s3:ListBucket"},
 	},
 	"lock": {
 		"table": {"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem",
