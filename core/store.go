@@ -876,3 +876,20 @@ func StubExecution(ctx context.Context, db DbConnection, id ExecutionIdDerived, 
 	}
 	return err
 }
+
+// Valid reports whether r is one of the six component file roles.
+func (r ComponentFileRole) Valid() bool {
+	switch r {
+	case RoleWasmComponent, RoleExecProgram, RoleJsEntrypoint, RoleJsModule, RoleBacktraceSource, RoleWitSource:
+		return true
+	}
+	return false
+}
+
+// Validate rejects an unknown WIT origin.
+func (r ComponentMetadataRecord) Validate() error {
+	if r.WitOrigin < WitOriginWasm || r.WitOrigin > WitOriginAuthored {
+		return invalid(fmt.Sprintf("component metadata %s: invalid wit_origin %d", r.ComponentDigest, r.WitOrigin))
+	}
+	return nil
+}

@@ -89,22 +89,6 @@ func validationf(format string, args ...any) error {
 	return &core.ValidationError{Reason: fmt.Sprintf(format, args...)}
 }
 
-func validMetadata(r core.ComponentMetadataRecord) error {
-	if r.WitOrigin < core.WitOriginWasm || r.WitOrigin > core.WitOriginAuthored {
-		return validationf("component metadata %s: invalid wit_origin %d", r.ComponentDigest, r.WitOrigin)
-	}
-	return nil
-}
-
-func validRole(r core.ComponentFileRole) bool {
-	switch r {
-	case core.RoleWasmComponent, core.RoleExecProgram, core.RoleJsEntrypoint, core.RoleJsModule,
-		core.RoleBacktraceSource, core.RoleWitSource:
-		return true
-	}
-	return false
-}
-
 // putText stores s inline ("=" + s) or, above the inline threshold, in the
 // CAS (putPayload, which also records the blob reference).
 func (b *Backend) putText(ctx context.Context, s string) (string, error) {
@@ -407,7 +391,7 @@ func (b *Backend) UpsertComponentMetadata(ctx context.Context, records []core.Co
 		return err
 	}
 	for _, r := range records {
-		if err := validMetadata(r); err != nil {
+		if err := r.Validate(); err != nil {
 			return err
 		}
 	}
@@ -459,7 +443,7 @@ func (b *Backend) InsertDeploymentWithComponents(ctx context.Context, record cor
 		return validationf("a new deployment must be inactive and never active")
 	}
 	for _, m := range metadata {
-		if err := validMetadata(m); err != nil {
+		if err := m.Validate(); err != nil {
 			return err
 		}
 	}
@@ -500,7 +484,7 @@ func (b *Backend) InsertDeploymentWithComponents(ctx context.Context, record cor
 		if !paths[f.Path] {
 			return validationf("component file %q of %q is not a file of deployment %s", f.Path, f.ComponentName, dep)
 		}
-		if !validRole(f.Role) {
+		if !f.Role.Valid() {
 			return validationf("component file %q of %q: invalid role %q", f.Path, f.ComponentName, f.Role)
 		}
 		if c.Files == nil {

@@ -153,22 +153,6 @@ func validationf(format string, args ...any) error {
 	return &core.ValidationError{Reason: fmt.Sprintf(format, args...)}
 }
 
-func validMetadata(r core.ComponentMetadataRecord) error {
-	if r.WitOrigin < core.WitOriginWasm || r.WitOrigin > core.WitOriginAuthored {
-		return validationf("component metadata %s: invalid wit_origin %d", r.ComponentDigest, r.WitOrigin)
-	}
-	return nil
-}
-
-func validRole(r core.ComponentFileRole) bool {
-	switch r {
-	case core.RoleWasmComponent, core.RoleExecProgram, core.RoleJsEntrypoint, core.RoleJsModule,
-		core.RoleBacktraceSource, core.RoleWitSource:
-		return true
-	}
-	return false
-}
-
 // depWrite runs fn on the writer after making sure the tables exist.
 func (b *Backend) depWrite(ctx context.Context, fn func(tx *writeTx) error) error {
 	if err := b.ensureDeployments(ctx); err != nil {
@@ -219,7 +203,7 @@ func orEmpty(fs []core.PersistedFunctionMetadata) []core.PersistedFunctionMetada
 // by digest (first write wins).
 func (b *Backend) UpsertComponentMetadata(ctx context.Context, records []core.ComponentMetadataRecord) error {
 	for _, r := range records {
-		if err := validMetadata(r); err != nil {
+		if err := r.Validate(); err != nil {
 			return err
 		}
 	}
@@ -307,12 +291,12 @@ func (b *Backend) InsertDeploymentWithComponents(ctx context.Context, record cor
 		return validationf("a new deployment must be inactive and never active")
 	}
 	for _, m := range metadata {
-		if err := validMetadata(m); err != nil {
+		if err := m.Validate(); err != nil {
 			return err
 		}
 	}
 	for _, f := range files {
-		if !validRole(f.Role) {
+		if !f.Role.Valid() {
 			return validationf("component file %q of %q: invalid role %q", f.Path, f.ComponentName, f.Role)
 		}
 	}
