@@ -842,24 +842,9 @@ func (b *Backend) ListDeploymentFiles(ctx context.Context, dep core.DeploymentId
 // digests that are not in the CAS, by digest, with repeats.
 func (b *Backend) MissingDigests(ctx context.Context, dep core.DeploymentId) ([]core.ContentDigest, error) {
 	var digests []core.ContentDigest
-	err := b.depRead(ctx, func(c *conn) error {
-		rows, err := c.query(ctx, `SELECT digest FROM t_deployment_file WHERE deployment_id = ? ORDER BY digest`, dep.String())
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var raw []byte
-			if err := rows.Scan(&raw); err != nil {
-				return err
-			}
-			d, err := bytesDigest(raw)
-			if err != nil {
-				return err
-			}
-			digests = append(digests, core.ContentDigest{Digest: d})
-		}
-		return rows.Err()
+	err := b.depRead(ctx, func(c *conn) (err error) {
+		digests, err = queryDigests(ctx, c, `SELECT digest FROM t_deployment_file WHERE deployment_id = ? ORDER BY digest`, dep.String())
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: missing digests of %s: %w", dep, err)
@@ -978,24 +963,9 @@ const sqlResolveSource = `SELECT digest FROM t_component_source WHERE component_
 // must match.
 func (b *Backend) ResolveSourceDigest(ctx context.Context, component core.ComponentDigest, file string) (core.ContentDigest, error) {
 	var found []core.ContentDigest
-	err := b.depRead(ctx, func(c *conn) error {
-		rows, err := c.query(ctx, sqlResolveSource, digestBytes(component.Digest), file)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var raw []byte
-			if err := rows.Scan(&raw); err != nil {
-				return err
-			}
-			d, err := bytesDigest(raw)
-			if err != nil {
-				return err
-			}
-			found = append(found, core.ContentDigest{Digest: d})
-		}
-		return rows.Err()
+	err := b.depRead(ctx, func(c *conn) (err error) {
+		found, err = queryDigests(ctx, c, sqlResolveSource, digestBytes(component.Digest), file)
+		return err
 	})
 	if err != nil {
 		return core.ContentDigest{}, fmt.Errorf("sqlite: resolve source %q: %w", file, err)
@@ -1004,4 +974,26 @@ func (b *Backend) ResolveSourceDigest(ctx context.Context, component core.Compon
 		return core.ContentDigest{}, fmt.Errorf("sqlite: source %q of %s (%d mappings match): %w", file, component, len(found), core.ErrNotFound)
 	}
 	return found[0], nil
+}
+
+// queryDigests runs a query whose single column is a 32-byte digest.
+func queryDigests(ctx context.Context, c *conn, query string, args ...any) ([]core.ContentDigest, error) {
+	rows, err := c.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []core.ContentDigest
+	for rows.Next() {
+		var raw []byte
+		if err := rows.Scan(&raw); err != nil {
+			return nil, err
+		}
+		d, err := bytesDigest(raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, core.ContentDigest{Digest: d})
+	}
+	return out, rows.Err()
 }
