@@ -150,6 +150,22 @@ func testSubmit(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 			t.Fatalf("status %d body %s", rec.Code, rec.Body.String())
 		}
 	})
+	t.Run("FollowWithAnExpiredWaitStillReturnsAFinishedResult", func(t *testing.T) {
+		// docs/spec/semantics.md §4.3.14: the result is read before the
+		// follow bound is raced, so even a bound that has already passed
+		// answers a finished execution's result.
+		e := fresh(t, func(o *Options) { o.FollowWait = time.Nanosecond })
+		id := e.submit(ffqnActivity, core.ComponentTypeActivity, "[]")
+		e.finish(id, okString("hi"))
+		r := e.do("PUT", "/v1/executions/"+id.String()+"?follow=true", `{"ffqn":"testing:integration/activity.add","params":[]}`).want(http.StatusOK)
+		if got := strings.TrimSpace(r.text()); got != "{\n  \"ok\": \"hi\"\n}" {
+			t.Fatalf("body %q", got)
+		}
+		r = e.do("GET", "/v1/executions/"+id.String()+"?follow=true", nil).want(http.StatusOK)
+		if got := strings.TrimSpace(r.text()); got != "{\n  \"ok\": \"hi\"\n}" {
+			t.Fatalf("GET ?follow body %q", got)
+		}
+	})
 	t.Run("FollowTimeoutIs202WithLocation", func(t *testing.T) {
 		e := fresh(t, func(o *Options) { o.FollowWait = 20 * time.Millisecond })
 		r := e.do("POST", "/v1/executions?follow=true", `{"ffqn":"testing:integration/activity.add","params":[]}`).want(http.StatusAccepted)
@@ -1172,6 +1188,16 @@ func testWorkerReads(t *testing.T, e *env) {
 		}
 		e.do("GET", "/v1/worker/executions/"+parent.String()+"/next-responses?last_response=1", nil).want(http.StatusOK).decode(&r)
 		if len(r.Responses) != 0 {
+			t.Fatalf("responses %+v", r)
+		}
+	})
+	t.Run("NextResponsesWithAnExpiredWaitReturnsStoredResponses", func(t *testing.T) {
+		// The wait is clamped to a follow bound that has already passed:
+		// responses already stored still come back (docs/spec/semantics.md §4.3.13).
+		e2 := newEnv(t, e.db, func(o *Options) { o.FollowWait = time.Nanosecond })
+		var r ResponsesJSON
+		e2.do("GET", "/v1/worker/executions/"+parent.String()+"/next-responses?wait_ms=1000", nil).want(http.StatusOK).decode(&r)
+		if len(r.Responses) != 1 || r.Responses[0].Cursor != 1 {
 			t.Fatalf("responses %+v", r)
 		}
 	})

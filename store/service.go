@@ -788,18 +788,17 @@ func (s *Service) Create(ctx context.Context, req core.CreateRequest) (core.Vers
 	return next, nil
 }
 
-// SubscribeToNextResponses implements core.DbConnection.
+// SubscribeToNextResponses implements core.DbConnection. Responses already
+// stored are returned even when ctx is already done (docs/spec/semantics.md
+// §4.3.13): only the waiting races the deadline.
 func (s *Service) SubscribeToNextResponses(ctx context.Context, id core.ExecutionId, last core.ResponseCursor) ([]core.ResponseWithCursor, error) {
 	w := s.hub.register([]string{responseKey(id)})
 	defer s.hub.unregister(w)
 	ticker := time.NewTicker(s.poll)
 	defer ticker.Stop()
-	for {
-		if ctx.Err() != nil {
-			return nil, timeoutErr(ctx)
-		}
+	for first := true; ; first = false {
 		var out []core.ResponseWithCursor
-		err := s.view(ctx, func(tx ReadTx) error {
+		err := s.readReady(ctx, first, func(tx ReadTx) error {
 			h, err := tx.Head(id)
 			if errors.Is(err, core.ErrNotFound) {
 				return nil
@@ -830,18 +829,18 @@ func (s *Service) SubscribeToNextResponses(ctx context.Context, id core.Executio
 	}
 }
 
-// WaitForFinishedResult implements core.DbConnection.
+// WaitForFinishedResult implements core.DbConnection. A finished result is
+// returned even when ctx is already done (docs/spec/semantics.md §4.3.14:
+// get_finished_result is this wait with an immediately-ready timeout); only
+// the waiting races the deadline.
 func (s *Service) WaitForFinishedResult(ctx context.Context, id core.ExecutionId) (core.ReturnValue, error) {
 	w := s.hub.register([]string{finishedKey(id)})
 	defer s.hub.unregister(w)
 	ticker := time.NewTicker(s.poll)
 	defer ticker.Stop()
-	for {
-		if ctx.Err() != nil {
-			return core.ReturnValue{}, timeoutErr(ctx)
-		}
+	for first := true; ; first = false {
 		var rv *core.ReturnValue
-		err := s.view(ctx, func(tx ReadTx) error {
+		err := s.readReady(ctx, first, func(tx ReadTx) error {
 			h, err := tx.Head(id)
 			if err != nil {
 				return err
@@ -907,6 +906,23 @@ func (s *Service) AppendLogBatch(ctx context.Context, rows []core.LogInfoAppendR
 // AppendResponse implements core.ResponseAppender (the test back door).
 func (s *Service) AppendResponse(ctx context.Context, createdAt core.Timestamp, id core.ExecutionId, resp core.JoinSetResponseEvent) error {
 	return s.update(ctx, func(t *txn) error { return s.respondIn(t, id, createdAt, resp, createdAt) })
+}
+
+// firstReadBound bounds the first read of a wait whose context is already
+// done: that read ignores the wait's deadline, not the need to finish.
+const firstReadBound = 10 * time.Second
+
+// readReady runs one read of a wait loop. The first read runs whatever the
+// state of ctx (a deadline bounds the waiting, never the check for data
+// that is already there), detached from ctx's cancellation and bounded by
+// firstReadBound; later reads use ctx.
+func (s *Service) readReady(ctx context.Context, first bool, fn func(tx ReadTx) error) error {
+	if !first {
+		return s.view(ctx, fn)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), firstReadBound)
+	defer cancel()
+	return s.view(rctx, fn)
 }
 
 // timeoutErr reports a wait that ended because ctx was done.

@@ -22,6 +22,7 @@ func gapScenarios() []contractTest {
 		{"Gap06_AppendDelayResponseReportsStoredOutcome", gapDelayResponseOutcomes},
 		{"Gap04_SubscribeToNextResponsesWaitsAndTimesOut", gapSubscribe},
 		{"Gap04_WaitForFinishedResult", gapWaitFinished},
+		{"Gap04_ReadyDataWinsOverAnExpiredDeadline", gapExpiredDeadline},
 		{"Gap04_WaitForPending", gapWaitPending},
 		{"Gap12_ListExecutionEventsResponses", gapListEventsResponses},
 		{"Gap12_ReadsOfMissingThingsAreNotFound", gapNotFound},
@@ -326,6 +327,54 @@ func gapWaitFinished(h *harness) {
 	got, err := h.db.WaitForFinishedResult(h.ctx, x)
 	h.wantNoErr("wait_for_finished_result of a finished execution", err)
 	h.wantJSON("finished result", got, rv)
+}
+
+// gapExpiredDeadline: a wait reads first and races its deadline only while
+// nothing is ready (docs/spec/semantics.md §4.3.13, §4.3.14):
+// get_finished_result is the wait with an immediately-ready timeout, so an
+// already-expired context must still return a finished result or the
+// responses already stored.
+func gapExpiredDeadline(h *harness) {
+	x := h.create()
+	h.lockAny(t0.Add(time.Hour))
+	js := mustJS("o:")
+	d := core.NewDelayId(x, js, 1)
+	h.mustAppend(x, 2, jsc(js))
+	h.mustAppend(x, 3, dreq(js, d, t0.Add(time.Hour), schedNow))
+	h.mustRespond(x, delayResp(js, d, true))
+	rv := core.RetErr(nil)
+	h.mustAppend(x, 4, finished(rv))
+
+	for _, c := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+	}{
+		{"cancelled", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(h.ctx)
+			cancel()
+			return ctx, cancel
+		}},
+		{"past deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithDeadline(h.ctx, time.Unix(0, 0))
+		}},
+	} {
+		ctx, cancel := c.ctx()
+		got, err := h.db.WaitForFinishedResult(ctx, x)
+		h.wantNoErr("wait_for_finished_result of a finished execution, "+c.name+" context", err)
+		h.wantJSON("finished result, "+c.name+" context", got, rv)
+		rs, err := h.db.SubscribeToNextResponses(ctx, x, 0)
+		h.wantNoErr("subscribe_to_next_responses with a stored response, "+c.name+" context", err)
+		if fmt.Sprint(cursorsOf(rs)) != "[1]" {
+			h.t.Fatalf("subscribe with a %s context got cursors %v, want [1]", c.name, cursorsOf(rs))
+		}
+		// Nothing ready: the expired deadline wins at once.
+		_, err = h.db.SubscribeToNextResponses(ctx, x, 1)
+		h.wantErr("subscribe after the last response, "+c.name+" context", err, core.ErrTimeout)
+		y := h.create()
+		_, err = h.db.WaitForFinishedResult(ctx, y)
+		h.wantErr("wait_for_finished_result of a pending execution, "+c.name+" context", err, core.ErrTimeout)
+		cancel()
+	}
 }
 
 func gapWaitPending(h *harness) {
