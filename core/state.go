@@ -376,11 +376,19 @@ const (
 	LockExtending
 )
 
+// checkLockExpiry is the first check of the lock path (spec §3.5).
+func checkLockExpiry(createdAt, lockExpiresAt Timestamp) error {
+	if !lockExpiresAt.After(createdAt) {
+		return invalid("invalid expiry date")
+	}
+	return nil
+}
+
 // CanAppendLock checks whether a Locked event by (executor, run) at createdAt
 // with lockExpiresAt may be appended in state p (seed PendingState::can_append_lock).
 func CanAppendLock(p PendingState, createdAt Timestamp, by LockedBy, lockExpiresAt Timestamp) (LockKind, error) {
-	if !lockExpiresAt.After(createdAt) {
-		return 0, invalid("invalid expiry date")
+	if err := checkLockExpiry(createdAt, lockExpiresAt); err != nil {
+		return 0, err
 	}
 	switch {
 	case p.State == StateFinished:

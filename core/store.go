@@ -129,6 +129,15 @@ type LockRequest struct {
 	RetryConfig       ComponentRetryConfig
 }
 
+// ValidateExpiry rejects a request whose lock would expire at or before its
+// own created_at: ValidationError "invalid expiry date", the first check of
+// the lock path (spec §3.5). Every lock method makes it before reading
+// candidates, so a worker whose clock lags gets the error rather than an
+// empty batch while executions stay pending.
+func (r *LockRequest) ValidateExpiry() error {
+	return checkLockExpiry(r.CreatedAt, r.LockExpiresAt)
+}
+
 // LockedEvent returns the Locked event the request appends.
 func (r *LockRequest) LockedEvent() *Locked {
 	return &Locked{ComponentID: r.ComponentID, ExecutorID: r.ExecutorID, DeploymentID: r.DeploymentID,
@@ -655,7 +664,9 @@ type DbExecutor interface {
 	// active, with scheduled_at <= req.PendingAtOrSooner, iterating ffqns in
 	// order and each by scheduled_at ascending. Executions lost to a concurrent
 	// locker are skipped; only successfully locked executions are returned, in
-	// selection order. Nothing pending → empty slice, no error.
+	// selection order. Nothing pending → empty slice, no error. A request
+	// failing req.ValidateExpiry is rejected first, whether or not anything
+	// is pending (the other LockPending methods too).
 	LockPendingByFFQNs(ctx context.Context, req LockRequest, ffqns []FunctionFqn) ([]LockedExecution, error)
 	// LockPendingByFFQNsAuto is LockPendingByFFQNs for auto-upgrading workflows:
 	// it skips executions whose incompatible digest is req's digest and does not

@@ -246,6 +246,9 @@ func (s *Service) LockPendingByFFQNsAuto(ctx context.Context, req core.LockReque
 }
 
 func (s *Service) lockPending(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn, auto bool) ([]core.LockedExecution, error) {
+	if err := req.ValidateExpiry(); err != nil {
+		return []core.LockedExecution{}, err
+	}
 	var skip *core.ComponentDigest
 	if auto {
 		d := req.ComponentID.ComponentDigest
@@ -273,6 +276,9 @@ func (s *Service) lockPending(ctx context.Context, req core.LockRequest, ffqns [
 
 // LockPendingByComponentDigest implements core.DbExecutor.
 func (s *Service) LockPendingByComponentDigest(ctx context.Context, req core.LockRequest) ([]core.LockedExecution, error) {
+	if err := req.ValidateExpiry(); err != nil {
+		return []core.LockedExecution{}, err
+	}
 	if req.BatchSize == 0 {
 		return []core.LockedExecution{}, nil
 	}

@@ -16,6 +16,7 @@ func gapScenarios() []contractTest {
 	return []contractTest{
 		{"Gap02_AppendAtStaleVersionIsVersionConflict", gapVersionConflict},
 		{"Gap02_CancelWithRetriesRetriesVersionConflicts", gapCancelWithRetries},
+		{"Gap03_LockPendingRejectsAnInvalidExpiryUpFront", gapLockExpiry},
 		{"Gap06_PauseAndUnpauseDelay", gapPauseDelay},
 		{"Gap06_PausedDelayRequestCreatesPausedTimer", gapPausedDelayRequest},
 		{"Gap06_AppendBatchWithDelayResponse", gapBatchWithDelayResponse},
@@ -45,6 +46,38 @@ func gapVersionConflict(h *harness) {
 	_, err = h.lockOne(x, 2, newExr(), newRun(), h.now().Add(time.Second))
 	h.wantVersionConflict("lock_one at 2", err, 1, 2)
 	h.wantNextVersion(x, 1)
+}
+
+// gapLockExpiry: a lock whose lock_expires_at is not after its created_at is
+// "invalid expiry date" on every lock method, checked before candidates are
+// read (docs/spec/semantics.md §3.5, §4.2.1): a worker with a skewed clock
+// gets the error instead of "nothing pending" while executions stay pending.
+func gapLockExpiry(h *harness) {
+	x := h.create()
+	for _, exp := range []core.Timestamp{h.now(), h.now().Add(-time.Second)} {
+		req := h.lockReq(newExr(), newRun(), exp)
+		ffqns := []core.FunctionFqn{ffqnF}
+		for _, m := range []struct {
+			name string
+			lock func() ([]core.LockedExecution, error)
+		}{
+			{"lock_pending_by_ffqns", func() ([]core.LockedExecution, error) { return h.db.LockPendingByFFQNs(h.ctx, req, ffqns) }},
+			{"lock_pending_by_ffqns_auto", func() ([]core.LockedExecution, error) { return h.db.LockPendingByFFQNsAuto(h.ctx, req, ffqns) }},
+			{"lock_pending_by_component_digest", func() ([]core.LockedExecution, error) { return h.db.LockPendingByComponentDigest(h.ctx, req) }},
+			{"lock_pending_by_ffqns with nothing pending", func() ([]core.LockedExecution, error) {
+				return h.db.LockPendingByFFQNs(h.ctx, req, []core.FunctionFqn{ffqnChild})
+			}},
+		} {
+			got, err := m.lock()
+			h.wantValidation(fmt.Sprintf("%s with lock_expires_at %s, created_at %s", m.name, exp, req.CreatedAt), err, "invalid expiry date")
+			if len(got) != 0 {
+				h.t.Fatalf("%s returned %d locked executions with an invalid expiry", m.name, len(got))
+			}
+		}
+	}
+	h.wantStatus(x, core.StatePendingAt, core.LifecycleActive)
+	h.wantNextVersion(x, 1)
+	h.lockAny(h.now().Add(time.Second))
 }
 
 // conflictInjector fails the first n cancellation calls with a version conflict.
