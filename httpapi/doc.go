@@ -57,8 +57,8 @@
 //     `Unlocked` rejections are 409 (Obelisk: 500 "database error");
 //     ErrValidation is 400 (Obelisk: 422).
 //   - Bodies are strict: invalid UTF-8, lone surrogate escapes and duplicate
-//     keys (any depth) are 400 (axum/serde: 422 or 400 for the first two,
-//     duplicates rejected only in typed fields, last-wins inside params).
+//     keys at any depth, params and results included, are 400 — nothing a
+//     serde_json client could fail to read is ever stored.
 //   - The lock-pending routes answer 400 "invalid expiry date" for a
 //     lock_expires_at not after created_at even when nothing is pending
 //     (Obelisk: [] then).
