@@ -19,7 +19,7 @@ import (
 	"github.com/stela-dev/stela/core"
 )
 
-// maxJSONDepth bounds the nesting of request bodies (docs/spec/limits.md §4.4).
+// maxJSONDepth bounds the nesting of request bodies (docs/spec/reliability.md §4.4).
 const maxJSONDepth = 64
 
 // decodeBody decodes the JSON request body into dst (a pointer to a DTO

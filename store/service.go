@@ -179,7 +179,7 @@ func (l *lookup) NthResponse(js core.JoinSetId, n uint32) (core.Timestamp, bool)
 // appendIn appends batch to id at version inside t; currentTime drives pending notifications.
 func (s *Service) appendIn(t *txn, id core.ExecutionId, version core.Version, batch []core.AppendRequest, currentTime core.Timestamp, opts core.AppendOptions) (core.AppendResult, error) {
 	if err := core.ValidateAppendBatch(batch); err != nil {
-		return core.AppendResult{}, err // checked before the execution is looked up (spec §8.2)
+		return core.AppendResult{}, err // checked before the execution is looked up (docs/spec/semantics.md §8.2)
 	}
 	h, err := t.head(id)
 	if err != nil {
@@ -206,7 +206,7 @@ func (s *Service) appendIn(t *txn, id core.ExecutionId, version core.Version, ba
 	return res, nil
 }
 
-// respondIn records a response for id inside t (spec §3.12).
+// respondIn records a response for id inside t (docs/spec/semantics.md §3.12).
 func (s *Service) respondIn(t *txn, id core.ExecutionId, createdAt core.Timestamp, ev core.JoinSetResponseEvent, currentTime core.Timestamp) error {
 	h, err := t.head(id)
 	if err != nil {
@@ -494,7 +494,7 @@ func (s *Service) WaitForPendingByComponentDigest(ctx context.Context, at core.T
 	})
 }
 
-// waitLoop registers for keys, then checks (spec §4.2.7): it returns when
+// waitLoop registers for keys, then checks (docs/spec/semantics.md §4.2.7): it returns when
 // check reports true, when a notification for a key arrives (the caller
 // re-checks, so a notification need not be re-verified here), or when ctx is
 // done. Between notifications it re-checks every poll interval, which is what

@@ -10,8 +10,8 @@ import (
 	"github.com/stela-dev/stela/core"
 )
 
-// The storage behaviour scenarios.md lists as untested by Obelisk (§2 note,
-// §10–§12 gap notes and §19 "worth adding to the Go suite").
+// The storage behaviour docs/spec/scenarios.md lists as untested by Obelisk
+// (§19 there).
 func gapScenarios() []contractTest {
 	return []contractTest{
 		{"Gap02_AppendAtStaleVersionIsVersionConflict", gapVersionConflict},
