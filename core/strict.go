@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
@@ -119,19 +120,12 @@ func CheckJSONText(b []byte) error {
 		}
 		return invalid(fmt.Sprintf("not valid UTF-8 (byte offset %d)", n))
 	}
-	type frame struct {
-		obj     bool
-		wantKey bool
-		key     string
-		index   int
-		keys    map[string]struct{}
-	}
-	var stack []frame
+	var stack []jsonFrame
 	path := func(upTo int) string {
 		p := ""
 		for _, f := range stack[:upTo] {
 			if f.obj {
-				p = join(p, f.key)
+				p = join(p, string(f.key))
 			} else {
 				p = fmt.Sprintf("%s[%d]", p, f.index)
 			}
@@ -141,9 +135,9 @@ func CheckJSONText(b []byte) error {
 	for i := 0; i < len(b); i++ {
 		switch b[i] {
 		case '{':
-			stack = append(stack, frame{obj: true, wantKey: true})
+			stack = append(stack, jsonFrame{obj: true, wantKey: true})
 		case '[':
-			stack = append(stack, frame{})
+			stack = append(stack, jsonFrame{})
 		case '}', ']':
 			if len(stack) > 0 {
 				stack = stack[:len(stack)-1]
@@ -171,26 +165,64 @@ func CheckJSONText(b []byte) error {
 				return invalid("unterminated string")
 			}
 			if isKey {
-				key := string(b[i+1 : end])
+				key := b[i+1 : end]
 				if escaped {
-					if err := json.Unmarshal(b[i:end+1], &key); err != nil {
+					var k string
+					if err := json.Unmarshal(b[i:end+1], &k); err != nil {
 						return invalid("invalid object key")
 					}
+					key = []byte(k)
 				}
 				f := &stack[n-1]
-				if _, dup := f.keys[key]; dup {
+				if f.seen(key) {
 					return invalid(fmt.Sprintf("duplicate key `%s`%s", key, at(path(n-1))))
 				}
-				if f.keys == nil {
-					f.keys = make(map[string]struct{}, 8)
-				}
-				f.keys[key] = struct{}{}
 				f.key, f.wantKey = key, false
 			}
 			i = end
 		}
 	}
 	return nil
+}
+
+// jsonFrame is an open array or object of CheckJSONText's scan.
+type jsonFrame struct {
+	obj     bool
+	wantKey bool
+	key     []byte // the current key (objects)
+	index   int    // the current element (arrays)
+	// The keys seen so far: a short list (no allocation for small objects),
+	// then a set.
+	few  [][]byte
+	many map[string]struct{}
+}
+
+// seen records key and reports whether the object already had it.
+func (f *jsonFrame) seen(key []byte) bool {
+	const maxFew = 16
+	if f.many != nil {
+		if _, dup := f.many[string(key)]; dup {
+			return true
+		}
+		f.many[string(key)] = struct{}{}
+		return false
+	}
+	for _, k := range f.few {
+		if bytes.Equal(k, key) {
+			return true
+		}
+	}
+	if len(f.few) < maxFew {
+		f.few = append(f.few, key)
+		return false
+	}
+	f.many = make(map[string]struct{}, 2*maxFew)
+	for _, k := range f.few {
+		f.many[string(k)] = struct{}{}
+	}
+	f.many[string(key)] = struct{}{}
+	f.few = nil
+	return false
 }
 
 // scanJSONString scans the string token starting at b[start] (a '"') and

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -35,6 +36,9 @@ func TestCheckJSONText(t *testing.T) {
 		{"DuplicateInParams", `{"params":[1,{"x":1,"y":2,"x":3}]}`, "duplicate key `x` at `params[1]`"},
 		{"DuplicateDeep", `{"a":[[{"b":{"c":1,"c":1}}]]}`, "duplicate key `c` at `a[0][0].b`"},
 		{"DuplicateViaEscape", `{"a":1,"\u0061":2}`, "duplicate key `a`"},
+		{"ManyDistinctKeys", manyKeys(40, ""), ""},
+		{"DuplicateAmongManyKeys", manyKeys(40, `,"k3":0`), "duplicate key `k3` at `o`"},
+		{"DuplicateAfterManyKeys", manyKeys(40, `,"k39":0`), "duplicate key `k39` at `o`"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !json.Valid([]byte(tc.in)) {
@@ -53,6 +57,20 @@ func TestCheckJSONText(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyKeys returns {"o":{"k0":0,…,"k<n-1>":0<extra>}}.
+func manyKeys(n int, extra string) string {
+	var b strings.Builder
+	b.WriteString(`{"o":{`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"k%d":0`, i)
+	}
+	b.WriteString(extra + `}}`)
+	return b.String()
 }
 
 // FuzzCheckJSONText: never panics on well-formed JSON, and accepts nothing
@@ -79,4 +97,41 @@ func FuzzCheckJSONText(f *testing.F) {
 			t.Fatalf("accepted %q, which decodes with a replacement character: %s", b, out)
 		}
 	})
+}
+
+// BenchmarkCheckJSONText measures the strict-input scan on a typical submit
+// body and on a 1 MiB body (the HTTP limit); compare with json.Valid, which
+// every body already goes through.
+func BenchmarkCheckJSONText(b *testing.B) {
+	small := []byte(`{"ffqn":"testing:integration/activity.add","params":[1,"two",{"three":[3,{"x":"ž\n"}]}]}`)
+	var big bytes.Buffer
+	big.WriteString(`{"ffqn":"a:b/c.d","params":[`)
+	for i := 0; big.Len() < 1<<20; i++ {
+		if i > 0 {
+			big.WriteByte(',')
+		}
+		big.WriteString(`{"id":12345,"name":"žluťoučký kůň \"quoted\"","tags":["a","b"],"nested":{"k":true}}`)
+	}
+	big.WriteString(`]}`)
+	for _, c := range []struct {
+		name string
+		body []byte
+	}{{"Submit", small}, {"1MiB", big.Bytes()}} {
+		b.Run(c.name+"/CheckJSONText", func(b *testing.B) {
+			b.SetBytes(int64(len(c.body)))
+			for b.Loop() {
+				if err := core.CheckJSONText(c.body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(c.name+"/json.Valid", func(b *testing.B) {
+			b.SetBytes(int64(len(c.body)))
+			for b.Loop() {
+				if !json.Valid(c.body) {
+					b.Fatal("invalid")
+				}
+			}
+		})
+	}
 }
