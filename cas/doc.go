@@ -1,9 +1,9 @@
-// Package cas implements the content-addressed blob store (core.Cas, spec
-// semantics §4.5; reliability §4.3): S3 on an S3 bucket and Dir in a local
-// directory (the embedded default). Both satisfy Store, the core.Cas port
-// plus streaming (PutBlob, Open) and maintenance (Size, Stat, Delete, List,
-// ListInfo) methods used by deployment submit, list_deployment_files and
-// gc_orphan_files (CollectOrphans).
+// Package cas implements the content-addressed blob store (core.Cas,
+// docs/spec/semantics.md §4.5; docs/spec/reliability.md §4.3): S3 on an S3
+// bucket and Dir in a local directory (the embedded default). Both satisfy
+// Store, the core.Cas port plus streaming (PutBlob, Open) and maintenance
+// (Size, Stat, Delete, List, ListInfo) methods used by deployment submit,
+// list_deployment_files and gc_orphan_files (CollectOrphans).
 //
 // # Key scheme
 //

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 )
 
-// BacktraceHashOf returns the 33-byte dedup hash of a backtrace (spec §2.12):
+// BacktraceHashOf returns the 33-byte dedup hash of a backtrace (docs/spec/semantics.md §2.12):
 // a version byte 0x01 then SHA-256 over, per frame, "F|" module "|" func "|",
 // and per symbol "S|" followed, for each optional field (func_name, file,
 // line, col), by "1|" value "|" or "0|" (u32 values as 4 little-endian bytes).

@@ -3,7 +3,6 @@ package core_test
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stela-dev/stela/core"
@@ -11,12 +10,16 @@ import (
 
 // fuzzDecoder checks that decoding never panics and that decode∘encode is
 // stable: whatever decodes re-encodes to bytes that decode and re-encode to
-// the same bytes. Seeds come from Obelisk's fixtures plus the given literals.
+// the same bytes. Seeds: the given literals, the project's golden files and,
+// when present, Obelisk's own fixtures.
 func fuzzDecoder[T any](f *testing.F, seeds ...string) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
-	files, _ := filepath.Glob(filepath.Join(fixturesDir, "*.json"))
+	for _, b := range goldenFiles() {
+		f.Add(b)
+	}
+	files, _, _ := obeliskFixtures()
 	for _, file := range files {
 		if b, err := os.ReadFile(file); err == nil {
 			f.Add(b)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Sentinel errors of the store contract (spec §4.0). Every error a store
+// Sentinel errors of the store contract (docs/spec/semantics.md §4.0). Every error a store
 // returns wraps exactly one of them, so callers branch with errors.Is; the
 // typed errors below carry the details and unwrap to their sentinel.
 var (

@@ -1,6 +1,6 @@
 package core
 
-// Identifiers (spec §1): prefixed ULIDs, execution ids (top-level and
+// Identifiers (docs/spec/semantics.md §1): prefixed ULIDs, execution ids (top-level and
 // derived), join set ids, delay ids, digests, function names, component ids
 // and stub return-value hashes. Every textual identifier has one canonical
 // form; parsing accepts exactly the canonical form (plus lower-case ULID and
@@ -83,7 +83,7 @@ const (
 	idKindStubRetValHash  = "stub retval hash"
 )
 
-// Prefixes of the prefixed ULIDs (spec §1.1).
+// Prefixes of the prefixed ULIDs (docs/spec/semantics.md §1.1).
 const (
 	prefixExecutionId  = "E"
 	prefixExecutorId   = "Exr"
@@ -120,15 +120,15 @@ func formatPrefixedULID(prefix string, u ulid.ULID) string {
 	return prefix + "_" + u.String()
 }
 
-// ExecutorId identifies one spawned executor ("Exr_<ULID>", spec §1.1).
+// ExecutorId identifies one spawned executor ("Exr_<ULID>", docs/spec/semantics.md §1.1).
 // Equality and ordering compare the embedded ULID.
 type ExecutorId struct{ ulid.ULID }
 
-// RunId identifies one executor tick ("Run_<ULID>", spec §1.1); all
+// RunId identifies one executor tick ("Run_<ULID>", docs/spec/semantics.md §1.1); all
 // executions locked in the same batch share it.
 type RunId struct{ ulid.ULID }
 
-// DeploymentId identifies a deployment ("Dep_<ULID>", spec §1.1).
+// DeploymentId identifies a deployment ("Dep_<ULID>", docs/spec/semantics.md §1.1).
 type DeploymentId struct{ ulid.ULID }
 
 // ParseExecutorId parses "Exr_<ULID>".
@@ -218,7 +218,7 @@ func (id *DeploymentId) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Derived-id delimiters (spec §1.2).
+// Derived-id delimiters (docs/spec/semantics.md §1.2).
 const (
 	execIdInfix         = '.' // between levels
 	execIdIndexInfix    = '_' // between join set id and index
@@ -234,7 +234,7 @@ const (
 	executionIdKindDerived
 )
 
-// ExecutionId identifies an execution (spec §1.2). A top-level id is
+// ExecutionId identifies an execution (docs/spec/semantics.md §1.2). A top-level id is
 // "E_<ULID>"; a derived (child) id is
 // "<top-level id>.<join set id>_<idx>(.<join set id>_<idx>)*", where the
 // last index is the child's position in its join set.
@@ -254,7 +254,7 @@ type ExecutionId struct {
 	kind  executionIdKind
 }
 
-// ParseExecutionId parses a top-level or derived execution id (spec §1.2):
+// ParseExecutionId parses a top-level or derived execution id (docs/spec/semantics.md §1.2):
 // without '.', the input must be "E_<ULID>". Otherwise the text before the
 // first '.' must be "E_<ULID>" and the rest is split on '.' into segments;
 // each must be non-empty ("empty segment"), contain '_' ("second delimiter
@@ -339,7 +339,7 @@ func ExecutionIdFromULID(u ulid.ULID) ExecutionId {
 }
 
 // ExecutionIdDeterministicAtUnixEpoch derives a top-level id from a SHA-256
-// hash (spec §1.1, used for cron seed executions): the ULID timestamp is the
+// hash (docs/spec/semantics.md §1.1, used for cron seed executions): the ULID timestamp is the
 // first 4 hash bytes read as a big-endian uint32 of milliseconds (so the date
 // is in January/February 1970) and the randomness is hash bytes 4..14.
 func ExecutionIdDeterministicAtUnixEpoch(sha256 [32]byte) ExecutionId {
@@ -431,7 +431,7 @@ func (id ExecutionId) Incremented() ExecutionId {
 }
 
 // SplitToParts returns the parent execution and the join set of a derived id
-// (spec §1.2): if the infix contains '.', it is split at its last '.' into
+// (docs/spec/semantics.md §1.2): if the infix contains '.', it is split at its last '.' into
 // (parent infix and index, join set), and the former at its last '_'; else
 // the parent is the top-level id and the whole infix is the join set.
 // ok is false for top-level ids and the zero value.
@@ -469,7 +469,7 @@ func splitDerived(top ulid.ULID, infix string) (parent ExecutionId, js JoinSetId
 }
 
 // Compare orders ids by their canonical strings (byte-wise), which is how
-// storage orders them (spec §1.2: "…_10" sorts before "…_2").
+// storage orders them (docs/spec/semantics.md §1.2: "…_10" sorts before "…_2").
 func (id ExecutionId) Compare(o ExecutionId) int {
 	return strings.Compare(id.String(), o.String())
 }
@@ -530,7 +530,7 @@ func (id *ExecutionIdDerived) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// JoinSetKind is the kind of a join set (spec §1.3).
+// JoinSetKind is the kind of a join set (docs/spec/semantics.md §1.3).
 type JoinSetKind uint8
 
 // Join set kinds. The zero JoinSetKind is invalid.
@@ -571,7 +571,7 @@ func joinSetKindFromCode(code string) (JoinSetKind, bool) {
 }
 
 // JoinSetId identifies a join set within its execution: "<kind>:<name>"
-// (spec §1.3). Name contains only ASCII letters, digits, '-' and '/', and
+// (docs/spec/semantics.md §1.3). Name contains only ASCII letters, digits, '-' and '/', and
 // may be empty ("o:" is valid); it never contains '.', '_' or ':', which is
 // what keeps derived ids parseable. Build values with NewJoinSetId or
 // ParseJoinSetId; MarshalText rejects invalid ones.
@@ -669,7 +669,7 @@ func (j *JoinSetId) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// DelayId identifies a delay (timer) requested by an execution (spec §1.4):
+// DelayId identifies a delay (timer) requested by an execution (docs/spec/semantics.md §1.4):
 // "Delay_<top ULID>.<infix>_<idx>", i.e. the id a first child of the owner
 // in the join set would get, with prefix "Delay" and the delay's own index.
 // It is parsed with the derived execution id grammar (canonical indexes
@@ -744,7 +744,7 @@ func (d *DelayId) UnmarshalText(b []byte) error {
 
 const digestPrefix = "sha256:"
 
-// Digest is a SHA-256 hash (spec §1.5). Its text form is
+// Digest is a SHA-256 hash (docs/spec/semantics.md §1.5). Its text form is
 // "sha256:<64 lower-case hex digits>"; parsing also accepts upper-case hex.
 // The zero Digest is a valid value (the dummy "sha256:000…0").
 type Digest [32]byte
@@ -794,7 +794,7 @@ func (d *Digest) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// ComponentDigest identifies a component's content (spec §1.5); text form
+// ComponentDigest identifies a component's content (docs/spec/semantics.md §1.5); text form
 // as Digest.
 type ComponentDigest struct{ Digest }
 
@@ -818,7 +818,7 @@ func (d *ComponentDigest) UnmarshalText(b []byte) error {
 }
 
 // ContentDigest is the SHA-256 of arbitrary bytes, e.g. a CAS blob or a
-// deployment manifest (spec §1.5); text form as Digest.
+// deployment manifest (docs/spec/semantics.md §1.5); text form as Digest.
 type ContentDigest struct{ Digest }
 
 // ParseContentDigest parses "sha256:<64 hex digits>".
@@ -843,11 +843,11 @@ func (d *ContentDigest) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// SuffixFnCancellable marks a workflow export as cancellable (spec §1.6).
+// SuffixFnCancellable marks a workflow export as cancellable (docs/spec/semantics.md §1.6).
 const SuffixFnCancellable = "-cancellable"
 
 // FunctionFqn is a fully qualified function name "<ifc_fqn>.<fn>"
-// (spec §1.6), e.g. "wasi:cli/run@0.2.0.run". IfcFqn has the form
+// (docs/spec/semantics.md §1.6), e.g. "wasi:cli/run@0.2.0.run". IfcFqn has the form
 // "namespace:package/interface[@version]" with non-empty namespace, package,
 // interface and (if '@' is present) version; FunctionName is non-empty and
 // contains no '.'. Build values with ParseFunctionFqn; MarshalText rejects
@@ -953,7 +953,7 @@ func (f *FunctionFqn) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// ComponentType is the kind of a component (spec §1.5), serialized as a
+// ComponentType is the kind of a component (docs/spec/semantics.md §1.5), serialized as a
 // snake_case string.
 type ComponentType string
 
@@ -992,7 +992,7 @@ func (t *ComponentType) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// ComponentId identifies a deployed component (spec §1.5). Unlike the other
+// ComponentId identifies a deployed component (docs/spec/semantics.md §1.5). Unlike the other
 // identifiers it is serialized as a JSON object
 // {"component_type":…,"name":…,"component_digest":"sha256:…"}.
 type ComponentId struct {
@@ -1023,7 +1023,7 @@ func (c ComponentId) Validate() error {
 const stubRetValHashVersion = 1
 
 // StubRetValHash is the hash of a stub's return value, recorded in history
-// for determinism checks (spec §2.15): a version byte (0x01) followed by a
+// for determinism checks (docs/spec/semantics.md §2.15): a version byte (0x01) followed by a
 // SHA-256. Its text form is 66 lower-case hex digits; parsing also accepts
 // upper-case hex.
 type StubRetValHash [33]byte

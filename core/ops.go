@@ -44,7 +44,7 @@ const (
 )
 
 // PlanPauseExecution returns the events pause_execution appends at
-// s.NextVersion() (spec §6.1): a locked workflow gets Unlocked("paused") then
+// s.NextVersion() (docs/spec/semantics.md §6.1): a locked workflow gets Unlocked("paused") then
 // Paused; a locked activity is rejected; anything else gets Paused (whose own
 // rules reject paused and cancelling executions).
 func PlanPauseExecution(s *ExecutionState, pausedAt Timestamp) ([]AppendRequest, error) {
@@ -71,7 +71,7 @@ func PlanUnpauseExecution(s *ExecutionState, unpausedAt Timestamp) ([]AppendRequ
 	return []AppendRequest{{CreatedAt: unpausedAt, Event: &Unpaused{}}}, nil
 }
 
-// PlanCancelWorkflow decides cancel_workflow (spec §4.2.8): finished and
+// PlanCancelWorkflow decides cancel_workflow (docs/spec/semantics.md §4.2.8): finished and
 // cancelling executions append nothing; only `-cancellable` functions can be
 // cancelled. A nil request means nothing is appended.
 func PlanCancelWorkflow(s *ExecutionState, cancelledAt Timestamp) (CancelOutcome, *AppendRequest, error) {
@@ -102,7 +102,7 @@ func PlanCancelActivity(s *ExecutionState, cancelledAt Timestamp) (CancelOutcome
 	return CancelRequested, &AppendRequest{CreatedAt: cancelledAt, Event: &CancellationRequested{}}
 }
 
-// PlanUpgrade decides upgrade_execution_component (spec §6.4): the current
+// PlanUpgrade decides upgrade_execution_component (docs/spec/semantics.md §6.4): the current
 // digest must equal old (else ErrNotFound, checked before finished), the
 // execution must not be finished; the event keeps the current deployment.
 func PlanUpgrade(s *ExecutionState, old, new ComponentDigest, reason ComponentUpgradeReason, now Timestamp) (AppendRequest, error) {

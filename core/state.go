@@ -55,7 +55,7 @@ func (l Lifecycle) String() string {
 }
 
 // ExecutionState is the denormalised current state of one execution — Obelisk's
-// t_state row (spec §3.1) plus the response counter. Adapters persist it as the
+// t_state row (docs/spec/semantics.md §3.1) plus the response counter. Adapters persist it as the
 // execution's head; PendingState is derived from it, never stored.
 type ExecutionState struct {
 	ExecutionID      ExecutionId
@@ -100,7 +100,7 @@ type ExecutionState struct {
 func (s *ExecutionState) IsTopLevel() bool { return s.ExecutionID.IsTopLevel() }
 
 // NextVersion is the version the next append must use; once finished it stays
-// at the Finished event's version (spec §3.2).
+// at the Finished event's version (docs/spec/semantics.md §3.2).
 func (s *ExecutionState) NextVersion() Version {
 	if s.State == StateFinished {
 		return s.Version
@@ -376,11 +376,19 @@ const (
 	LockExtending
 )
 
+// checkLockExpiry is the first check of the lock path (docs/spec/semantics.md §3.5).
+func checkLockExpiry(createdAt, lockExpiresAt Timestamp) error {
+	if !lockExpiresAt.After(createdAt) {
+		return invalid("invalid expiry date")
+	}
+	return nil
+}
+
 // CanAppendLock checks whether a Locked event by (executor, run) at createdAt
 // with lockExpiresAt may be appended in state p (seed PendingState::can_append_lock).
 func CanAppendLock(p PendingState, createdAt Timestamp, by LockedBy, lockExpiresAt Timestamp) (LockKind, error) {
-	if !lockExpiresAt.After(createdAt) {
-		return 0, invalid("invalid expiry date")
+	if err := checkLockExpiry(createdAt, lockExpiresAt); err != nil {
+		return 0, err
 	}
 	switch {
 	case p.State == StateFinished:
@@ -408,7 +416,7 @@ func CanAppendLock(p PendingState, createdAt Timestamp, by LockedBy, lockExpires
 	return 0, illegal("invalid state")
 }
 
-// JoinSetLookup answers the two questions JoinNext needs (spec §3.11) about
+// JoinSetLookup answers the two questions JoinNext needs (docs/spec/semantics.md §3.11) about
 // the log as it was before the batch being applied.
 type JoinSetLookup interface {
 	// JoinNextCount is the number of join_next events of js in the log.
@@ -458,7 +466,7 @@ type AppendResult struct {
 }
 
 // ValidateAppendBatch rejects an empty batch and Created events; stores run
-// it before looking the execution up (spec §8.2: Created is rejected first).
+// it before looking the execution up (docs/spec/semantics.md §8.2: Created is rejected first).
 func ValidateAppendBatch(batch []AppendRequest) error {
 	if len(batch) == 0 {
 		return invalid("batch cannot be empty")
@@ -475,7 +483,7 @@ func ValidateAppendBatch(batch []AppendRequest) error {
 }
 
 // AppendBatch applies requests in order starting at version, running the
-// generic append algorithm (spec §3.3) for each: Created is rejected, Locked
+// generic append algorithm (docs/spec/semantics.md §3.3) for each: Created is rejected, Locked
 // takes the lock path, a finished execution rejects with ErrAlreadyFinished
 // (checked before the version), then the version must equal the next version.
 // It is pure: s is not modified. An empty batch is a validation error.
@@ -662,7 +670,7 @@ func (s *ExecutionState) intermittent(backoffExpiresAt Timestamp) {
 	s.clearJoinSet()
 }
 
-// NewExecution builds the state and events written by create (spec §3.4):
+// NewExecution builds the state and events written by create (docs/spec/semantics.md §3.4):
 // Created at version 0 and, if req.Paused, Paused at version 1. It returns the
 // next version (1, or 2 when paused).
 func NewExecution(req CreateRequest) (ExecutionState, []ExecutionEvent, Version, error) {
@@ -709,7 +717,7 @@ func (c *CreateRequest) Validate() error {
 }
 
 // ApplyResponse records a response arriving for the execution in state s
-// (spec §3.12): it allocates the next cursor and applies the unblock rule — an
+// (docs/spec/semantics.md §3.12): it allocates the next cursor and applies the unblock rule — an
 // execution blocked on the response's join set with lifecycle active or
 // paused becomes pending at max(block.lock_expires_at, createdAt). The version
 // never changes. It returns the new state, the cursor and whether it unblocked.
@@ -778,7 +786,7 @@ func mulDuration(d Duration, k uint64) Duration {
 	return Duration{Secs: secs + carry, Nanos: nanos}
 }
 
-// ExpiredLock is an expired lock found by the timer sweep (spec §5.1).
+// ExpiredLock is an expired lock found by the timer sweep (docs/spec/semantics.md §5.1).
 type ExpiredLock struct {
 	ExecutionID ExecutionId
 	// LockedAtVersion is the version of the current Locked event.
@@ -836,7 +844,7 @@ type ExpiredLockAction struct {
 	RespondToParent *AppendResponseToExecution
 }
 
-// DecideExpiredLock implements the watcher's decision (spec §5.2), writing
+// DecideExpiredLock implements the watcher's decision (docs/spec/semantics.md §5.2), writing
 // at l.NextVersion with created_at = executedAt:
 //  1. a workflow (MaxRetries nil) that made progress since its lock → Unlocked("made progress");
 //  2. else if a retry is allowed → TemporarilyTimedOut(executedAt + backoff);

@@ -140,7 +140,7 @@ func outcome(st core.ExecutionState, err error) string {
 
 var columns = []string{"PA", "L", "B", "P·PA", "P·B", "C·PA", "C·L", "C·B", "F"}
 
-// TestTransitionMatrix covers every cell of spec §3.17 (plus the lock and
+// TestTransitionMatrix covers every cell of docs/spec/semantics.md §3.17 (plus the lock and
 // Unlocked sub-cases), illegal cells included.
 func TestTransitionMatrix(t *testing.T) {
 	due := t0.Add(10 * time.Second) // == At of every column: PendingAt is due

@@ -16,7 +16,7 @@ type Clock interface {
 
 // --- read models --------------------------------------------------------------
 
-// ExecutionLog is a read-consistent snapshot of one execution (spec §4.3.1).
+// ExecutionLog is a read-consistent snapshot of one execution (docs/spec/semantics.md §4.3.1).
 type ExecutionLog struct {
 	ExecutionID ExecutionId
 	// Events are all events in version order (BacktraceID nil).
@@ -97,7 +97,7 @@ func (s *ExecutionState) WithState() ExecutionWithState {
 	}
 }
 
-// LockedExecution is what a successful lock hands to a worker (spec §3.5 step 6).
+// LockedExecution is what a successful lock hands to a worker (docs/spec/semantics.md §3.5 step 6).
 type LockedExecution struct {
 	ExecutionID ExecutionId
 	// NextVersion is the version to append at next.
@@ -127,6 +127,15 @@ type LockRequest struct {
 	RunID             RunId
 	LockExpiresAt     Timestamp
 	RetryConfig       ComponentRetryConfig
+}
+
+// ValidateExpiry rejects a request whose lock would expire at or before its
+// own created_at: ValidationError "invalid expiry date", the first check of
+// the lock path (docs/spec/semantics.md §3.5). Every lock method makes it before reading
+// candidates, so a worker whose clock lags gets the error rather than an
+// empty batch while executions stay pending.
+func (r *LockRequest) ValidateExpiry() error {
+	return checkLockExpiry(r.CreatedAt, r.LockExpiresAt)
 }
 
 // LockedEvent returns the Locked event the request appends.
@@ -261,7 +270,7 @@ type ExecutionWithStateRequestsResponses struct {
 
 // --- filters ---------------------------------------------------------------------
 
-// StateFilter is a list_executions state bucket (spec §4.8.1).
+// StateFilter is a list_executions state bucket (docs/spec/semantics.md §4.8.1).
 type StateFilter uint8
 
 // State filter buckets.
@@ -487,7 +496,7 @@ type ListLogsResponse struct {
 	PrevPage *Pagination[LogCursor]
 }
 
-// ListLogsFromPage derives next/prev pages as the seed does (spec §6.8).
+// ListLogsFromPage derives next/prev pages as the seed does (docs/spec/semantics.md §6.8).
 func ListLogsFromPage(items []LogEntryRow, req Pagination[LogCursor]) ListLogsResponse {
 	out := ListLogsResponse{Items: items}
 	if len(items) > 0 {
@@ -655,14 +664,16 @@ type DbExecutor interface {
 	// active, with scheduled_at <= req.PendingAtOrSooner, iterating ffqns in
 	// order and each by scheduled_at ascending. Executions lost to a concurrent
 	// locker are skipped; only successfully locked executions are returned, in
-	// selection order. Nothing pending → empty slice, no error.
+	// selection order. Nothing pending → empty slice, no error. A request
+	// failing req.ValidateExpiry is rejected first, whether or not anything
+	// is pending (the other LockPending methods too).
 	LockPendingByFFQNs(ctx context.Context, req LockRequest, ffqns []FunctionFqn) ([]LockedExecution, error)
 	// LockPendingByFFQNsAuto is LockPendingByFFQNs for auto-upgrading workflows:
 	// it skips executions whose incompatible digest is req's digest and does not
-	// move the execution to req's component/deployment (spec §4.2.2).
+	// move the execution to req's component/deployment (docs/spec/semantics.md §4.2.2).
 	LockPendingByFFQNsAuto(ctx context.Context, req LockRequest, ffqns []FunctionFqn) ([]LockedExecution, error)
 	// LockPendingByComponentDigest locks pending executions whose current digest
-	// is req.ComponentID.ComponentDigest (spec §4.2.3).
+	// is req.ComponentID.ComponentDigest (docs/spec/semantics.md §4.2.3).
 	LockPendingByComponentDigest(ctx context.Context, req LockRequest) ([]LockedExecution, error)
 	// LockOne locks one execution at version (lock path §3.5). Errors:
 	// ErrNotFound, *ValidationError ("invalid expiry date", "cannot lock, not yet
@@ -685,7 +696,7 @@ type DbExecutor interface {
 	// WaitForPendingByComponentDigest is WaitForPendingByFFQN by current digest.
 	WaitForPendingByComponentDigest(ctx context.Context, pendingAtOrSooner Timestamp, digest ComponentDigest)
 	// CancelWorkflow requests cancellation of a `-cancellable` workflow
-	// (spec §4.2.8). Errors: ErrNotFound, *IllegalStateError, *VersionConflictError.
+	// (docs/spec/semantics.md §4.2.8). Errors: ErrNotFound, *IllegalStateError, *VersionConflictError.
 	CancelWorkflow(ctx context.Context, id ExecutionId, cancelledAt Timestamp) (CancelOutcome, error)
 	// AppendActivityCancellationRequested requests cancellation of an activity.
 	AppendActivityCancellationRequested(ctx context.Context, id ExecutionId, cancelledAt Timestamp) (CancelOutcome, error)
@@ -788,11 +799,11 @@ type DbExternalApi interface {
 	ListResponses(ctx context.Context, id ExecutionId, p Pagination[ResponseCursor], js *JoinSetId) (ListResponsesResponse, error)
 	// ListExecutionEventsResponses reads state, events and responses consistently; ErrNotFound.
 	ListExecutionEventsResponses(ctx context.Context, id ExecutionId, since Version, maxLength uint16, includeBacktraceID bool, respPagination Pagination[ResponseCursor]) (ExecutionWithStateRequestsResponses, error)
-	// UpgradeExecutionComponent appends ComponentUpgradeFinished (spec §6.4).
+	// UpgradeExecutionComponent appends ComponentUpgradeFinished (docs/spec/semantics.md §6.4).
 	UpgradeExecutionComponent(ctx context.Context, id ExecutionId, old, new ComponentDigest, reason ComponentUpgradeReason) error
 	// ListLogs returns a page of logs in scan order.
 	ListLogs(ctx context.Context, id ExecutionId, showDerived bool, filter LogFilter, p Pagination[LogCursor]) (ListLogsResponse, error)
-	// PauseExecution pauses (spec §6.1) and returns the next version.
+	// PauseExecution pauses (docs/spec/semantics.md §6.1) and returns the next version.
 	PauseExecution(ctx context.Context, id ExecutionId, pausedAt Timestamp) (Version, error)
 	// UnpauseExecution unpauses and returns the next version.
 	UnpauseExecution(ctx context.Context, id ExecutionId, unpausedAt Timestamp) (Version, error)
@@ -803,12 +814,12 @@ type DbExternalApi interface {
 }
 
 // ResponseAppender is the test back door DbConnectionTest::append_response:
-// it appends a raw response (spec §3.12).
+// it appends a raw response (docs/spec/semantics.md §3.12).
 type ResponseAppender interface {
 	AppendResponse(ctx context.Context, createdAt Timestamp, id ExecutionId, resp JoinSetResponseEvent) error
 }
 
-// Cas is the content-addressed blob store (spec §4.5).
+// Cas is the content-addressed blob store (docs/spec/semantics.md §4.5).
 type Cas interface {
 	// WriteBlob stores data if absent and returns its digest (idempotent).
 	WriteBlob(ctx context.Context, data []byte) (ContentDigest, error)

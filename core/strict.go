@@ -1,5 +1,12 @@
 package core
 
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+)
+
 // Strict decoders for the plain wire structs: like serde, a missing
 // non-optional field is an error (encoding/json would silently zero it).
 
@@ -91,4 +98,186 @@ func (w *WasmBacktrace) UnmarshalJSON(b []byte) error {
 func (l *ListExecutionEventsResponse) UnmarshalJSON(b []byte) error {
 	type plain ListExecutionEventsResponse
 	return decodeStrict(b, (*plain)(l))
+}
+
+// CheckJSONText rejects the JSON texts that parsers read differently even
+// though encoding/json accepts them (docs/spec/semantics.md §2.0): bytes
+// that are not UTF-8, a \u escape naming a lone UTF-16 surrogate ("\ud800",
+// "\udc00"), and an object holding the same key twice, at any depth.
+// encoding/json replaces the first two with U+FFFD (or keeps them verbatim in
+// a json.RawMessage) and keeps the last of duplicate keys; serde_json, which
+// Obelisk's clients use, rejects all three. b must be well-formed JSON
+// (json.Valid); the error is a *ValidationError naming where the fault is.
+func CheckJSONText(b []byte) error {
+	if !utf8.Valid(b) {
+		n := 0
+		for n < len(b) {
+			r, size := utf8.DecodeRune(b[n:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			n += size
+		}
+		return invalid(fmt.Sprintf("not valid UTF-8 (byte offset %d)", n))
+	}
+	var stack []jsonFrame
+	path := func(upTo int) string {
+		p := ""
+		for _, f := range stack[:upTo] {
+			if f.obj {
+				p = join(p, string(f.key))
+			} else {
+				p = fmt.Sprintf("%s[%d]", p, f.index)
+			}
+		}
+		return p
+	}
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '{':
+			stack = append(stack, jsonFrame{obj: true, wantKey: true})
+		case '[':
+			stack = append(stack, jsonFrame{})
+		case '}', ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+		case ',':
+			if n := len(stack); n > 0 {
+				if stack[n-1].obj {
+					stack[n-1].wantKey = true
+				} else {
+					stack[n-1].index++
+				}
+			}
+		case '"':
+			end, escaped, bad := scanJSONString(b, i)
+			n := len(stack)
+			isKey := n > 0 && stack[n-1].obj && stack[n-1].wantKey
+			if bad != "" {
+				where := path(n)
+				if isKey {
+					where = path(n - 1)
+				}
+				return invalid(fmt.Sprintf("lone surrogate `%s` in a string%s", bad, at(where)))
+			}
+			if end < 0 {
+				return invalid("unterminated string")
+			}
+			if isKey {
+				key := b[i+1 : end]
+				if escaped {
+					var k string
+					if err := json.Unmarshal(b[i:end+1], &k); err != nil {
+						return invalid("invalid object key")
+					}
+					key = []byte(k)
+				}
+				f := &stack[n-1]
+				if f.seen(key) {
+					return invalid(fmt.Sprintf("duplicate key `%s`%s", key, at(path(n-1))))
+				}
+				f.key, f.wantKey = key, false
+			}
+			i = end
+		}
+	}
+	return nil
+}
+
+// jsonFrame is an open array or object of CheckJSONText's scan.
+type jsonFrame struct {
+	obj     bool
+	wantKey bool
+	key     []byte // the current key (objects)
+	index   int    // the current element (arrays)
+	// The keys seen so far: a short list (no allocation for small objects),
+	// then a set.
+	few  [][]byte
+	many map[string]struct{}
+}
+
+// seen records key and reports whether the object already had it.
+func (f *jsonFrame) seen(key []byte) bool {
+	const maxFew = 16
+	if f.many != nil {
+		if _, dup := f.many[string(key)]; dup {
+			return true
+		}
+		f.many[string(key)] = struct{}{}
+		return false
+	}
+	for _, k := range f.few {
+		if bytes.Equal(k, key) {
+			return true
+		}
+	}
+	if len(f.few) < maxFew {
+		f.few = append(f.few, key)
+		return false
+	}
+	f.many = make(map[string]struct{}, 2*maxFew)
+	for _, k := range f.few {
+		f.many[string(k)] = struct{}{}
+	}
+	f.many[string(key)] = struct{}{}
+	f.few = nil
+	return false
+}
+
+// scanJSONString scans the string token starting at b[start] (a '"') and
+// returns the index of its closing quote (-1 if none), whether it holds an
+// escape, and the text of the first escape naming a lone surrogate ("" if
+// none).
+func scanJSONString(b []byte, start int) (end int, escaped bool, lone string) {
+	for j := start + 1; j < len(b); j++ {
+		switch b[j] {
+		case '"':
+			return j, escaped, ""
+		case '\\':
+			escaped = true
+			if j+1 < len(b) && b[j+1] == 'u' {
+				r, ok := hex4(b, j+2)
+				if !ok {
+					return -1, escaped, ""
+				}
+				switch {
+				case 0xD800 <= r && r < 0xDC00:
+					if lo, ok := hex4(b, j+8); ok && b[j+6] == '\\' && b[j+7] == 'u' && 0xDC00 <= lo && lo < 0xE000 {
+						j += 11
+						continue
+					}
+					return -1, escaped, string(b[j : j+6])
+				case 0xDC00 <= r && r < 0xE000:
+					return -1, escaped, string(b[j : j+6])
+				}
+				j += 5
+				continue
+			}
+			j++
+		}
+	}
+	return -1, escaped, ""
+}
+
+// hex4 parses the four hex digits at b[i:i+4].
+func hex4(b []byte, i int) (rune, bool) {
+	if i < 0 || i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }

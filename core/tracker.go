@@ -44,8 +44,8 @@ type OpenJoinSet struct {
 func (o *OpenJoinSet) IsAnswered(m JoinSetMember) bool { return o.Answered[m.key()] }
 
 // ReconstructOpenJoinSets replays a workflow's history against its responses
-// the way the cancellation driver does (Obelisk's JoinSetOpenTracker, spec
-// §6.1): JoinSetCreate opens a set; a successful ChildExecutionRequest or a
+// the way the cancellation driver does (Obelisk's JoinSetOpenTracker,
+// docs/spec/semantics.md §6.1): JoinSetCreate opens a set; a successful ChildExecutionRequest or a
 // DelayRequest adds a member; a closing JoinNext drops the whole set; a
 // non-closing JoinNext or a JoinNextTry(found) consumes the next arrived
 // response of that set (FIFO, cursor order), removing its member. The result

@@ -124,7 +124,7 @@ func TestConcurrentLockersGrantEachExecutionOnce(t *testing.T) {
 	}
 }
 
-// The JoinNext <-> response race (spec §8.3): whatever order the two commits
+// The JoinNext <-> response race (docs/spec/semantics.md §8.3): whatever order the two commits
 // land in, the parent never stays blocked with its response present.
 func TestJoinNextRacingAResponseNeverStrandsTheParent(t *testing.T) {
 	ctx := context.Background()

@@ -19,7 +19,7 @@ import (
 )
 
 // Deployments, component metadata and source mappings (core.DeploymentStore,
-// spec §6.5–6.7). doc.go ("Deployments") describes the items; in short:
+// docs/spec/semantics.md §6.5–6.7). doc.go ("Deployments") describes the items; in short:
 //
 //	deployment       pk "DEP", sk "<deployment id>": scalar fields, files and
 //	                 components (with their files) as JSON, rv revision

@@ -20,7 +20,7 @@ import (
 //	dk = "<current deployment>#<T|D>#<bucket>#<shard>"   (T top-level, D derived)
 //	ds = "<pending time, fixed width>#<id>" in bucket P, else "<id>"
 //
-// with the buckets of spec §4.8.1 (core.StateFilter), each execution in
+// with the buckets of docs/spec/semantics.md §4.8.1 (core.StateFilter), each execution in
 // exactly one: L locked, P pending_at (pending or scheduled, told apart by a
 // range condition on ds), B blocked, Z paused, C cancelling, O finished ok,
 // E finished error, X finished with an execution failure. A deployment's

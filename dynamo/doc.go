@@ -27,7 +27,7 @@
 //
 // # Items
 //
-// Head — pk "E#<execution id>", sk "H". The execution state (spec §3.1) in
+// Head — pk "E#<execution id>", sk "H". The execution state (docs/spec/semantics.md §3.1) in
 // short attributes: f ffqn, ca created_at, fs first_scheduled_at, ct component
 // type, cd digest, dp deployment, ic incompatible digest, v version, s state,
 // lc lifecycle, at pending/lock/finished time, le/lr last lock holder, lv last
@@ -95,7 +95,7 @@
 // (default 64 KiB) are written to the CAS first and stored as
 // "@sha256:<hex>"; reads resolve them transparently.
 //
-// # Access patterns (spec §7)
+// # Access patterns (docs/spec/semantics.md §7)
 //
 //	head by id                        GetItem E#id/H, ConsistentRead
 //	event by version / range          head (c0, ev) + Query V# pages from V#<from>, consistent
@@ -156,11 +156,11 @@
 // Because every item of an execution changes only together with its head
 // (the backend writes the head whenever one of its items changes), guarding
 // heads serialises every pair of transactions touching a common execution.
-// In particular the JoinNext ↔ response race (spec §8.3) is closed: the
+// In particular the JoinNext ↔ response race (docs/spec/semantics.md §8.3) is closed: the
 // JoinNext commit guards the head it read when it looked for the n-th
 // response, and the response commit writes that head.
 //
-// # The atomic units of spec §7.3
+// # The atomic units of docs/spec/semantics.md §7.3
 //
 //	create                     Put head (c0, inline Paused) attribute_not_exists —
 //	                           a single PutItem; plus a V#0 page if Created is large
@@ -270,7 +270,7 @@
 // # Deployments (deployments*.go)
 //
 // Deployments, component metadata and source mappings (core.DeploymentStore,
-// spec §6.5–6.7) live beside the executions in the same table:
+// docs/spec/semantics.md §6.5–6.7) live beside the executions in the same table:
 //
 //	deployment      pk "DEP", sk "<deployment id>": ca, la, st (status), tm
 //	                (TOML: "=" + text, or "@sha256:…" above InlineThreshold),
@@ -321,7 +321,7 @@
 // "<current_time>#~" — so reading costs nothing per execution beyond the
 // index entries counted, and no Scan is needed. The entry moves with the
 // head's current deployment (set by every non-auto lock and upgrade), which
-// is exactly spec §8 item 21. Its price is paid on writes: every bucket
+// is exactly docs/spec/semantics.md §8 item 21. Its price is paid on writes: every bucket
 // change is a delete and an insert in the index, +5 WRU per activity
 // (create 1, lock 2, finish 2: 15 instead of 10 WRU, $9.71 instead of $6.55
 // per million activities in cmd/stela-bench-cost);

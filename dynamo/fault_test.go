@@ -28,7 +28,7 @@ var (
 	flagFaultOps  = flag.Int("dynamo.faultops", 40, "operations per worker in the fault injection test")
 )
 
-// Fault kinds, with Temporal-style rates per DynamoDB call (reliability.md T3).
+// Fault kinds, with Temporal-style rates per DynamoDB call (docs/spec/reliability.md T3).
 type faultKind int
 
 const (
@@ -146,7 +146,7 @@ type ack struct {
 
 // Faults at random points of every DynamoDB call — including "execute, then
 // return a timeout" — must never lose an acknowledged write, duplicate a
-// version or grant a lock twice (reliability.md S1–S3, T3).
+// version or grant a lock twice (docs/spec/reliability.md S1–S3, T3).
 func TestFaultInjectionKeepsTheInvariants(t *testing.T) {
 	seed := *flagFaultSeed
 	if seed == 0 {
@@ -329,7 +329,7 @@ func TestFaultInjectionKeepsTheInvariants(t *testing.T) {
 	for msg, n := range failures {
 		t.Logf("failed op x%d: %s", n, msg)
 	}
-	// Safety (S1–S3) is asserted strictly above. Liveness (reliability.md L1:
+	// Safety (S1–S3) is asserted strictly above. Liveness (docs/spec/reliability.md L1:
 	// ≥ 99 % complete within the retry budget) is a measured figure: on a loaded
 	// 2-core machine the emulator's latency adds real timeouts to the injected
 	// ones, so only a gross regression (> 5 %) fails the test.

@@ -1,6 +1,10 @@
 package e2e_test
 
 import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -59,6 +63,30 @@ func TestDevServer(t *testing.T) {
 		r := d.cli(t, "execution", "submit", add.String(), "[9, 9]", "--id", viaHTTP)
 		if r.code != 1 || !strings.Contains(r.stderr, "execution already exists with the same id and different parameters (HTTP 409)") {
 			t.Errorf("conflicting submit: exit %d, stderr %q", r.code, r.stderr)
+		}
+	})
+
+	t.Run("MalformedPathEscapeIsAJSON400", func(t *testing.T) {
+		// net/http rejects such a request line before any handler runs;
+		// the dev server's listener still answers it as JSON.
+		c, err := net.Dial("tcp", strings.TrimPrefix(d.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(deadline))
+		if _, err := io.WriteString(c, "GET /v1/executions/%zz HTTP/1.1\r\nHost: stela\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		var b map[string]string
+		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" ||
+			json.Unmarshal(body, &b) != nil || !strings.HasPrefix(b["err"], "malformed request") {
+			t.Fatalf("status %d, Content-Type %q, body %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 		}
 	})
 

@@ -7,7 +7,7 @@ import (
 )
 
 // The Lambda binaries must not link test kits or the in-memory store
-// (STYLE §2: production mains never import testing).
+// (production mains never import testing).
 func TestMainsDoNotDependOnTestCode(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "./api", "./lock", "./append", "./timers").CombinedOutput()
 	if err != nil {

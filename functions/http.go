@@ -2,7 +2,9 @@ package functions
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -60,7 +62,36 @@ func (h *HTTP) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (e
 		hs[strings.ToLower(headerRequestID)] = id
 		ev.Headers = hs
 	}
+	if resp, bad := malformedPath(ev); bad {
+		return resp, nil
+	}
 	return h.adapter.ProxyWithContext(ctx, ev)
+}
+
+// malformedPath answers a path that is not a valid request URI (e.g. a
+// malformed %-escape) with a JSON 400 like every other error: the adapter
+// cannot build an http.Request from it and would fail the invocation.
+func malformedPath(ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, bool) {
+	path := ev.RawPath
+	if path == "" {
+		path = ev.RequestContext.HTTP.Path
+	}
+	_, err := url.ParseRequestURI("/" + strings.TrimPrefix(path, "/"))
+	if err == nil {
+		return events.APIGatewayV2HTTPResponse{}, false
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	hs := map[string]string{"Content-Type": "application/json"}
+	for k, v := range ev.Headers {
+		if strings.EqualFold(k, headerRequestID) {
+			hs[headerRequestID] = v
+		}
+	}
+	return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusBadRequest, Headers: hs,
+		Body: string(httpapi.ErrorBody("malformed request: " + err.Error()))}, true
 }
 
 func hasHeader(hs map[string]string, name string) bool {

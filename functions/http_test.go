@@ -42,6 +42,7 @@ func TestAPIRecordedEvents(t *testing.T) {
 		{"Base64BodyIsDecoded", "submit-post-base64.json", http.StatusCreated, "application/json", []string{`"ok": "E_`}},
 		{"StatusIsPendingAfterSubmit", "status.json", http.StatusOK, "application/json", []string{`"status": "pending_at"`, `"ffqn": "testing:integration/activity.add"`}},
 		{"UnknownExecutionIs404", "status-unknown.json", http.StatusNotFound, "application/json", []string{`"err": "not found"`}},
+		{"MalformedPathEscapeIsAJSON400", "status-bad-escape.json", http.StatusBadRequest, "application/json", []string{`"err": "malformed request: invalid URL escape \"%zz\""`}},
 		{"QueryStringReachesTheHandler", "events.json", http.StatusOK, "application/json", []string{`"created"`, `"max_version": 0`}},
 		{"AcceptTextGetsText", "list-text.json", http.StatusOK, "text/plain", []string{"E_01KBNHM5FQW81KP5Y3XMNX31K4"}},
 	} {

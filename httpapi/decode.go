@@ -14,16 +14,18 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/stela-dev/stela/core"
 )
 
-// maxJSONDepth bounds the nesting of request bodies (reliability.md §4.4).
+// maxJSONDepth bounds the nesting of request bodies (docs/spec/reliability.md §4.4).
 const maxJSONDepth = 64
 
 // decodeBody decodes the JSON request body into dst (a pointer to a DTO
 // struct): Content-Type must be application/json (415), the body must be one
-// well-formed JSON value (400), match dst with no unknown top-level or
+// well-formed JSON value in UTF-8 without lone surrogate escapes or duplicate
+// object keys at any depth (400, core.CheckJSONText), match dst with no unknown top-level or
 // plain-struct fields and carry every field tagged `required:"true"` (422).
 func (c *call) decodeBody(dst any) error {
 	mt, _, err := mime.ParseMediaType(c.r.Header.Get("Content-Type"))
@@ -72,6 +74,9 @@ func decodeJSON(body []byte, dst any) error {
 	}
 	if jsonDepth(body) > maxJSONDepth {
 		return badRequest("invalid JSON: nesting deeper than %d levels", maxJSONDepth)
+	}
+	if err := core.CheckJSONText(body); err != nil {
+		return &apiError{status: http.StatusBadRequest, msg: "invalid JSON: " + errText(err), err: err}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -236,6 +241,13 @@ func (c *call) query() (query, error) {
 	v, err := url.ParseQuery(c.r.URL.RawQuery)
 	if err != nil {
 		return query{}, badRequest("invalid query string: %s", err.Error())
+	}
+	for name, vals := range v {
+		for _, val := range vals {
+			if !utf8.ValidString(name) || !utf8.ValidString(val) {
+				return query{}, badRequest("invalid query string: not valid UTF-8")
+			}
+		}
 	}
 	return query{v}, nil
 }

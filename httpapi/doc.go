@@ -41,11 +41,14 @@
 //	core.ErrClosed                                      503     database error
 //	request body over Options.MaxBodyBytes              413     request body too large
 //	body Content-Type is not application/json           415     expected request with `Content-Type: application/json`
-//	malformed, empty, trailing or too deep (>64) JSON   400     invalid JSON: … / missing request body
+//	malformed, empty, trailing or too deep (>64) JSON,
+//	  not UTF-8, lone surrogate escape, duplicate key    400     invalid JSON: … / missing request body
 //	body of the wrong shape, unknown top-level field,
 //	  missing required field                            422     invalid request body: …
 //	bad path identifier                                 400     invalid execution id "<input>": <reason> (delay id, deployment id, digest alike)
 //	bad query parameter                                 400     invalid query parameter `<name>`: …
+//	malformed request line (%zz in the path), bad
+//	  header — rejected by net/http before routing      400     malformed request: … (JSONErrorsListener)
 //	anything else                                       500     internal server error (logged at ERROR)
 //
 // # Deliberate differences from Obelisk
@@ -53,6 +56,12 @@
 //   - Pausing or unpausing a finished execution, version conflicts and
 //     `Unlocked` rejections are 409 (Obelisk: 500 "database error");
 //     ErrValidation is 400 (Obelisk: 422).
+//   - Bodies are strict: invalid UTF-8, lone surrogate escapes and duplicate
+//     keys at any depth, params and results included, are 400 — nothing a
+//     serde_json client could fail to read is ever stored.
+//   - The lock-pending routes answer 400 "invalid expiry date" for a
+//     lock_expires_at not after created_at even when nothing is pending
+//     (Obelisk: [] then).
 //   - follow=true is a bounded long poll (Options.FollowWait, default 20 s,
 //     at most 29 s for API Gateway), not a stream. Submit with follow
 //     returns the RetVal with 201/200 when the execution finishes in time,

@@ -232,6 +232,9 @@ func (s *server) listResponses(c *call) error {
 	}
 	var js *core.JoinSetId
 	if q.has("join_set") {
+		if q.str("join_set") == "" {
+			return queryErr("join_set", "must not be empty")
+		}
 		j, err := core.NewJoinSetId(core.JoinSetKindNamed, q.str("join_set"))
 		if err != nil {
 			return queryErr("join_set", "invalid join set name")

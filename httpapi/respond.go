@@ -151,10 +151,23 @@ func writeEnvelope(w http.ResponseWriter, f format, status int, key, msg string)
 		_, _ = w.Write([]byte(msg))
 		return
 	}
-	b, _ := core.MarshalJSONIndent(map[string]string{key: msg})
+	b, _ := envelope(key, msg)
 	w.Header().Set("Content-Type", contentTypeJSON)
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// envelope renders {"<key>": msg} as the handler's pretty JSON.
+func envelope(key, msg string) ([]byte, error) {
+	return core.MarshalJSONIndent(map[string]string{key: msg})
+}
+
+// ErrorBody returns the JSON body of an error answer, {"err": msg}, exactly
+// as the handler writes it; for layers in front of the handler (the Lambda
+// adapter) that must answer a request the handler never sees.
+func ErrorBody(msg string) []byte {
+	b, _ := envelope("err", msg)
+	return b
 }
 
 // apiError is an error with its HTTP status and public message, produced by

@@ -148,7 +148,7 @@ var routes = []route{
 		resp: []response{{200, "ListExecutionEventsResponse", "a page of events"}, respNotFound}, handle: (*server).listEvents},
 	{method: "GET", path: "/v1/executions/{execution_id}/responses", op: "list_execution_responses", tag: tagExecutions,
 		summary: "List join-set responses, ascending by cursor.", format: jsonDefault,
-		query: []param{{name: "join_set", typ: "string", desc: "named join set name (n:<name>)"}, {name: "cursor", typ: "integer", desc: "response cursor"},
+		query: []param{{name: "join_set", typ: "string", desc: "named join set name (n:<name>), non-empty"}, {name: "cursor", typ: "integer", desc: "response cursor"},
 			qLength, qIncluding, {name: "direction", typ: "string", enum: []string{"older", "newer"}, desc: "default newer"}},
 		resp: []response{{200, "ListResponsesResponse", "a page of responses"}}, handle: (*server).listResponses},
 	{method: "GET", path: "/v1/executions/{execution_id}/logs", op: "list_execution_logs", tag: tagExecutions,

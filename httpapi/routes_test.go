@@ -150,6 +150,22 @@ func testSubmit(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 			t.Fatalf("status %d body %s", rec.Code, rec.Body.String())
 		}
 	})
+	t.Run("FollowWithAnExpiredWaitStillReturnsAFinishedResult", func(t *testing.T) {
+		// docs/spec/semantics.md §4.3.14: the result is read before the
+		// follow bound is raced, so even a bound that has already passed
+		// answers a finished execution's result.
+		e := fresh(t, func(o *Options) { o.FollowWait = time.Nanosecond })
+		id := e.submit(ffqnActivity, core.ComponentTypeActivity, "[]")
+		e.finish(id, okString("hi"))
+		r := e.do("PUT", "/v1/executions/"+id.String()+"?follow=true", `{"ffqn":"testing:integration/activity.add","params":[]}`).want(http.StatusOK)
+		if got := strings.TrimSpace(r.text()); got != "{\n  \"ok\": \"hi\"\n}" {
+			t.Fatalf("body %q", got)
+		}
+		r = e.do("GET", "/v1/executions/"+id.String()+"?follow=true", nil).want(http.StatusOK)
+		if got := strings.TrimSpace(r.text()); got != "{\n  \"ok\": \"hi\"\n}" {
+			t.Fatalf("GET ?follow body %q", got)
+		}
+	})
 	t.Run("FollowTimeoutIs202WithLocation", func(t *testing.T) {
 		e := fresh(t, func(o *Options) { o.FollowWait = 20 * time.Millisecond })
 		r := e.do("POST", "/v1/executions?follow=true", `{"ffqn":"testing:integration/activity.add","params":[]}`).want(http.StatusAccepted)
@@ -184,6 +200,23 @@ func testSubmit(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 			{name: "UnknownComponentTypeIs422", method: "POST", path: "/v1/executions", body: `{"ffqn":"testing:integration/activity.add","params":[],"component_type":"lambda"}`, status: 422, msg: "invalid request body: …"},
 			{name: "BadFollowIs400", method: "POST", path: "/v1/executions?follow=yes", body: good, status: 400, msg: "invalid query parameter `follow`: expected `true` or `false`"},
 			{name: "TooDeepIs400", method: "POST", path: "/v1/executions", body: deep, status: 400, msg: "invalid JSON: nesting deeper than 64 levels"},
+			{name: "InvalidUTF8Is400", method: "POST", path: "/v1/executions", body: `{"ffqn":"testing:integration/activity.add","params":["a` + "\xff" + `"]}`,
+				status: 400, msg: "invalid JSON: not valid UTF-8 (byte offset 55)"},
+			{name: "InvalidUTF8InAKeyIs400", method: "POST", path: "/v1/executions", body: `{"ffqn":"testing:integration/activity.add","params":[{"` + "\xc3" + `":1}]}`,
+				status: 400, msg: "invalid JSON: not valid UTF-8…"},
+			{name: "LoneHighSurrogateIs400", method: "POST", path: "/v1/executions", body: `{"ffqn":"testing:integration/activity.add","params":["\ud800"]}`,
+				status: 400, msg: "invalid JSON: lone surrogate `\\ud800` in a string at `params[0]`"},
+			{name: "LoneLowSurrogateIs400", method: "POST", path: "/v1/executions", body: `{"ffqn":"testing:integration/activity.add","params":[{"a":"x\udc00"}]}`,
+				status: 400, msg: "invalid JSON: lone surrogate `\\udc00` in a string at `params[0].a`"},
+			{name: "LoneSurrogateInAFieldIs400", method: "POST", path: "/v1/executions", body: `{"ffqn":"testing:integration/activity.add\ud800","params":[]}`,
+				status: 400, msg: "invalid JSON: lone surrogate `\\ud800` in a string at `ffqn`"},
+			{name: "DuplicateKeyIs400", method: "POST", path: "/v1/executions", body: `{"ffqn":"testing:integration/activity.add","params":[],"params":[1]}`,
+				status: 400, msg: "invalid JSON: duplicate key `params`"},
+			{name: "DuplicateKeyInParamsIs400", method: "POST", path: "/v1/executions", body: `{"ffqn":"testing:integration/activity.add","params":[{"a":1,"a":2}]}`,
+				status: 400, msg: "invalid JSON: duplicate key `a` at `params[0]`"},
+			{name: "DuplicateKeyDeepInParamsIs400", method: "POST", path: "/v1/executions", body: `{"ffqn":"testing:integration/activity.add","params":[1,[{"x":{"b":1,"\u0062":1}}]]}`,
+				status: 400, msg: "invalid JSON: duplicate key `b` at `params[1][0].x`"},
+			{name: "InvalidUTF8InTheQueryIs400", method: "POST", path: "/v1/executions?follow=%ff", body: good, status: 400, msg: "invalid query string: not valid UTF-8"},
 			{name: "TooLargeIs413", method: "POST", path: "/v1/executions", body: `{"ffqn":"testing:integration/activity.add","params":["` + strings.Repeat("x", 300) + `"]}`, status: 413, msg: "request body too large"},
 			{name: "WrongMethodIs405", method: "DELETE", path: "/v1/executions", status: 405, msg: "method not allowed"},
 		})
@@ -427,6 +460,8 @@ func testResponses(t *testing.T, e *env) {
 	})
 	e.rejectAll(t, []badReq{
 		{name: "BadJoinSetName", method: "GET", path: "/v1/executions/" + parent.String() + "/responses?join_set=a_b", status: 400, msg: "invalid query parameter `join_set`: invalid join set name"},
+		{name: "EmptyJoinSetName", method: "GET", path: "/v1/executions/" + parent.String() + "/responses?join_set=", status: 400, msg: "invalid query parameter `join_set`: must not be empty"},
+		{name: "NulJoinSetName", method: "GET", path: "/v1/executions/" + parent.String() + "/responses?join_set=%00", status: 400, msg: "invalid query parameter `join_set`: invalid join set name"},
 		{name: "BadCursor", method: "GET", path: "/v1/executions/" + parent.String() + "/responses?cursor=x", status: 400, msg: "invalid query parameter `cursor`…"},
 	})
 }
@@ -1031,6 +1066,21 @@ func testWorkerLock(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 		{name: "MissingBackoff", method: "POST", path: "/v1/worker/lock/one", body: one(map[string]any{"retry_config": json.RawMessage(`{"max_retries":1}`)}), status: 422,
 			msg: "invalid request body: …"},
 		{name: "ExpiryNotAfterCreation", method: "POST", path: "/v1/worker/lock/one", body: one(map[string]any{"lock_expires_at": t0}), status: 400, msg: "invalid expiry date"},
+		// The lock-pending routes answer an expiry that is not after created_at
+		// (by default the server's now) like lock/one, even with c pending.
+		{name: "ExpiryNotAfterCreationByFFQNs", method: "POST", path: "/v1/worker/lock/pending-by-ffqns", body: pending(map[string]any{"lock_expires_at": t0}), status: 400, msg: "invalid expiry date"},
+		{name: "ExpiryBeforeCreationByFFQNsAuto", method: "POST", path: "/v1/worker/lock/pending-by-ffqns-auto", body: pending(map[string]any{"lock_expires_at": t0.Add(-time.Second)}), status: 400, msg: "invalid expiry date"},
+		{name: "ExpiryNotAfterCreationByDigest", method: "POST", path: "/v1/worker/lock/pending-by-component-digest", body: func() map[string]any {
+			m := pending(map[string]any{"lock_expires_at": t0})
+			delete(m, "ffqns")
+			return m
+		}(), status: 400, msg: "invalid expiry date"},
+		{name: "ExpiryBeforeServerNowWithWait", method: "POST", path: "/v1/worker/lock/pending-by-ffqns", body: func() map[string]any {
+			m := pending(map[string]any{"lock_expires_at": t0.Add(-time.Hour), "wait_ms": 1000})
+			delete(m, "created_at")
+			return m
+		}(), status: 400, msg: "invalid expiry date"},
+		{name: "DuplicateKeyIs400", method: "POST", path: "/v1/worker/lock/pending-by-ffqns", body: `{"batch_size":1,"batch_size":2}`, status: 400, msg: "invalid JSON: duplicate key `batch_size`"},
 		{name: "StaleVersion", method: "POST", path: "/v1/worker/lock/one", body: one(map[string]any{"version": 5}), status: 409, msg: "version conflict…"},
 		{name: "UnknownExecution", method: "POST", path: "/v1/worker/lock/one", body: one(map[string]any{"execution_id": unknown}), status: 404, msg: "not found"},
 		{name: "NotJSON", method: "POST", path: "/v1/worker/lock/one", body: []byte(`{}`), status: 415, msg: "expected request with `Content-Type: application/json`"},
@@ -1116,6 +1166,15 @@ func testWorkerAppend(t *testing.T, e *env) {
 		{name: "UnknownVariantIs422", method: "POST", path: "/v1/worker/append", body: `{"execution_id":"` + wf.String() + `","version":2,"req":{"created_at":"2026-01-01T00:00:00Z","event":{"exploded":{}}}}`,
 			status: 422, msg: "invalid request body: …"},
 		{name: "MissingReqIs422", method: "POST", path: "/v1/worker/append", body: map[string]any{"execution_id": wf, "version": 2}, status: 422, msg: "invalid request body: missing field `req`"},
+		{name: "DuplicateKeyInTheEventIs400", method: "POST", path: "/v1/worker/append",
+			body:   `{"execution_id":"` + wf.String() + `","version":2,"req":{"created_at":"2026-01-01T00:00:00Z","event":{"finished":{"retval":{"ok":{"type":"string","value":"a","value":"b"}},"http_client_traces":null}}}}`,
+			status: 400, msg: "invalid JSON: duplicate key `value` at `req.event.finished.retval.ok`"},
+		{name: "LoneSurrogateInARetvalIs400", method: "POST", path: "/v1/worker/append",
+			body:   `{"execution_id":"` + wf.String() + `","version":2,"req":{"created_at":"2026-01-01T00:00:00Z","event":{"finished":{"retval":{"ok":{"type":"string","value":"\udfff"}},"http_client_traces":null}}}}`,
+			status: 400, msg: "invalid JSON: lone surrogate `\\udfff` in a string at `req.event.finished.retval.ok.value`"},
+		{name: "InvalidUTF8InARetvalIs400", method: "POST", path: "/v1/worker/append",
+			body:   `{"execution_id":"` + wf.String() + `","version":2,"req":{"created_at":"2026-01-01T00:00:00Z","event":{"finished":{"retval":{"ok":{"type":"string","value":"` + "\xfe" + `"}},"http_client_traces":null}}}}`,
+			status: 400, msg: "invalid JSON: not valid UTF-8…"},
 		{name: "EmptyBatchIs400", method: "POST", path: "/v1/worker/append-batch", body: map[string]any{"execution_id": wf, "version": 2, "batch": []core.AppendRequest{}},
 			status: 400, msg: "`batch` must have between 1 and 90 entries, got 0"},
 		{name: "HugeBatchIs400", method: "POST", path: "/v1/worker/append-batch", body: map[string]any{"execution_id": wf, "version": 2, "batch": many},
@@ -1172,6 +1231,16 @@ func testWorkerReads(t *testing.T, e *env) {
 		}
 		e.do("GET", "/v1/worker/executions/"+parent.String()+"/next-responses?last_response=1", nil).want(http.StatusOK).decode(&r)
 		if len(r.Responses) != 0 {
+			t.Fatalf("responses %+v", r)
+		}
+	})
+	t.Run("NextResponsesWithAnExpiredWaitReturnsStoredResponses", func(t *testing.T) {
+		// The wait is clamped to a follow bound that has already passed:
+		// responses already stored still come back (docs/spec/semantics.md §4.3.13).
+		e2 := newEnv(t, e.db, func(o *Options) { o.FollowWait = time.Nanosecond })
+		var r ResponsesJSON
+		e2.do("GET", "/v1/worker/executions/"+parent.String()+"/next-responses?wait_ms=1000", nil).want(http.StatusOK).decode(&r)
+		if len(r.Responses) != 1 || r.Responses[0].Cursor != 1 {
 			t.Fatalf("responses %+v", r)
 		}
 	})

@@ -9,7 +9,7 @@ import (
 )
 
 // Plain-text renderings (Accept: text/plain). They follow Obelisk's layouts
-// where webapi.md documents them; event and response descriptions are the
+// where Obelisk's web API documents them; event and response descriptions are the
 // compact JSON of the payload instead of Obelisk's Display impls.
 
 func lines(n int, line func(i int) string) string {

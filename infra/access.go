@@ -12,7 +12,7 @@ import (
 )
 
 // dataAccess is what one function may do to the table and the CAS bucket
-// (reliability §4.2): explicit actions, never wildcards, never "*" resources.
+// (docs/spec/reliability.md §4.2): explicit actions, never wildcards, never "*" resources.
 type dataAccess struct {
 	// TableActions are granted on the table ARN. TransactWriteItems needs no
 	// action of its own: each of its Put/Update/Delete/ConditionCheck parts
@@ -26,7 +26,7 @@ type dataAccess struct {
 	// report as an error instead of core.ErrNotFound.
 	CasRead bool
 	// CasWrite grants s3:PutObject, only with an If-None-Match header: the
-	// CAS never overwrites (put-if-absent, reliability §4.3).
+	// CAS never overwrites (put-if-absent, docs/spec/reliability.md §4.3).
 	CasWrite bool
 }
 

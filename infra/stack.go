@@ -57,7 +57,7 @@ const (
 )
 
 // Timeouts. API Gateway ends every HTTP API request after 30 s, so the
-// functions behind it stop earlier (reliability §2.2.1), and their long
+// functions behind it stop earlier (docs/spec/reliability.md §2.2.1), and their long
 // polls (follow, wait_ms) end before that: FollowWait < function timeout <
 // 30 s. The timers function loops until 5 s before its deadline
 // (functions.DefaultSafetyMargin), so a 60 s timeout on a 1-minute schedule
@@ -315,7 +315,7 @@ func newTable(stack awscdk.Stack) awsdynamodb.Table {
 	return t
 }
 
-// newBucket creates the CAS bucket (reliability §4.3): private, no ACLs,
+// newBucket creates the CAS bucket (docs/spec/reliability.md §4.3): private, no ACLs,
 // SSE-S3, TLS only, incomplete multipart uploads aborted.
 func newBucket(stack awscdk.Stack) awss3.Bucket {
 	return awss3.NewBucket(stack, jsii.String("Cas"), &awss3.BucketProps{

@@ -17,7 +17,7 @@ import (
 )
 
 // Deployments, component metadata and source mappings (core.DeploymentStore,
-// spec §6.5–6.7). The tables are created on first use (CREATE … IF NOT
+// docs/spec/semantics.md §6.5–6.7). The tables are created on first use (CREATE … IF NOT
 // EXISTS, see deploymentSchema); blob bytes live in the CAS (Options.Cas).
 
 // deploymentState is the per-backend state of this file.
@@ -667,7 +667,7 @@ FROM t_state WHERE deployment_id = ?1 AND is_top_level >= ?3`
 
 // ListDeploymentStates implements core.DeploymentStore. Each deployment's
 // counts are one range scan of idx_state_deployment; they follow every
-// execution's current deployment (spec §8 item 21).
+// execution's current deployment (docs/spec/semantics.md §8 item 21).
 func (b *Backend) ListDeploymentStates(ctx context.Context, currentTime core.Timestamp, p core.Pagination[*core.DeploymentId], includeToml bool, counts core.DeploymentExecutionCounts) ([]core.DeploymentState, error) {
 	q, args := pageQuery(depColumns, p)
 	rs, err := b.readDeployments(ctx, "list deployment states", false, q, args...)

@@ -69,7 +69,7 @@
 //	t_log        id INTEGER PRIMARY KEY AUTOINCREMENT (the LogCursor),
 //	             execution_id, run_id, created_at, level, message,
 //	             stream_type (NULL for log lines), payload.
-//	t_wasm_backtrace      hash (33-byte BLOB, spec §2.12) PRIMARY KEY, json.
+//	t_wasm_backtrace      hash (33-byte BLOB, docs/spec/semantics.md §2.12) PRIMARY KEY, json.
 //	t_execution_backtrace (execution_id, version_min, version_max) PRIMARY
 //	             KEY, component_id (JSON), hash.
 //	t_meta       key → value; 'head_seq' is the last seq handed out.

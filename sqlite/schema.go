@@ -8,7 +8,7 @@ import (
 // migrations[i] upgrades a database from PRAGMA user_version i to i+1. Never
 // edit a released entry: append a new one.
 var migrations = []string{
-	// v1: execution data (spec §7.1).
+	// v1: execution data (docs/spec/semantics.md §7.1).
 	`
 CREATE TABLE t_meta (
 	key   TEXT PRIMARY KEY,

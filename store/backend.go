@@ -111,14 +111,14 @@ type Queries interface {
 	ExpiredDelays(ctx context.Context, at core.Timestamp) ([]core.ExpiredDelay, error)
 	// Cancelling returns up to limit cancelling executions by created_at ascending.
 	Cancelling(ctx context.Context, limit int) ([]core.ExecutionId, error)
-	// ListExecutions applies filter and pagination (spec §4.4.4) and returns
+	// ListExecutions applies filter and pagination (docs/spec/semantics.md §4.4.4) and returns
 	// heads newest first.
 	ListExecutions(ctx context.Context, filter core.ListExecutionsFilter, p core.ExecutionListPagination) ([]core.ExecutionState, error)
 
 	// AppendLogs stores log rows, assigning increasing global cursors.
 	AppendLogs(ctx context.Context, rows []core.LogInfoAppendRow) error
 	// ListLogs returns log rows of id (and of ids having id as a string prefix
-	// when showDerived) matching filter, in scan order (spec §6.8).
+	// when showDerived) matching filter, in scan order (docs/spec/semantics.md §6.8).
 	ListLogs(ctx context.Context, id core.ExecutionId, showDerived bool, filter core.LogFilter, p core.Pagination[core.LogCursor]) ([]core.LogEntryRow, error)
 	// AppendBacktraces stores backtraces (insert-if-absent per (execution,
 	// version_min, version_max)) and returns the number newly inserted.

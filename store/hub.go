@@ -6,7 +6,7 @@ import (
 	"github.com/stela-dev/stela/core"
 )
 
-// hub delivers in-process, post-commit, best-effort notifications (spec §4.9).
+// hub delivers in-process, post-commit, best-effort notifications (docs/spec/semantics.md §4.9).
 // Waiters always re-read the backend after waking and also poll, so a missed
 // or spurious notification only costs latency, never correctness.
 type hub struct {

@@ -179,7 +179,7 @@ func (l *lookup) NthResponse(js core.JoinSetId, n uint32) (core.Timestamp, bool)
 // appendIn appends batch to id at version inside t; currentTime drives pending notifications.
 func (s *Service) appendIn(t *txn, id core.ExecutionId, version core.Version, batch []core.AppendRequest, currentTime core.Timestamp, opts core.AppendOptions) (core.AppendResult, error) {
 	if err := core.ValidateAppendBatch(batch); err != nil {
-		return core.AppendResult{}, err // checked before the execution is looked up (spec §8.2)
+		return core.AppendResult{}, err // checked before the execution is looked up (docs/spec/semantics.md §8.2)
 	}
 	h, err := t.head(id)
 	if err != nil {
@@ -206,7 +206,7 @@ func (s *Service) appendIn(t *txn, id core.ExecutionId, version core.Version, ba
 	return res, nil
 }
 
-// respondIn records a response for id inside t (spec §3.12).
+// respondIn records a response for id inside t (docs/spec/semantics.md §3.12).
 func (s *Service) respondIn(t *txn, id core.ExecutionId, createdAt core.Timestamp, ev core.JoinSetResponseEvent, currentTime core.Timestamp) error {
 	h, err := t.head(id)
 	if err != nil {
@@ -246,6 +246,9 @@ func (s *Service) LockPendingByFFQNsAuto(ctx context.Context, req core.LockReque
 }
 
 func (s *Service) lockPending(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn, auto bool) ([]core.LockedExecution, error) {
+	if err := req.ValidateExpiry(); err != nil {
+		return []core.LockedExecution{}, err
+	}
 	var skip *core.ComponentDigest
 	if auto {
 		d := req.ComponentID.ComponentDigest
@@ -273,6 +276,9 @@ func (s *Service) lockPending(ctx context.Context, req core.LockRequest, ffqns [
 
 // LockPendingByComponentDigest implements core.DbExecutor.
 func (s *Service) LockPendingByComponentDigest(ctx context.Context, req core.LockRequest) ([]core.LockedExecution, error) {
+	if err := req.ValidateExpiry(); err != nil {
+		return []core.LockedExecution{}, err
+	}
 	if req.BatchSize == 0 {
 		return []core.LockedExecution{}, nil
 	}
@@ -488,7 +494,7 @@ func (s *Service) WaitForPendingByComponentDigest(ctx context.Context, at core.T
 	})
 }
 
-// waitLoop registers for keys, then checks (spec §4.2.7): it returns when
+// waitLoop registers for keys, then checks (docs/spec/semantics.md §4.2.7): it returns when
 // check reports true, when a notification for a key arrives (the caller
 // re-checks, so a notification need not be re-verified here), or when ctx is
 // done. Between notifications it re-checks every poll interval, which is what
@@ -788,18 +794,17 @@ func (s *Service) Create(ctx context.Context, req core.CreateRequest) (core.Vers
 	return next, nil
 }
 
-// SubscribeToNextResponses implements core.DbConnection.
+// SubscribeToNextResponses implements core.DbConnection. Responses already
+// stored are returned even when ctx is already done (docs/spec/semantics.md
+// §4.3.13): only the waiting races the deadline.
 func (s *Service) SubscribeToNextResponses(ctx context.Context, id core.ExecutionId, last core.ResponseCursor) ([]core.ResponseWithCursor, error) {
 	w := s.hub.register([]string{responseKey(id)})
 	defer s.hub.unregister(w)
 	ticker := time.NewTicker(s.poll)
 	defer ticker.Stop()
-	for {
-		if ctx.Err() != nil {
-			return nil, timeoutErr(ctx)
-		}
+	for first := true; ; first = false {
 		var out []core.ResponseWithCursor
-		err := s.view(ctx, func(tx ReadTx) error {
+		err := s.readReady(ctx, first, func(tx ReadTx) error {
 			h, err := tx.Head(id)
 			if errors.Is(err, core.ErrNotFound) {
 				return nil
@@ -830,18 +835,18 @@ func (s *Service) SubscribeToNextResponses(ctx context.Context, id core.Executio
 	}
 }
 
-// WaitForFinishedResult implements core.DbConnection.
+// WaitForFinishedResult implements core.DbConnection. A finished result is
+// returned even when ctx is already done (docs/spec/semantics.md §4.3.14:
+// get_finished_result is this wait with an immediately-ready timeout); only
+// the waiting races the deadline.
 func (s *Service) WaitForFinishedResult(ctx context.Context, id core.ExecutionId) (core.ReturnValue, error) {
 	w := s.hub.register([]string{finishedKey(id)})
 	defer s.hub.unregister(w)
 	ticker := time.NewTicker(s.poll)
 	defer ticker.Stop()
-	for {
-		if ctx.Err() != nil {
-			return core.ReturnValue{}, timeoutErr(ctx)
-		}
+	for first := true; ; first = false {
 		var rv *core.ReturnValue
-		err := s.view(ctx, func(tx ReadTx) error {
+		err := s.readReady(ctx, first, func(tx ReadTx) error {
 			h, err := tx.Head(id)
 			if err != nil {
 				return err
@@ -907,6 +912,23 @@ func (s *Service) AppendLogBatch(ctx context.Context, rows []core.LogInfoAppendR
 // AppendResponse implements core.ResponseAppender (the test back door).
 func (s *Service) AppendResponse(ctx context.Context, createdAt core.Timestamp, id core.ExecutionId, resp core.JoinSetResponseEvent) error {
 	return s.update(ctx, func(t *txn) error { return s.respondIn(t, id, createdAt, resp, createdAt) })
+}
+
+// firstReadBound bounds the first read of a wait whose context is already
+// done: that read ignores the wait's deadline, not the need to finish.
+const firstReadBound = 10 * time.Second
+
+// readReady runs one read of a wait loop. The first read runs whatever the
+// state of ctx (a deadline bounds the waiting, never the check for data
+// that is already there), detached from ctx's cancellation and bounded by
+// firstReadBound; later reads use ctx.
+func (s *Service) readReady(ctx context.Context, first bool, fn func(tx ReadTx) error) error {
+	if !first {
+		return s.view(ctx, fn)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), firstReadBound)
+	defer cancel()
+	return s.view(rctx, fn)
 }
 
 // timeoutErr reports a wait that ended because ctx was done.

@@ -19,7 +19,7 @@ type SweepResult struct {
 	Skipped int `json:"skipped"`
 }
 
-// Sweep runs one pass of the expired-timers watcher (spec §5.2) at `at`,
+// Sweep runs one pass of the expired-timers watcher (docs/spec/semantics.md §5.2) at `at`,
 // which callers set to now minus a small leeway. It is level-triggered and
 // idempotent: every write is version-guarded or unique per delay, so
 // overlapping, duplicate or late sweeps only produce conflicts that are
@@ -71,7 +71,7 @@ func Sweep(ctx context.Context, db core.DbConnection, at core.Timestamp) (SweepR
 	return res, nil
 }
 
-// DriveCancellations runs one pass of the cancellation driver (spec §6.1)
+// DriveCancellations runs one pass of the cancellation driver (docs/spec/semantics.md §6.1)
 // over up to batch cancelling executions and returns how many it finished.
 // Activities are finished as cancelled unless their worker still holds an
 // unexpired lock; workflows first get every open child activity and delay

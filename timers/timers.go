@@ -47,8 +47,8 @@ type Options struct {
 	// Default DefaultInterval.
 	Interval time.Duration
 	// Leeway is subtracted from the clock's now for the sweep, so that a
-	// worker finishing right at its lock deadline wins the race (semantics
-	// §5.2). Default 0.
+	// worker finishing right at its lock deadline wins the race
+	// (docs/spec/semantics.md §5.2). Default 0.
 	Leeway time.Duration
 	// Batch bounds the cancelling executions driven per pass. Default DefaultBatch.
 	Batch int

@@ -7,10 +7,10 @@ import (
 	"github.com/stela-dev/stela/core"
 )
 
-// deploymentTests are scenarios.md areas 15 and 16 (deployments, component
-// metadata, CAS files) at the storage level, the behaviour of semantics.md
-// §6.5–6.7 that Obelisk leaves untested, the source mappings, and the
-// garbage-collection and crash scenarios of reliability.md S4/T5.
+// deploymentTests are docs/spec/scenarios.md areas 15 and 16 (deployments, component
+// metadata, CAS files) at the storage level, the behaviour of
+// docs/spec/semantics.md §6.5–6.7 that Obelisk leaves untested, the source mappings, and the
+// garbage-collection and crash scenarios of docs/spec/reliability.md S4/T5.
 func deploymentTests() []contractTest {
 	return []contractTest{
 		{"T108_DeploymentInsertAndGet", t108},
@@ -51,7 +51,7 @@ func deploymentTests() []contractTest {
 	}
 }
 
-// --- scenarios.md area 15 ---------------------------------------------------------
+// --- docs/spec/scenarios.md area 15 ---------------------------------------------------------
 
 func t108(h *harness) {
 	d := newDep()
@@ -296,7 +296,7 @@ func t124(h *harness) {
 	}
 }
 
-// --- scenarios.md area 16 ---------------------------------------------------------
+// --- docs/spec/scenarios.md area 16 ---------------------------------------------------------
 
 func t141(h *harness) {
 	c := h.cas()

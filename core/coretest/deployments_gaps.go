@@ -8,9 +8,9 @@ import (
 	"github.com/stela-dev/stela/core"
 )
 
-// Deployment behaviour of semantics.md §6.5–6.7 and §8 items 21–22 that
+// Deployment behaviour of docs/spec/semantics.md §6.5–6.7 and §8 items 21–22 that
 // Obelisk's tests leave out, plus the CAS garbage-collection and crash
-// scenarios (reliability.md S4, T5).
+// scenarios (docs/spec/reliability.md S4, T5).
 
 func (h *harness) wantDepStatus(dep core.DeploymentId, want core.DeploymentStatus) {
 	h.t.Helper()

@@ -1,6 +1,6 @@
 // Package coretest is the one contract suite every Stela store must pass:
-// the storage scenarios of Obelisk's test suites (shared/spec/scenarios.md),
-// the edge cases of semantics.md §8, race tests with real goroutines, a
+// the storage scenarios of Obelisk's test suites (docs/spec/scenarios.md),
+// the edge cases of docs/spec/semantics.md §8, race tests with real goroutines, a
 // randomized comparison with a reference model built directly on core's pure
 // functions, and a durability hook.
 //
@@ -36,7 +36,7 @@
 //
 // # Layout of the suite
 //
-//   - Scenarios/T0xx_…: one subtest per scenarios.md scenario (areas 1–3 and
+//   - Scenarios/T0xx_…: one subtest per docs/spec/scenarios.md scenario (areas 1–3 and
 //     5–14, plus the area 18 encodings that the store must round-trip). [LS2]
 //     scenarios run once per locking strategy. Executor and watcher scenarios
 //     (T012, T013, T028, T029, T040–T042) play the executor in the test: lock,
@@ -45,10 +45,10 @@
 //     as the watcher. The tracker scenarios T030–T034 are observed through
 //     store.DriveCancellations. T010 (diff_proptest) compares random scripts
 //     with the model instead of with Postgres.
-//   - Scenarios/GapNN_…: the behaviour scenarios.md lists as untested by
+//   - Scenarios/GapNN_…: the behaviour docs/spec/scenarios.md lists as untested by
 //     Obelisk (stale versions, *_with_retries, delays, waits, listing and
 //     filters, stubs, upgrades, auto-locking, logs).
-//   - EdgeCases/E08_NN_…: one or more checks per item 1–28 of semantics.md §8.
+//   - EdgeCases/E08_NN_…: one or more checks per item 1–28 of docs/spec/semantics.md §8.
 //   - Races/…: goroutines racing to lock, append, respond and create.
 //   - Deployments/T1xx_…: the storage scenarios of areas 15 and 16
 //     (deployments, component metadata, CAS files, gc_orphan_files), and
@@ -59,7 +59,7 @@
 //     missing_digests order and repeats, file sizes from the CAS, source
 //     mappings exact/suffix/ambiguous and replace, the gc grace period, and a
 //     writer killed between the CAS put and the database write
-//     (reliability S4/T5)). See deployments.go.
+//     (docs/spec/reliability.md S4/T5)). See deployments.go.
 //   - Model/seed=N: the randomized model test (model.go, modeltest.go).
 //
 // # Scenarios not ported
@@ -85,13 +85,13 @@
 //   - T125–T140 [E2E]: deployment submit validation, WASM/JS deploys and hot
 //     redeploys (runtime). Their storage parts: Dep04 (all-or-nothing
 //     insert), Dep18 (a repeated submit), T141/Dep11 (missing files).
-//   - T143: not in scenarios.md. T144 [E2E] is ported as its storage part
+//   - T143: not in docs/spec/scenarios.md. T144 [E2E] is ported as its storage part
 //     (T144_GCDeletesOnlyOrphanBlobs).
 //   - T145–T174 [E2E]: server smoke tests (runtime, not storage).
 //   - T180 as_date_time overflow: a pure core conversion with no store
 //     involvement (core.ScheduleAt.AsTimestamp, tested in package core).
 //
-// Numbers missing from scenarios.md itself (T003, T007, T011, T015, T019,
+// Numbers missing from docs/spec/scenarios.md itself (T003, T007, T011, T015, T019,
 // T023, T027, T031, T035, T039, T043, T047, T051, T055, T059, T063, T067,
 // T071, T075, T079, T083, T087, T091, T095, T099, T103, T107, T111, T115,
 // T119, T123, T175, T179)

@@ -10,7 +10,7 @@ import (
 	"github.com/stela-dev/stela/core"
 )
 
-// edgeCaseTests covers each numbered item of semantics.md §8.
+// edgeCaseTests covers each numbered item of docs/spec/semantics.md §8.
 func edgeCaseTests() []contractTest {
 	return []contractTest{
 		{"E08_01_NextVersionStaysAtFinishedVersion", e01},
@@ -767,7 +767,7 @@ func e22(h *harness) {
 	}
 
 	// A source mapping refers to a blob that is already in the CAS (SQLite's
-	// foreign key in Obelisk; reliability S4).
+	// foreign key in Obelisk; docs/spec/reliability.md S4).
 	first, second := h.writeBlob("first"), h.writeBlob("second")
 	err = h.db.UpsertSourceMapping(h.ctx, comp, "/src/lib.rs", false, first)
 	skipIfNotImplemented(err)

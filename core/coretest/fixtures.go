@@ -9,7 +9,7 @@ import (
 	"github.com/stela-dev/stela/core"
 )
 
-// Fixtures of scenarios.md §0.1.
+// Fixtures of docs/spec/scenarios.md §0.1.
 var (
 	// ffqnF is F = ns:pkg/ifc.fn.
 	ffqnF = mustFFQN("ns:pkg/ifc.fn")
@@ -99,7 +99,7 @@ func newDep() core.DeploymentId {
 
 func strp(s string) *string { return &s }
 
-// --- event constructors (scenarios.md §0.2) ---------------------------------------
+// --- event constructors (docs/spec/scenarios.md §0.2) ---------------------------------------
 
 func hist(e core.HistoryEvent) core.ExecutionRequest { return &core.HistoryEventRequest{Event: e} }
 

@@ -13,7 +13,7 @@ func (h *harness) now() core.Timestamp { return h.clock.Now() }
 
 func (h *harness) advance(d time.Duration) core.Timestamp { return h.clock.Advance(d) }
 
-// createReq is scenarios.md's create(X): created now, ffqn F, ACT, DEP0,
+// createReq is docs/spec/scenarios.md's create(X): created now, ffqn F, ACT, DEP0,
 // scheduled now, no parent, not paused. mods adjust it.
 func (h *harness) createReq(id core.ExecutionId, mods ...func(*core.CreateRequest)) core.CreateRequest {
 	now := h.now()
@@ -79,7 +79,7 @@ func (h *harness) createWithID(id core.ExecutionId, mods ...func(*core.CreateReq
 	h.mustCreateReq(h.createReq(id, mods...))
 }
 
-// lockReq is the request of scenarios.md's lock(exr, run, exp): batch 1,
+// lockReq is the request of docs/spec/scenarios.md's lock(exr, run, exp): batch 1,
 // pending at or sooner = created at = now, ACT, DEP0, RETRY0.
 func (h *harness) lockReq(exr core.ExecutorId, run core.RunId, exp core.Timestamp) core.LockRequest {
 	now := h.now()

@@ -210,7 +210,7 @@ func raceAppend(h *harness) {
 }
 
 // raceResponseJoinNext races a JoinNext against the response it waits for
-// (semantics.md §8.3): whichever commits first, the execution must end up
+// (docs/spec/semantics.md §8.3): whichever commits first, the execution must end up
 // PendingAt, never BlockedByJoinSet with its response present.
 func raceResponseJoinNext(h *harness) {
 	rounds := h.opts.scaled(120, 12)

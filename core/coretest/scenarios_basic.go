@@ -8,7 +8,7 @@ import (
 	"github.com/stela-dev/stela/core"
 )
 
-// scenarioTests lists every ported scenario of scenarios.md, in catalogue order.
+// scenarioTests lists every ported scenario of docs/spec/scenarios.md, in catalogue order.
 func scenarioTests() []contractTest {
 	var all []contractTest
 	all = append(all, basicScenarios()...)

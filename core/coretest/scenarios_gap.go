@@ -10,18 +10,20 @@ import (
 	"github.com/stela-dev/stela/core"
 )
 
-// The storage behaviour scenarios.md lists as untested by Obelisk (§2 note,
-// §10–§12 gap notes and §19 "worth adding to the Go suite").
+// The storage behaviour docs/spec/scenarios.md lists as untested by Obelisk
+// (§19 there).
 func gapScenarios() []contractTest {
 	return []contractTest{
 		{"Gap02_AppendAtStaleVersionIsVersionConflict", gapVersionConflict},
 		{"Gap02_CancelWithRetriesRetriesVersionConflicts", gapCancelWithRetries},
+		{"Gap03_LockPendingRejectsAnInvalidExpiryUpFront", gapLockExpiry},
 		{"Gap06_PauseAndUnpauseDelay", gapPauseDelay},
 		{"Gap06_PausedDelayRequestCreatesPausedTimer", gapPausedDelayRequest},
 		{"Gap06_AppendBatchWithDelayResponse", gapBatchWithDelayResponse},
 		{"Gap06_AppendDelayResponseReportsStoredOutcome", gapDelayResponseOutcomes},
 		{"Gap04_SubscribeToNextResponsesWaitsAndTimesOut", gapSubscribe},
 		{"Gap04_WaitForFinishedResult", gapWaitFinished},
+		{"Gap04_ReadyDataWinsOverAnExpiredDeadline", gapExpiredDeadline},
 		{"Gap04_WaitForPending", gapWaitPending},
 		{"Gap12_ListExecutionEventsResponses", gapListEventsResponses},
 		{"Gap12_ReadsOfMissingThingsAreNotFound", gapNotFound},
@@ -44,6 +46,38 @@ func gapVersionConflict(h *harness) {
 	_, err = h.lockOne(x, 2, newExr(), newRun(), h.now().Add(time.Second))
 	h.wantVersionConflict("lock_one at 2", err, 1, 2)
 	h.wantNextVersion(x, 1)
+}
+
+// gapLockExpiry: a lock whose lock_expires_at is not after its created_at is
+// "invalid expiry date" on every lock method, checked before candidates are
+// read (docs/spec/semantics.md §3.5, §4.2.1): a worker with a skewed clock
+// gets the error instead of "nothing pending" while executions stay pending.
+func gapLockExpiry(h *harness) {
+	x := h.create()
+	for _, exp := range []core.Timestamp{h.now(), h.now().Add(-time.Second)} {
+		req := h.lockReq(newExr(), newRun(), exp)
+		ffqns := []core.FunctionFqn{ffqnF}
+		for _, m := range []struct {
+			name string
+			lock func() ([]core.LockedExecution, error)
+		}{
+			{"lock_pending_by_ffqns", func() ([]core.LockedExecution, error) { return h.db.LockPendingByFFQNs(h.ctx, req, ffqns) }},
+			{"lock_pending_by_ffqns_auto", func() ([]core.LockedExecution, error) { return h.db.LockPendingByFFQNsAuto(h.ctx, req, ffqns) }},
+			{"lock_pending_by_component_digest", func() ([]core.LockedExecution, error) { return h.db.LockPendingByComponentDigest(h.ctx, req) }},
+			{"lock_pending_by_ffqns with nothing pending", func() ([]core.LockedExecution, error) {
+				return h.db.LockPendingByFFQNs(h.ctx, req, []core.FunctionFqn{ffqnChild})
+			}},
+		} {
+			got, err := m.lock()
+			h.wantValidation(fmt.Sprintf("%s with lock_expires_at %s, created_at %s", m.name, exp, req.CreatedAt), err, "invalid expiry date")
+			if len(got) != 0 {
+				h.t.Fatalf("%s returned %d locked executions with an invalid expiry", m.name, len(got))
+			}
+		}
+	}
+	h.wantStatus(x, core.StatePendingAt, core.LifecycleActive)
+	h.wantNextVersion(x, 1)
+	h.lockAny(h.now().Add(time.Second))
 }
 
 // conflictInjector fails the first n cancellation calls with a version conflict.
@@ -326,6 +360,54 @@ func gapWaitFinished(h *harness) {
 	got, err := h.db.WaitForFinishedResult(h.ctx, x)
 	h.wantNoErr("wait_for_finished_result of a finished execution", err)
 	h.wantJSON("finished result", got, rv)
+}
+
+// gapExpiredDeadline: a wait reads first and races its deadline only while
+// nothing is ready (docs/spec/semantics.md §4.3.13, §4.3.14):
+// get_finished_result is the wait with an immediately-ready timeout, so an
+// already-expired context must still return a finished result or the
+// responses already stored.
+func gapExpiredDeadline(h *harness) {
+	x := h.create()
+	h.lockAny(t0.Add(time.Hour))
+	js := mustJS("o:")
+	d := core.NewDelayId(x, js, 1)
+	h.mustAppend(x, 2, jsc(js))
+	h.mustAppend(x, 3, dreq(js, d, t0.Add(time.Hour), schedNow))
+	h.mustRespond(x, delayResp(js, d, true))
+	rv := core.RetErr(nil)
+	h.mustAppend(x, 4, finished(rv))
+
+	for _, c := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+	}{
+		{"cancelled", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(h.ctx)
+			cancel()
+			return ctx, cancel
+		}},
+		{"past deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithDeadline(h.ctx, time.Unix(0, 0))
+		}},
+	} {
+		ctx, cancel := c.ctx()
+		got, err := h.db.WaitForFinishedResult(ctx, x)
+		h.wantNoErr("wait_for_finished_result of a finished execution, "+c.name+" context", err)
+		h.wantJSON("finished result, "+c.name+" context", got, rv)
+		rs, err := h.db.SubscribeToNextResponses(ctx, x, 0)
+		h.wantNoErr("subscribe_to_next_responses with a stored response, "+c.name+" context", err)
+		if fmt.Sprint(cursorsOf(rs)) != "[1]" {
+			h.t.Fatalf("subscribe with a %s context got cursors %v, want [1]", c.name, cursorsOf(rs))
+		}
+		// Nothing ready: the expired deadline wins at once.
+		_, err = h.db.SubscribeToNextResponses(ctx, x, 1)
+		h.wantErr("subscribe after the last response, "+c.name+" context", err, core.ErrTimeout)
+		y := h.create()
+		_, err = h.db.WaitForFinishedResult(ctx, y)
+		h.wantErr("wait_for_finished_result of a pending execution, "+c.name+" context", err, core.ErrTimeout)
+		cancel()
+	}
 }
 
 func gapWaitPending(h *harness) {

@@ -5,8 +5,7 @@
 // environment variables; it runs once per cold start.
 //
 // The package is not under functions/internal because cmd/stela builds the
-// same stack for its DynamoDB mode (STYLE §3: the dev server uses the same
-// config code).
+// same stack for its DynamoDB mode (the dev server uses the same config code).
 package app
 
 import (
@@ -213,7 +212,7 @@ func isAWSEndpoint(endpoint string) bool {
 
 // Authorizer returns the bearer-token check when STELA_API_TOKEN is set;
 // otherwise every request reaching the function is served, since API
-// Gateway's authorizer (IAM or JWT, reliability §4.1) has already run.
+// Gateway's authorizer (IAM or JWT, docs/spec/reliability.md §4.1) has already run.
 func (a *App) Authorizer() httpapi.Authorizer {
 	if a.Config.APIToken != "" {
 		return httpapi.BearerToken(a.Config.APIToken)

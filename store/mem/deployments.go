@@ -14,8 +14,8 @@ import (
 	"github.com/stela-dev/stela/store"
 )
 
-// deployments is the reference model of core.DeploymentStore (spec
-// §6.5–6.7): plain maps guarded by Backend.mu. Blob bytes live in the CAS;
+// deployments is the reference model of core.DeploymentStore
+// (docs/spec/semantics.md §6.5–6.7): plain maps guarded by Backend.mu. Blob bytes live in the CAS;
 // CAS calls are made without holding the mutex.
 type deployments struct {
 	cas   core.Cas
@@ -342,7 +342,7 @@ func count(s *core.DeploymentState, st *core.ExecutionState, now core.Timestamp)
 }
 
 // ListDeploymentStates implements core.DeploymentStore. Counts follow each
-// execution's current deployment (spec §8 item 21).
+// execution's current deployment (docs/spec/semantics.md §8 item 21).
 func (b *Backend) ListDeploymentStates(ctx context.Context, currentTime core.Timestamp, p core.Pagination[*core.DeploymentId], includeToml bool, counts core.DeploymentExecutionCounts) ([]core.DeploymentState, error) {
 	unlock, err := b.lockDeps()
 	if err != nil {

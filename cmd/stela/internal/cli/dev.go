@@ -132,6 +132,9 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
+	// Requests net/http rejects before routing (e.g. a malformed %-escape)
+	// still get a JSON error body.
+	ln = httpapi.JSONErrorsListener(ln)
 	baseCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
