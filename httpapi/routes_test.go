@@ -42,6 +42,7 @@ func runRouteTests(t *testing.T, newDB func(t *testing.T) core.DbExternalApi) {
 	t.Run("Files", func(t *testing.T) { testFiles(t, newDB) })
 	t.Run("WorkerLock", func(t *testing.T) { testWorkerLock(t, fresh) })
 	t.Run("WorkerAppend", func(t *testing.T) { testWorkerAppend(t, fresh(t)) })
+	t.Run("WorkerChildChecks", func(t *testing.T) { testWorkerChildChecks(t, fresh) })
 	t.Run("WorkerReads", func(t *testing.T) { testWorkerReads(t, fresh(t)) })
 	t.Run("WorkerTimers", func(t *testing.T) { testWorkerTimers(t, newDB) })
 	t.Run("Logging", func(t *testing.T) { testLogging(t, newDB) })
