@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/core/coretest"
 )
 
 // testListExecutionsPaging walks GET /v1/executions page by page over
@@ -42,7 +43,7 @@ func testListExecutionsPaging(t *testing.T, e *env) {
 			if k%2 == 0 {
 				id := e.do("POST", "/v1/executions", `{"ffqn":"`+ffqnActivity.String()+`","params":[]}`).
 					want(http.StatusCreated).okValue()
-				all = append(all, row{mustExecID(t, id), at})
+				all = append(all, row{mustExecID(id), at})
 				continue
 			}
 			ms := uint64(t0.UnixMilli()) - uint64(24*time.Hour/time.Millisecond) + rng.Uint64N(uint64(48*time.Hour/time.Millisecond))
@@ -114,28 +115,12 @@ func testListExecutionsPaging(t *testing.T, e *env) {
 					if dir == "older" {
 						slices.Reverse(seen)
 					}
-					count := map[core.ExecutionId]int{}
-					for _, id := range seen {
-						count[id]++
+					ids := make([]core.ExecutionId, len(want))
+					for i, r := range want {
+						ids[i] = r.id
 					}
-					dups, missing := 0, 0
-					for _, id := range seen {
-						if count[id] > 1 {
-							dups++
-						}
-					}
-					for _, r := range want {
-						if count[r.id] == 0 {
-							missing++
-						}
-					}
-					if dups > 0 || missing > 0 || len(seen) != len(want) {
-						t.Fatalf("%d rows for %d executions: %d repeated, %d missing", len(seen), len(want), dups, missing)
-					}
-					for i := range want {
-						if seen[i] != want[i].id {
-							t.Fatalf("row %d is %s, want %s", i, seen[i], want[i].id)
-						}
+					if err := coretest.ExactlyOnceInOrder(seen, ids); err != nil {
+						t.Fatal(err)
 					}
 				})
 			}
@@ -152,11 +137,10 @@ func testListExecutionsPaging(t *testing.T, e *env) {
 	})
 }
 
-func mustExecID(t *testing.T, s string) core.ExecutionId {
-	t.Helper()
+func mustExecID(s string) core.ExecutionId {
 	id, err := core.ParseExecutionId(s)
 	if err != nil {
-		t.Fatalf("%q: %v", s, err)
+		panic(err)
 	}
 	return id
 }

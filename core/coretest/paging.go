@@ -177,10 +177,22 @@ func (h *harness) walk(filter core.ListExecutionsFilter, k cursorKind, known map
 	}
 }
 
-// wantExactlyOnce compares a walk with the expected scan order, counting
-// repeated and missing rows first so a failure says what went wrong.
+// wantExactlyOnce compares a walk with the expected scan order.
 func (h *harness) wantExactlyOnce(what string, got []core.ExecutionId, want []pagedExec) {
 	h.t.Helper()
+	ids := make([]core.ExecutionId, len(want))
+	for i, e := range want {
+		ids[i] = e.id
+	}
+	if err := ExactlyOnceInOrder(got, ids); err != nil {
+		h.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// ExactlyOnceInOrder reports how the rows of a paged walk (got) differ from
+// the expected rows (want): how many are repeated and missing, else the
+// first row out of order. Route tests of the listing use it too.
+func ExactlyOnceInOrder(got, want []core.ExecutionId) error {
 	count := map[core.ExecutionId]int{}
 	for _, id := range got {
 		count[id]++
@@ -191,19 +203,20 @@ func (h *harness) wantExactlyOnce(what string, got []core.ExecutionId, want []pa
 			dups++
 		}
 	}
-	for _, e := range want {
-		if count[e.id] == 0 {
+	for _, id := range want {
+		if count[id] == 0 {
 			missing++
 		}
 	}
 	if dups > 0 || missing > 0 || len(got) != len(want) {
-		h.t.Fatalf("%s: %d rows for %d executions: %d repeated, %d missing", what, len(got), len(want), dups, missing)
+		return fmt.Errorf("%d rows for %d executions: %d repeated, %d missing", len(got), len(want), dups, missing)
 	}
 	for i := range want {
-		if got[i] != want[i].id {
-			h.t.Fatalf("%s: row %d is %s, want %s (every row once, but out of order)", what, i, got[i], want[i].id)
+		if got[i] != want[i] {
+			return fmt.Errorf("row %d is %s, want %s (every row once, but out of order)", i, got[i], want[i])
 		}
 	}
+	return nil
 }
 
 func pagingBursts(h *harness) {
