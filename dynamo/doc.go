@@ -18,9 +18,12 @@
 //	list            GSI   lp             ls        KEYS_ONLY    every head
 //	list-id         GSI   lp             pk        KEYS_ONLY    every head
 //
-// Every GSI is sparse: its key attributes are written only while the item
-// belongs to the index, so a finished activity costs no index storage except
-// its list entry. Index keys whose natural partition would be hot are
+// Every GSI but the two list indexes is sparse: its key attributes are
+// written only while the item belongs to the index, so a finished activity
+// costs no index storage except its two list entries. list-id has no key
+// attribute of its own (lp and the head's pk), so adding it to an existing
+// table (a stack update) backfills it from the heads already there; until
+// DynamoDB reports it ACTIVE, execution-id pages of list_executions fail. Index keys whose natural partition would be hot are
 // sharded: "<value>#<s>" with s = fnv32a(execution id) mod Options.Shards
 // (default 8); queries read all shards in parallel and merge by sort key.
 // Timestamps inside index keys use a fixed width
