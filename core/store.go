@@ -218,9 +218,15 @@ func (p Pagination[T]) Accepts(cmp int) bool {
 }
 
 // ExecutionListPagination pages list_executions by created_at or by execution id.
-// Exactly one of the two is set.
+// Exactly one of CreatedBy and ExecutionID is set. listing.go defines the
+// order and the cursor condition of each kind (Compare, Accepts).
 type ExecutionListPagination struct {
-	CreatedBy   *Pagination[*Timestamp]
+	CreatedBy *Pagination[*Timestamp]
+	// CreatedByID (Stela extension) makes a CreatedBy cursor tie-safe: the
+	// cursor becomes the position (*CreatedBy.Cursor, *CreatedByID) in the
+	// (created_at, execution_id) order instead of a bare instant. It requires
+	// a CreatedBy cursor.
+	CreatedByID *ExecutionId
 	ExecutionID *Pagination[*ExecutionId]
 }
 
@@ -790,7 +796,8 @@ type DbExternalApi interface {
 	DeploymentStore
 	// GetBacktrace returns ErrNotFound when none matches.
 	GetBacktrace(ctx context.Context, id ExecutionId, filter BacktraceFilter) (BacktraceInfo, error)
-	// ListExecutions returns executions newest first (by created_at).
+	// ListExecutions returns a page of executions, newest first in the
+	// pagination's order (ExecutionListPagination.Compare).
 	ListExecutions(ctx context.Context, filter ListExecutionsFilter, p ExecutionListPagination) ([]ExecutionWithState, error)
 	// ListExecutionEvents returns a page of events, always ascending; ErrNotFound.
 	ListExecutionEvents(ctx context.Context, id ExecutionId, p Pagination[Version], includeBacktraceID bool) (ListExecutionEventsResponse, error)

@@ -16,10 +16,14 @@
 //	timers          GSI   tp             ts        KEYS_ONLY    heads: locked; timer rows: unpaused
 //	cancelling      GSI   cp             cs        KEYS_ONLY    heads: lifecycle = cancelling
 //	list            GSI   lp             ls        KEYS_ONLY    every head
+//	list-id         GSI   lp             pk        KEYS_ONLY    every head
 //
-// Every GSI is sparse: its key attributes are written only while the item
-// belongs to the index, so a finished activity costs no index storage except
-// its list entry. Index keys whose natural partition would be hot are
+// Every GSI but the two list indexes is sparse: its key attributes are
+// written only while the item belongs to the index, so a finished activity
+// costs no index storage except its two list entries. list-id has no key
+// attribute of its own (lp and the head's pk), so adding it to an existing
+// table (a stack update) backfills it from the heads already there; until
+// DynamoDB reports it ACTIVE, execution-id pages of list_executions fail. Index keys whose natural partition would be hot are
 // sharded: "<value>#<s>" with s = fnv32a(execution id) mod Options.Shards
 // (default 8); queries read all shards in parallel and merge by sort key.
 // Timestamps inside index keys use a fixed width
@@ -115,10 +119,16 @@
 //	expired locks                     Query timers tp = L#s, ts <= at; BatchGetItem heads
 //	expired delays                    Query timers tp = D#s, ts <= at (keys only)
 //	cancelling by created_at          Query cancelling cp = C#s, merged by cs
-//	list_executions                   Query list lp = LT#s (+ LD#s with show_derived),
-//	                                  created_at cursor in the key condition, merged by
-//	                                  ls; heads by BatchGetItem, filters applied after,
-//	                                  paging on until the page is full; newest first
+//	list_executions by created_at     Query list lp = LT#s (+ LD#s with show_derived),
+//	                                  merged by ls = "<created_at>#<id>" (the order
+//	                                  (created_at, execution_id) of core/listing.go); the
+//	                                  cursor is a key condition on ls: a bare instant T
+//	                                  bounds ls at "<T>" or "<T>$", the tie-broken
+//	                                  position (T, id) at "<T>#<id>"
+//	list_executions by execution id   Query list-id lp = LT#s (+ LD#s), merged by pk =
+//	                                  "E#<id>", cursor a key condition on pk
+//	                                  (both: heads by BatchGetItem, filters applied after,
+//	                                  paging on until the page is full; newest first)
 //	logs of an execution (+prefix)    Query LG#<top>, sk range by cursor, filter after
 //	backtraces                        Query E#id begins_with/BETWEEN B#
 //
@@ -242,28 +252,30 @@
 //
 //	1,000 activities (create → lock → finish), shards = 8, every index on
 //	(the default):
-//	  create  0 RRU   5 WRU (head 1 + pending-ffqn, pending-digest, list, counts)
+//	  create  0 RRU   6 WRU (head 1 + pending-ffqn, pending-digest, list, list-id, counts)
 //	  lock    1.7 RRU 6 WRU per activity (head 1 + pending out ×2, timer in, counts ×2)
 //	  finish  1 RRU   4 WRU (head 1 + timer out, counts ×2)
-//	  → 2.1 API calls, 2.7 RRU, 15 WRU per activity: DynamoDB $9.71 and
-//	    all-in $12.45 per million activities, i.e. $5.93 per million API
-//	    calls or $4.15 per million activity steps (create, lock, finish).
+//	  → 2.1 API calls, 2.7 RRU, 16 WRU per activity: DynamoDB $10.34 and
+//	    all-in $13.00 per million activities, i.e. $6.19 per million API
+//	    calls or $4.33 per million activity steps (create, lock, finish).
 //	Lean layout (DisableDigestIndex + DisableDeploymentCounts, i.e.
-//	STELA_DIGEST_INDEX=off STELA_DEPLOYMENT_COUNTS=off): 8 WRU, 2.7 RRU per
-//	  activity: DynamoDB $5.34 and all-in $8.04 per million activities, i.e.
-//	  $3.83 per million API calls or $2.68 per million activity steps.
+//	STELA_DIGEST_INDEX=off STELA_DEPLOYMENT_COUNTS=off): 9 WRU, 2.7 RRU per
+//	  activity: DynamoDB $5.96 and all-in $8.63 per million activities, i.e.
+//	  $4.11 per million API calls or $2.88 per million activity steps.
 //	100 workflows, each 10 child activities + 1 delay (17.3 API calls each):
-//	  331 WRU and 113 RRU per workflow (default; 218 WRU lean): $221 ($150)
-//	  per million workflows for DynamoDB, $14.66 ($10.47) per million API
+//	  334 WRU and 107 RRU per workflow (default; 221 WRU lean): $222 ($151)
+//	  per million workflows for DynamoDB, $14.47 ($10.55) per million API
 //	  calls all-in; the child's finish + response to the parent is the
 //	  largest unit (a multi-item transaction).
+//	The list-id index (execution-id pages of list_executions) is one write
+//	unit per created execution: +1 WRU per activity, +11 per workflow above.
 //
 // Index maintenance dominates: each sparse index entry costs a write when it
 // appears and one when it goes, and every bucket change of an execution
 // moves its deployment-counts entry. HTTP API + Lambda cost ~$1.28 per API
 // call on top. The ≤ $3 per million activity steps target is met by the
 // lean layout when a step is one state transition (create, lock, finish);
-// counted per HTTP request it is $3.83, because API Gateway alone is $1.00.
+// counted per HTTP request it is $4.11, because API Gateway alone is $1.00.
 // The lean layout gives up lock-by-component-digest and per-deployment
 // execution counts (both then return core.ErrNotImplemented).
 //
@@ -323,8 +335,7 @@
 // head's current deployment (set by every non-auto lock and upgrade), which
 // is exactly docs/spec/semantics.md §8 item 21. Its price is paid on writes: every bucket
 // change is a delete and an insert in the index, +5 WRU per activity
-// (create 1, lock 2, finish 2: 15 instead of 10 WRU, $9.71 instead of $6.55
-// per million activities in cmd/stela-bench-cost);
+// (create 1, lock 2, finish 2: 16 instead of 11 WRU in cmd/stela-bench-cost);
 // Options.DisableDeploymentCounts removes it (counts then fail with
 // core.ErrNotImplemented). Like every index read, counts are eventually
 // consistent.

@@ -3,9 +3,7 @@ package dynamo
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -309,9 +307,13 @@ func (b *Backend) Cancelling(ctx context.Context, limit int) ([]core.ExecutionId
 	return ids, nil
 }
 
-// ListExecutions walks IndexList (top-level partitions, plus the derived
-// ones with ShowDerived) in created_at order, filters the heads and returns
-// them newest first.
+// ListExecutions walks the top-level partitions of a list index (plus the
+// derived ones with ShowDerived), merged in the order of
+// core.ExecutionListPagination.Compare: IndexList (ls = "<created_at>#<id>")
+// for created_at pages, IndexListByID (pk = "E#<id>") for execution-id pages.
+// The cursor is a key condition on the same sort key, so the merge order and
+// the cursor agree. Heads are read in batches, filtered, and the page is
+// returned newest first.
 func (b *Backend) ListExecutions(ctx context.Context, f core.ListExecutionsFilter, p core.ExecutionListPagination) ([]core.ExecutionState, error) {
 	if err := b.checkOpen(); err != nil {
 		return nil, err
@@ -319,50 +321,28 @@ func (b *Backend) ListExecutions(ctx context.Context, f core.ListExecutionsFilte
 	if p.CreatedBy == nil && p.ExecutionID == nil {
 		p = core.DefaultExecutionListPagination()
 	}
-	var dir core.Direction
-	var length int
-	cond := "#pk = :pk"
-	vals := item{}
-	var idCursor *core.Pagination[*core.ExecutionId]
-	if c := p.CreatedBy; c != nil {
-		dir, length = c.Direction, int(c.Length)
-		if c.Cursor != nil {
-			ts := fixedTS(*c.Cursor)
-			switch c.Rel() {
-			case ">":
-				cond, vals[":b"] = cond+" AND #sk > :b", avS(ts+"$")
-			case ">=":
-				cond, vals[":b"] = cond+" AND #sk >= :b", avS(ts)
-			case "<":
-				cond, vals[":b"] = cond+" AND #sk < :b", avS(ts)
-			default:
-				cond, vals[":b"] = cond+" AND #sk < :b", avS(ts+"$")
-			}
-		}
-	} else {
-		idCursor = p.ExecutionID
-		dir, length = idCursor.Direction, int(idCursor.Length)
-	}
+	desc, length := p.Window()
 	if length <= 0 {
 		return nil, nil
 	}
+	index, sortAttr, bound, rel := listKeyCondition(p)
 	names := map[string]string{"#pk": AttrListPK}
-	if len(vals) > 0 {
-		names["#sk"] = AttrListSK
+	cond := "#pk = :pk"
+	in := dynamodb.QueryInput{
+		TableName: b.tableName(), IndexName: aws.String(index),
+		ScanIndexForward: aws.Bool(!desc), Limit: aws.Int32(int32(min(max(length, 25), queryPageSize))),
 	}
+	if rel != "" {
+		names["#sk"] = sortAttr
+		cond += " AND #sk " + rel + " :b"
+		in.ExpressionAttributeValues = item{":b": avS(bound)}
+	}
+	in.KeyConditionExpression, in.ExpressionAttributeNames = aws.String(cond), names
 	pks := b.shardKeys(listTop)
 	if f.ShowDerived {
 		pks = append(pks, b.shardKeys(listDeriv)...)
 	}
-	in := dynamodb.QueryInput{
-		TableName: b.tableName(), IndexName: aws.String(IndexList),
-		KeyConditionExpression: aws.String(cond), ExpressionAttributeNames: names,
-		ScanIndexForward: aws.Bool(dir != core.OlderThan), Limit: aws.Int32(int32(min(max(length, 25), queryPageSize))),
-	}
-	if len(vals) > 0 {
-		in.ExpressionAttributeValues = vals
-	}
-	m := b.newMerger(ctx, in, AttrListSK, pks)
+	m := b.newMerger(ctx, in, sortAttr, pks)
 	var out []core.ExecutionState
 	for len(out) < length {
 		var batch []item
@@ -373,12 +353,6 @@ func (b *Backend) ListExecutions(ctx context.Context, f core.ListExecutionsFilte
 			}
 			if it == nil {
 				break
-			}
-			if idCursor != nil && idCursor.Cursor != nil {
-				pk, _ := getS(it, AttrPK)
-				if !idCursor.Accepts(strings.Compare(pk[len(prefixExec):], idCursor.Cursor.String())) {
-					continue
-				}
 			}
 			batch = append(batch, it)
 		}
@@ -395,11 +369,38 @@ func (b *Backend) ListExecutions(ctx context.Context, f core.ListExecutionsFilte
 			}
 		}
 	}
-	slices.SortStableFunc(out, func(x, y core.ExecutionState) int {
-		if c := y.CreatedAt.Compare(x.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(y.ExecutionID.String(), x.ExecutionID.String())
-	})
+	p.SortNewestFirst(out)
 	return out, nil
+}
+
+// listKeyCondition returns the list index for p, its sort key attribute and
+// the cursor as a key condition "#sk <rel> bound" (rel "" without a cursor).
+// Sort keys: ls = fixedTS(created_at) + "#" + id and pk = "E#" + id; "#" < "$"
+// and every id character sorts after "#", so a bare instant T bounds the
+// whole group created at T: < T and >= T compare with fixedTS(T), <= T and
+// > T with fixedTS(T) + "$".
+func listKeyCondition(p core.ExecutionListPagination) (index, sortAttr, bound, rel string) {
+	if c := p.ExecutionID; c != nil {
+		if c.Cursor == nil {
+			return IndexListByID, AttrPK, "", ""
+		}
+		return IndexListByID, AttrPK, pkExec(*c.Cursor), c.Rel()
+	}
+	c := p.CreatedBy
+	if c == nil || c.Cursor == nil {
+		return IndexList, AttrListSK, "", ""
+	}
+	ts := fixedTS(*c.Cursor)
+	if p.CreatedByID != nil {
+		return IndexList, AttrListSK, ts + "#" + p.CreatedByID.String(), c.Rel()
+	}
+	switch c.Rel() {
+	case ">":
+		return IndexList, AttrListSK, ts + "$", ">"
+	case ">=":
+		return IndexList, AttrListSK, ts, ">="
+	case "<":
+		return IndexList, AttrListSK, ts, "<"
+	}
+	return IndexList, AttrListSK, ts + "$", "<"
 }

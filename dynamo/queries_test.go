@@ -164,7 +164,7 @@ func TestListExecutionsPagesNewestFirstAcrossShards(t *testing.T) {
 	if len(all) != 23+6 {
 		t.Fatalf("with derived: %d, want 29", len(all))
 	}
-	// Execution-id cursor: sorted by created_at, filtered by id.
+	// Execution-id cursor: sorted and bounded by id (these ids increase with created_at).
 	byID := must(svc.ListExecutions(ctx, core.ListExecutionsFilter{},
 		core.ExecutionListPagination{ExecutionID: &core.Pagination[*core.ExecutionId]{Direction: core.OlderThan, Length: 4, Cursor: &ids[5]}}))(t)
 	if len(byID) != 4 || byID[0].ExecutionID != ids[4] || byID[3].ExecutionID != ids[1] {

@@ -32,7 +32,8 @@ const (
 	// AttrCancelPK and AttrCancelSK key IndexCancelling while lifecycle = cancelling.
 	AttrCancelPK = "cp"
 	AttrCancelSK = "cs"
-	// AttrListPK and AttrListSK key IndexList (every head).
+	// AttrListPK and AttrListSK key IndexList (every head); AttrListPK and
+	// AttrPK key IndexListByID.
 	AttrListPK = "lp"
 	AttrListSK = "ls"
 	// AttrIncompatible is the head's incompatible digest, projected into
@@ -48,6 +49,7 @@ const (
 	IndexTimers        = "timers"
 	IndexCancelling    = "cancelling"
 	IndexList          = "list"
+	IndexListByID      = "list-id"
 )
 
 // Projection types of TableIndex.Projection.
@@ -106,6 +108,10 @@ var Schema = TableSchema{
 		{Name: IndexTimers, Key: TableKey{AttrTimerPK, AttrTimerSK}, Projection: ProjectionKeysOnly},
 		{Name: IndexCancelling, Key: TableKey{AttrCancelPK, AttrCancelSK}, Projection: ProjectionKeysOnly},
 		{Name: IndexList, Key: TableKey{AttrListPK, AttrListSK}, Projection: ProjectionKeysOnly},
+		// Sorted by the head's own pk "E#<id>": execution-id pages of
+		// list_executions. No attribute of its own, so DynamoDB backfills it
+		// from the existing heads when it is added to a table.
+		{Name: IndexListByID, Key: TableKey{AttrListPK, AttrPK}, Projection: ProjectionKeysOnly},
 		{Name: IndexDeployments, Key: TableKey{AttrDeployPK, AttrDeploySK}, Projection: ProjectionKeysOnly},
 	},
 	LocalIndexes: []TableIndex{

@@ -77,6 +77,17 @@ func (s *server) listExecutions(c *call) error {
 			return queryErr("cursor", "expected an RFC 3339 timestamp or an execution id")
 		}
 	}
+	// Stela extension: the tie-break of a created_at cursor (docs/http-api.md §3.5).
+	if q.has("cursor_execution_id") {
+		if p.CreatedBy == nil || p.CreatedBy.Cursor == nil {
+			return queryErr("cursor_execution_id", "needs an RFC 3339 timestamp `cursor`")
+		}
+		id, err := core.ParseExecutionId(q.str("cursor_execution_id"))
+		if err != nil {
+			return queryErr("cursor_execution_id", "expected an execution id")
+		}
+		p.CreatedByID = &id
+	}
 	list, err := s.db.ListExecutions(c.ctx(), filter, p)
 	if err != nil {
 		return err

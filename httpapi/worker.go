@@ -521,7 +521,12 @@ func (s *server) workerCreateChildren(c *call) error {
 	if err := checkBatch("backtraces", len(b.Backtraces), 0, MaxBacktraceBatch); err != nil {
 		return err
 	}
-	next, err := s.db.AppendBatchCreateNewExecution(c.ctx(), s.timeOr(b.CurrentTime), b.Batch, b.ExecutionID, b.Version, b.Children, b.Backtraces)
+	// Checked against the parent's log in the same write (docs/http-api.md §4.1).
+	checked, ok := s.db.(core.ChildWriteChecker)
+	if !ok {
+		return core.ErrNotImplemented
+	}
+	next, err := checked.AppendBatchCreateNewExecutionChecked(c.ctx(), s.timeOr(b.CurrentTime), b.Batch, b.ExecutionID, b.Version, b.Children, b.Backtraces)
 	if err != nil {
 		return err
 	}
@@ -555,10 +560,12 @@ func (s *server) workerRespondToParent(c *call) error {
 	if err := checkBatch("events.batch", len(b.Events.Batch), 1, MaxAppendBatch); err != nil {
 		return err
 	}
-	if err := core.ValidateRespondToParent(b.Events, b.Response); err != nil {
-		return err
+	// Checked against the child's batch and the parent's log in the same write (docs/http-api.md §4.1).
+	checked, ok := s.db.(core.ChildWriteChecker)
+	if !ok {
+		return core.ErrNotImplemented
 	}
-	next, err := s.db.AppendBatchRespondToParent(c.ctx(), b.Events, b.Response, s.timeOr(b.CurrentTime))
+	next, err := checked.AppendBatchRespondToParentChecked(c.ctx(), b.Events, b.Response, s.timeOr(b.CurrentTime))
 	if err != nil {
 		return err
 	}

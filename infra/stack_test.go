@@ -836,10 +836,10 @@ var wantData = map[string]map[string][]string{
 	"api": {
 		"table": {"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem",
 			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"},
-		"index:cancelling": {"dynamodb:Query"}, "index:list": {"dynamodb:Query"}, "index:ordinals": {"dynamodb:Query"},
-		"index:pending-digest": {"dynamodb:Query"}, "index:pending-ffqn": {"dynamodb:Query"}, "index:timers": {"dynamodb:Query"},
-		"index:deployments": {"dynamodb:Query"},
-		"objects":           {"s3:GetObject", "s3:PutObject"}, "bucket": {"s3:ListBucket"},
+		"index:cancelling": {"dynamodb:Query"}, "index:list": {"dynamodb:Query"}, "index:list-id": {"dynamodb:Query"},
+		"index:ordinals": {"dynamodb:Query"}, "index:pending-digest": {"dynamodb:Query"}, "index:pending-ffqn": {"dynamodb:Query"},
+		"index:timers": {"dynamodb:Query"}, "index:deployments": {"dynamodb:Query"},
+		"objects": {"s3:GetObject", "s3:PutObject"}, "bucket": {"s3:ListBucket"},
 	},
 	"lock": {
 		"table": {"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem",

@@ -47,7 +47,8 @@
 //
 //	t_state      one row per execution (core.ExecutionState), WITHOUT ROWID,
 //	             PRIMARY KEY execution_id. Columns: seq (insertion order, the
-//	             tie-breaker of every ordering; high-water mark in t_meta),
+//	             tie-breaker of the pending and cancelling orderings;
+//	             high-water mark in t_meta),
 //	             is_top_level, ffqn, created_at, first_scheduled_at,
 //	             component_type, component_digest, deployment_id,
 //	             incompatible_digest, version, state ('pending_at', 'locked',
@@ -91,9 +92,12 @@
 //	ExpiredLocks                 idx_state_locked (at) WHERE state = 'locked'
 //	ExpiredDelays                idx_delay_expires (expires_at) WHERE paused = 0
 //	Cancelling                   idx_state_cancelling (created_at, seq) WHERE lifecycle = 'cancelling'
-//	ListExecutions               idx_state_created (created_at, seq), scanned
-//	                             newest or oldest first, filters as residual
-//	                             conditions; output always newest first
+//	ListExecutions               created_at pages: idx_state_created_id
+//	                             (created_at, execution_id), the cursor a range
+//	                             on the same key (a row value with the
+//	                             tie-break); execution-id pages: the primary
+//	                             key. Scanned newest or oldest first, filters
+//	                             as residual conditions; output newest first
 //	ListLogs                     idx_log_execution (execution_id, id)
 //	GetBacktrace, BacktraceRanges  t_execution_backtrace primary key
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/stela-dev/stela/core"
@@ -196,52 +197,13 @@ func (b *Backend) Cancelling(ctx context.Context, limit int) ([]core.ExecutionId
 
 // --- list_executions ----------------------------------------------------------
 
-// ListExecutions implements store.Queries. Rows are scanned in created_at
-// order (insertion order on ties) over idx_state_created; every filter is an
-// SQL condition equivalent to core.ListExecutionsFilter.Matches.
+// ListExecutions implements store.Queries: one range scan in the order of
+// core.ExecutionListPagination.Compare — (created_at, execution_id) over
+// idx_state_created_id, or execution_id over the primary key — with the
+// cursor condition on the same key and every filter an SQL condition
+// equivalent to core.ListExecutionsFilter.Matches.
 func (b *Backend) ListExecutions(ctx context.Context, filter core.ListExecutionsFilter, p core.ExecutionListPagination) ([]core.ExecutionState, error) {
-	var (
-		where  []string
-		args   []any
-		desc   bool
-		length int
-	)
-	switch {
-	case p.CreatedBy != nil:
-		desc, length = p.CreatedBy.IsDesc(), int(p.CreatedBy.Length)
-		if p.CreatedBy.Cursor != nil {
-			where = append(where, "created_at "+p.CreatedBy.Rel()+" ?")
-			args = append(args, tsText(*p.CreatedBy.Cursor))
-		}
-	case p.ExecutionID != nil:
-		desc, length = p.ExecutionID.IsDesc(), int(p.ExecutionID.Length)
-		if p.ExecutionID.Cursor != nil {
-			where = append(where, "execution_id "+p.ExecutionID.Rel()+" ?")
-			args = append(args, p.ExecutionID.Cursor.String())
-		}
-	default:
-		d := core.DefaultExecutionListPagination().CreatedBy
-		desc, length = d.IsDesc(), int(d.Length)
-	}
-	if length <= 0 {
-		return nil, nil
-	}
-	fw, fa := listFilterSQL(&filter)
-	where = append(where, fw...)
-	args = append(args, fa...)
-
-	q := "SELECT " + headCols + " FROM t_state"
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	if desc {
-		q += " ORDER BY created_at DESC, seq DESC"
-	} else {
-		q += " ORDER BY created_at ASC, seq ASC"
-	}
-	q += " LIMIT ?"
-	args = append(args, length)
-
+	q, args, desc := listExecutionsSQL(&filter, p)
 	var out []core.ExecutionState
 	err := b.withReader(ctx, func(c *conn) error {
 		rows, err := c.queryDynamic(ctx, q, args...)
@@ -255,11 +217,46 @@ func (b *Backend) ListExecutions(ctx context.Context, filter core.ListExecutions
 		return nil, fmt.Errorf("sqlite: list executions: %w", err)
 	}
 	if !desc { // newest first
-		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-			out[i], out[j] = out[j], out[i]
-		}
+		slices.Reverse(out)
 	}
 	return out, nil
+}
+
+// listExecutionsSQL builds ListExecutions' query; rows come in scan order
+// (descending when desc).
+func listExecutionsSQL(filter *core.ListExecutionsFilter, p core.ExecutionListPagination) (q string, args []any, desc bool) {
+	desc, length := p.Window()
+	var where []string
+	order := "created_at %[1]s, execution_id %[1]s"
+	switch {
+	case p.ExecutionID != nil:
+		order = "execution_id %[1]s"
+		if c := p.ExecutionID.Cursor; c != nil {
+			where = append(where, "execution_id "+p.ExecutionID.Rel()+" ?")
+			args = append(args, c.String())
+		}
+	case p.CreatedBy != nil && p.CreatedBy.Cursor != nil:
+		if p.CreatedByID != nil {
+			where = append(where, "(created_at, execution_id) "+p.CreatedBy.Rel()+" (?, ?)")
+			args = append(args, tsText(*p.CreatedBy.Cursor), p.CreatedByID.String())
+		} else {
+			where = append(where, "created_at "+p.CreatedBy.Rel()+" ?")
+			args = append(args, tsText(*p.CreatedBy.Cursor))
+		}
+	}
+	fw, fa := listFilterSQL(filter)
+	where = append(where, fw...)
+	args = append(args, fa...)
+	q = "SELECT " + headCols + " FROM t_state"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	dir := "ASC"
+	if desc {
+		dir = "DESC"
+	}
+	q += " ORDER BY " + fmt.Sprintf(order, dir) + " LIMIT ?"
+	return q, append(args, length), desc
 }
 
 // listFilterSQL translates f into AND-ed SQL conditions.

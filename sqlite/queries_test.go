@@ -229,40 +229,12 @@ func TestListExecutions(t *testing.T) {
 		}
 		_ = i
 		heads = append(heads, h)
-		MustCreate(t, b, h) // one at a time: insertion order is the tie-breaker
+		MustCreate(t, b, h)
 	}
 	now := t0.Add(10 * time.Second)
 
 	reference := func(f core.ListExecutionsFilter, p core.ExecutionListPagination) []string {
-		var es []core.ExecutionState
-		for _, h := range heads {
-			if !f.Matches(&h) {
-				continue
-			}
-			if p.CreatedBy != nil && p.CreatedBy.Cursor != nil && !p.CreatedBy.Accepts(h.CreatedAt.Compare(*p.CreatedBy.Cursor)) {
-				continue
-			}
-			if p.ExecutionID != nil && p.ExecutionID.Cursor != nil &&
-				!p.ExecutionID.Accepts(strings.Compare(h.ExecutionID.String(), p.ExecutionID.Cursor.String())) {
-				continue
-			}
-			es = append(es, h)
-		}
-		// heads is in insertion order; a stable sort keeps it on ties.
-		slices.SortStableFunc(es, func(x, y core.ExecutionState) int { return x.CreatedAt.Compare(y.CreatedAt) })
-		desc, length := true, 0
-		if p.CreatedBy != nil {
-			desc, length = p.CreatedBy.IsDesc(), int(p.CreatedBy.Length)
-		} else {
-			desc, length = p.ExecutionID.IsDesc(), int(p.ExecutionID.Length)
-		}
-		if desc {
-			es = es[max(0, len(es)-length):]
-		} else {
-			es = es[:min(length, len(es))]
-		}
-		slices.Reverse(es)
-		return headIDs(es)
+		return headIDs(core.SelectExecutions(heads, f, p))
 	}
 
 	fnFilter := func(kind, v string) *core.FunctionNameFilter { return &core.FunctionNameFilter{Kind: kind, Value: v} }
@@ -291,16 +263,20 @@ func TestListExecutions(t *testing.T) {
 		"Combined":               {HideFinished: true, ComponentDigest: &digA, StateFilters: []core.StateFilter{core.FilterPending, core.FilterPaused}, StateFiltersNow: now},
 	}
 	cursorTS := t0.Add(7 * time.Second)
+	tieTS, tieID := heads[len(heads)/3].CreatedAt, heads[len(heads)/3].ExecutionID
 	pages := map[string]core.ExecutionListPagination{
 		"DefaultPage": core.DefaultExecutionListPagination(),
 		"OlderThanTS": {CreatedBy: &core.Pagination[*core.Timestamp]{Direction: core.OlderThan, Length: 7, Cursor: &cursorTS}},
 		"OlderThanTSIncl": {CreatedBy: &core.Pagination[*core.Timestamp]{Direction: core.OlderThan, Length: 7, Cursor: &cursorTS,
 			IncludingCursor: true}},
-		"NewerThanTS":     {CreatedBy: &core.Pagination[*core.Timestamp]{Direction: core.NewerThan, Length: 5, Cursor: &cursorTS}},
-		"NewerThanNoCur":  {CreatedBy: &core.Pagination[*core.Timestamp]{Direction: core.NewerThan, Length: 9}},
-		"OlderThanID":     {ExecutionID: &core.Pagination[*core.ExecutionId]{Direction: core.OlderThan, Length: 6, Cursor: &someID}},
-		"NewerThanIDIncl": {ExecutionID: &core.Pagination[*core.ExecutionId]{Direction: core.NewerThan, Length: 6, Cursor: &someID, IncludingCursor: true}},
-		"AllByID":         {ExecutionID: &core.Pagination[*core.ExecutionId]{Direction: core.OlderThan, Length: 1000}},
+		"NewerThanTS":      {CreatedBy: &core.Pagination[*core.Timestamp]{Direction: core.NewerThan, Length: 5, Cursor: &cursorTS}},
+		"NewerThanNoCur":   {CreatedBy: &core.Pagination[*core.Timestamp]{Direction: core.NewerThan, Length: 9}},
+		"OlderThanID":      {ExecutionID: &core.Pagination[*core.ExecutionId]{Direction: core.OlderThan, Length: 6, Cursor: &someID}},
+		"NewerThanIDIncl":  {ExecutionID: &core.Pagination[*core.ExecutionId]{Direction: core.NewerThan, Length: 6, Cursor: &someID, IncludingCursor: true}},
+		"AllByID":          {ExecutionID: &core.Pagination[*core.ExecutionId]{Direction: core.OlderThan, Length: 1000}},
+		"OlderThanTSAndID": {CreatedBy: &core.Pagination[*core.Timestamp]{Direction: core.OlderThan, Length: 7, Cursor: &tieTS}, CreatedByID: &tieID},
+		"NewerThanTSAndIDIncl": {CreatedBy: &core.Pagination[*core.Timestamp]{Direction: core.NewerThan, Length: 5, Cursor: &tieTS,
+			IncludingCursor: true}, CreatedByID: &tieID},
 	}
 	nonEmpty := 0
 	for fname, f := range filters {

@@ -112,10 +112,16 @@ CREATE TABLE t_execution_backtrace (
 	PRIMARY KEY (execution_id, version_min, version_max)
 ) STRICT, WITHOUT ROWID;
 `,
+	// v2: list_executions orders by (created_at, execution_id), the key its
+	// cursors compare (core/listing.go); insertion order (seq) broke ties before.
+	`
+CREATE INDEX idx_state_created_id ON t_state (created_at, execution_id);
+DROP INDEX idx_state_created;
+`,
 }
 
 // SchemaVersion is the PRAGMA user_version this package creates and reads.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 func init() {
 	if len(migrations) != SchemaVersion {

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/binary"
 	"errors"
 	"path/filepath"
@@ -253,6 +254,19 @@ func TestQueryPlans(t *testing.T) {
 	ctx := context.Background()
 	ts := tsText(core.TS(time.Now()))
 	dig := make([]byte, 32)
+	id, _ := core.NewExecutionId(1, nil)
+	now := core.TS(time.Now())
+	afterCreated := core.ExecutionListPagination{CreatedBy: &core.Pagination[*core.Timestamp]{Direction: core.OlderThan, Length: 20, Cursor: &now}, CreatedByID: &id}
+	newerCreated := core.ExecutionListPagination{CreatedBy: &core.Pagination[*core.Timestamp]{Direction: core.NewerThan, Length: 20, Cursor: &now}}
+	afterID := core.ExecutionListPagination{ExecutionID: &core.Pagination[*core.ExecutionId]{Direction: core.OlderThan, Length: 20, Cursor: &id}}
+	listQ := func(p core.ExecutionListPagination) string {
+		q, _, _ := listExecutionsSQL(&core.ListExecutionsFilter{}, p)
+		return q
+	}
+	listA := func(p core.ExecutionListPagination) []any {
+		_, a, _ := listExecutionsSQL(&core.ListExecutionsFilter{}, p)
+		return a
+	}
 	cases := []struct {
 		name, q string
 		args    []any
@@ -270,7 +284,10 @@ func TestQueryPlans(t *testing.T) {
 		{"expired locks", sqlExpiredLocks, []any{ts}, "idx_state_locked"},
 		{"expired delays", sqlExpiredDelays, []any{ts}, "idx_delay_expires"},
 		{"cancelling", sqlCancelling, []any{10}, "idx_state_cancelling"},
-		{"list executions", "SELECT " + headCols + " FROM t_state WHERE is_top_level = 1 ORDER BY created_at DESC, seq DESC LIMIT 20", nil, "idx_state_created"},
+		{"list executions", listQ(core.DefaultExecutionListPagination()), listA(core.DefaultExecutionListPagination()), "idx_state_created_id"},
+		{"list executions after (created_at, id)", listQ(afterCreated), listA(afterCreated), "SEARCH t_state USING INDEX idx_state_created_id ((created_at,execution_id)<(?,?))"},
+		{"list executions newer than created_at", listQ(newerCreated), listA(newerCreated), "SEARCH t_state USING INDEX idx_state_created_id (created_at>?)"},
+		{"list executions after id", listQ(afterID), listA(afterID), "SEARCH t_state USING PRIMARY KEY (execution_id<?)"},
 		{"logs", "SELECT id FROM t_log WHERE execution_id = ? AND id > ? ORDER BY id LIMIT 10", []any{"E_X", 0}, "idx_log_execution"},
 	}
 	err := b.withReader(ctx, func(c *conn) error {
@@ -368,5 +385,48 @@ func TestCreatedCache(t *testing.T) {
 		c.Params[0][0] = 'X'
 		c.Metadata["k"] = "changed"
 		c.Parent.ExecutionID = id
+	}
+}
+
+// TestMigrationToV2 opens a version-1 database: the list index keyed
+// (created_at, seq) is replaced by (created_at, execution_id).
+func TestMigrationToV2(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stela.db")
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(migrations[0] + "PRAGMA user_version = 1;"); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	var indexes []string
+	err = b.withReader(context.Background(), func(c *conn) error {
+		rows, err := c.c.QueryContext(context.Background(), "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'idx_state_created%' ORDER BY name")
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				return err
+			}
+			indexes = append(indexes, n)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(indexes, []string{"idx_state_created_id"}) {
+		t.Fatalf("list indexes after migration: %v", indexes)
 	}
 }

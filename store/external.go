@@ -15,17 +15,8 @@ func (s *Service) GetBacktrace(ctx context.Context, id core.ExecutionId, filter 
 
 // ListExecutions implements core.DbExternalApi.
 func (s *Service) ListExecutions(ctx context.Context, filter core.ListExecutionsFilter, p core.ExecutionListPagination) ([]core.ExecutionWithState, error) {
-	switch {
-	case p.CreatedBy != nil && p.ExecutionID == nil:
-		if err := p.CreatedBy.Validate(); err != nil {
-			return nil, err
-		}
-	case p.ExecutionID != nil && p.CreatedBy == nil:
-		if err := p.ExecutionID.Validate(); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, &core.ValidationError{Reason: "exactly one pagination kind must be set"}
+	if err := p.Validate(); err != nil {
+		return nil, err
 	}
 	heads, err := s.b.ListExecutions(ctx, filter, p)
 	if err != nil {

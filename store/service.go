@@ -39,8 +39,9 @@ type Service struct {
 }
 
 var (
-	_ core.DbExternalApi    = (*Service)(nil)
-	_ core.ResponseAppender = (*Service)(nil)
+	_ core.DbExternalApi     = (*Service)(nil)
+	_ core.ChildWriteChecker = (*Service)(nil)
+	_ core.ResponseAppender  = (*Service)(nil)
 )
 
 // New returns a Service on b.
@@ -453,6 +454,20 @@ func (s *Service) AppendBatchRespondToParent(ctx context.Context, events core.Ap
 	if err := core.ValidateRespondToParent(events, resp); err != nil {
 		return 0, err
 	}
+	return s.respondToParent(ctx, events, resp, currentTime, false)
+}
+
+// AppendBatchRespondToParentChecked implements core.ChildWriteChecker: the
+// request is checked on its own first, then, in the same Update as the
+// write, against the parent's stored log (core.CheckRespondToParent).
+func (s *Service) AppendBatchRespondToParentChecked(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, error) {
+	if err := core.CheckRespondToParentRequest(events, resp); err != nil {
+		return 0, err
+	}
+	return s.respondToParent(ctx, events, resp, currentTime, true)
+}
+
+func (s *Service) respondToParent(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp, check bool) (core.Version, error) {
 	var next core.Version
 	err := s.update(ctx, func(t *txn) error {
 		res, err := s.appendIn(t, events.ExecutionID, events.Version, events.Batch, currentTime, core.AppendOptions{})
@@ -460,6 +475,15 @@ func (s *Service) AppendBatchRespondToParent(ctx context.Context, events core.Ap
 			return err
 		}
 		next = res.NextVersion
+		if check {
+			history, err := s.historyIn(t, resp.ParentExecutionID)
+			if err != nil {
+				return err
+			}
+			if err := core.CheckRespondToParent(events, resp, history); err != nil {
+				return err
+			}
+		}
 		return s.respondIn(t, resp.ParentExecutionID, resp.CreatedAt, core.JoinSetResponseEvent{
 			JoinSetID: resp.JoinSetID,
 			Event: &core.ChildExecutionFinished{ChildExecutionID: resp.ChildExecutionID,
@@ -467,6 +491,17 @@ func (s *Service) AppendBatchRespondToParent(ctx context.Context, events core.Ap
 		}, currentTime)
 	})
 	return next, err
+}
+
+// historyIn reads the events of id after Created up to its version as
+// committed before the transaction (an execution fn has not written yet);
+// core.ErrNotFound if id does not exist.
+func (s *Service) historyIn(t *txn, id core.ExecutionId) ([]core.ExecutionEvent, error) {
+	h, err := t.head(id)
+	if err != nil {
+		return nil, err
+	}
+	return t.tx.Events(id, 1, h.Version+1)
 }
 
 // WaitForPendingByFFQN implements core.DbExecutor.
@@ -652,6 +687,17 @@ func (s *Service) AppendBatchWithDelayResponse(ctx context.Context, currentTime 
 
 // AppendBatchCreateNewExecution implements core.DbConnection.
 func (s *Service) AppendBatchCreateNewExecution(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo) (core.Version, error) {
+	return s.createChildren(ctx, currentTime, batch, id, version, children, backtraces, false)
+}
+
+// AppendBatchCreateNewExecutionChecked implements core.ChildWriteChecker:
+// the children are checked against the parent's stored log and the batch
+// (core.CheckCreateChildren) in the same Update as the write.
+func (s *Service) AppendBatchCreateNewExecutionChecked(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo) (core.Version, error) {
+	return s.createChildren(ctx, currentTime, batch, id, version, children, backtraces, true)
+}
+
+func (s *Service) createChildren(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo, check bool) (core.Version, error) {
 	var next core.Version
 	err := s.update(ctx, func(t *txn) error {
 		res, err := s.appendIn(t, id, version, batch, currentTime, core.AppendOptions{})
@@ -659,6 +705,17 @@ func (s *Service) AppendBatchCreateNewExecution(ctx context.Context, currentTime
 			return err
 		}
 		next = res.NextVersion
+		if check && len(children) > 0 {
+			// The log before the batch, which appendIn accepted at version:
+			// events 1 … version-1 (some backends read their own writes).
+			history, err := t.tx.Events(id, 1, version)
+			if err != nil {
+				return err
+			}
+			if err := core.CheckCreateChildren(id, history, batch, children); err != nil {
+				return err
+			}
+		}
 		for _, c := range children {
 			if err := s.createIn(t, c); err != nil {
 				return err

@@ -85,6 +85,7 @@ func RunWith(t *testing.T, newStore NewStore, opts RunOptions) {
 		{"EdgeCases", edgeCaseTests()},
 		{"Races", raceTests()},
 		{"Deployments", deploymentTests()},
+		{"Paging", pagingTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

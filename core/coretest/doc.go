@@ -60,6 +60,12 @@
 //     mappings exact/suffix/ambiguous and replace, the gc grace period, and a
 //     writer killed between the CAS put and the database write
 //     (docs/spec/reliability.md S4/T5)). See deployments.go.
+//   - Paging/P0x_…: list_executions walked page by page (paging.go): over
+//     at least 1,000 executions created in bursts sharing one created_at,
+//     with ids that do not sort like their creation times, both cursor kinds,
+//     both directions and pages of 37 and 100 return every execution exactly
+//     once in the order of core/listing.go; a bare created_at cursor keeps
+//     its created_at-only meaning. Not scaled below 1,000 by RunOptions.Scale.
 //   - Model/seed=N: the randomized model test (model.go, modeltest.go).
 //
 // # Scenarios not ported

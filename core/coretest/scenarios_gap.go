@@ -579,13 +579,17 @@ func gapListByID(h *harness) {
 			h.wantIDs(tc.name, idsOf(h.listExecutions(all, tc.p)), tc.want...)
 		}
 	})
-	h.fresh("SortedByCreatedAtNotByID", func(h *harness) {
-		// Ids decrease while created_at increases.
+	h.fresh("SortedByIDNotByCreatedAt", func(h *harness) {
+		// Ids decrease while created_at increases. Obelisk sorts an
+		// execution-id page by created_at, which loses and repeats rows
+		// across pages; Stela sorts it by the cursor's key (core/listing.go).
 		e := h.createdSeries(3, func(k int) uint64 { return uint64(100 - k) })
 		all := core.ListExecutionsFilter{}
-		h.wantIDs("OlderThan{10, max id, incl}", idsOf(h.listExecutions(all, byID(core.OlderThan, 10, &e[0], true))), e[2], e[1], e[0])
-		h.wantIDs("NewerThan{10, min id, incl}", idsOf(h.listExecutions(all, byID(core.NewerThan, 10, &e[2], true))), e[2], e[1], e[0])
+		h.wantIDs("OlderThan{10, max id, incl}", idsOf(h.listExecutions(all, byID(core.OlderThan, 10, &e[0], true))), e[0], e[1], e[2])
+		h.wantIDs("NewerThan{10, min id, incl}", idsOf(h.listExecutions(all, byID(core.NewerThan, 10, &e[2], true))), e[0], e[1], e[2])
 		h.wantIDs("OlderThan{10, id of e1}", idsOf(h.listExecutions(all, byID(core.OlderThan, 10, &e[1], false))), e[2])
+		h.wantIDs("NewerThan{1, min id}", idsOf(h.listExecutions(all, byID(core.NewerThan, 1, &e[2], false))), e[1])
+		h.wantIDs("by created_at", idsOf(h.listExecutions(all, core.DefaultExecutionListPagination())), e[2], e[1], e[0])
 	})
 }
 

@@ -482,53 +482,18 @@ func (b *Backend) Cancelling(_ context.Context, limit int) ([]core.ExecutionId, 
 	return ids(es, limit), nil
 }
 
-// ListExecutions implements store.Queries.
+// ListExecutions implements store.Queries with core.SelectExecutions, the
+// reference order and cursor rule.
 func (b *Backend) ListExecutions(_ context.Context, filter core.ListExecutionsFilter, p core.ExecutionListPagination) ([]core.ExecutionState, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var es []*execution
+	heads := make([]core.ExecutionState, 0, len(b.execs))
 	for _, e := range b.execs {
-		if !filter.Matches(&e.head) {
-			continue
-		}
-		if p.CreatedBy != nil && p.CreatedBy.Cursor != nil && !p.CreatedBy.Accepts(e.head.CreatedAt.Compare(*p.CreatedBy.Cursor)) {
-			continue
-		}
-		if p.ExecutionID != nil && p.ExecutionID.Cursor != nil &&
-			!p.ExecutionID.Accepts(strings.Compare(e.head.ExecutionID.String(), p.ExecutionID.Cursor.String())) {
-			continue
-		}
-		es = append(es, e)
+		heads = append(heads, e.head)
 	}
-	desc := true
-	length := 0
-	switch {
-	case p.CreatedBy != nil:
-		desc, length = p.CreatedBy.IsDesc(), int(p.CreatedBy.Length)
-	case p.ExecutionID != nil:
-		desc, length = p.ExecutionID.IsDesc(), int(p.ExecutionID.Length)
-	default:
-		return nil, &core.ValidationError{Reason: "missing pagination"}
-	}
-	less := func(x, y *execution) bool {
-		if c := x.head.CreatedAt.Compare(y.head.CreatedAt); c != 0 {
-			return c < 0
-		}
-		return x.seq < y.seq
-	}
-	sort.Slice(es, func(i, j int) bool {
-		if desc {
-			return less(es[j], es[i])
-		}
-		return less(es[i], es[j])
-	})
-	if len(es) > length {
-		es = es[:length]
-	}
-	sort.Slice(es, func(i, j int) bool { return less(es[j], es[i]) }) // newest first
-	out := make([]core.ExecutionState, len(es))
-	for i, e := range es {
-		out[i] = e.head.Clone()
+	out := core.SelectExecutions(heads, filter, p)
+	for i := range out {
+		out[i] = out[i].Clone()
 	}
 	return out, nil
 }

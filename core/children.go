@@ -1,0 +1,180 @@
+package core
+
+import (
+	"context"
+	"fmt"
+)
+
+// Checks of the worker routes that write into another execution
+// (POST /v1/worker/append-batch/create-children and …/respond-to-parent,
+// docs/http-api.md §4.1). Storage itself does not validate join-set
+// semantics (docs/spec/semantics.md §3.9) and Obelisk's own storage scenarios create children
+// and responses without the events a workflow would write, so these checks
+// are not part of the store contract: store.Service evaluates them, inside
+// the same Update as the write, only for callers that ask for them
+// (ChildWriteChecker). Inconsistencies within the request are validation
+// errors; disagreement with the stored log is an illegal state.
+
+// ChildWriteChecker is implemented by stores that can run the checks of
+// CheckCreateChildren and CheckRespondToParent atomically with the write
+// (store.Service). The HTTP worker routes require it.
+type ChildWriteChecker interface {
+	// AppendBatchCreateNewExecutionChecked is AppendBatchCreateNewExecution
+	// that also rejects children CheckCreateChildren rejects.
+	AppendBatchCreateNewExecutionChecked(ctx context.Context, currentTime Timestamp, batch []AppendRequest, id ExecutionId, version Version, children []CreateRequest, backtraces []BacktraceInfo) (Version, error)
+	// AppendBatchRespondToParentChecked is AppendBatchRespondToParent that
+	// also rejects responses CheckRespondToParent rejects.
+	AppendBatchRespondToParentChecked(ctx context.Context, events AppendEventsToExecution, resp AppendResponseToExecution, currentTime Timestamp) (Version, error)
+}
+
+// joinSetLog follows the join sets of one execution's log in version order.
+type joinSetLog struct {
+	created map[JoinSetId]bool
+	closed  map[JoinSetId]bool
+	// children maps a requested child to its join set and target function.
+	children map[ExecutionId]childRequest
+}
+
+type childRequest struct {
+	js     JoinSetId
+	target FunctionFqn
+}
+
+func newJoinSetLog() *joinSetLog {
+	return &joinSetLog{created: map[JoinSetId]bool{}, closed: map[JoinSetId]bool{},
+		children: map[ExecutionId]childRequest{}}
+}
+
+// add records one event. A child request counts only in a join set created
+// before it, still open, and with result Ok (an Err result means the child
+// was not created).
+func (l *joinSetLog) add(ev ExecutionRequest) {
+	h, ok := ev.(*HistoryEventRequest)
+	if !ok {
+		return
+	}
+	switch e := h.Event.(type) {
+	case *JoinSetCreate:
+		l.created[e.JoinSetID] = true
+	case *JoinNext:
+		if e.Closing {
+			l.closed[e.JoinSetID] = true
+		}
+	case *JoinSetRequestEvent:
+		r, ok := e.Request.(*ChildExecutionRequest)
+		if ok && r.Result.IsOk() && l.created[e.JoinSetID] && !l.closed[e.JoinSetID] {
+			l.children[r.ChildExecutionID.ExecutionId] = childRequest{e.JoinSetID, r.TargetFFQN}
+		}
+	}
+}
+
+func joinSetsOf(history []ExecutionEvent, batch []AppendRequest) *joinSetLog {
+	l := newJoinSetLog()
+	for _, ev := range history {
+		l.add(ev.Event)
+	}
+	for _, req := range batch {
+		l.add(req.Event)
+	}
+	return l
+}
+
+// CheckCreateChildren checks the executions an append_batch_create_new_execution
+// of parent creates, given the parent's stored events (history, ascending)
+// and the batch appended with them. A derived child must be derived from
+// parent (ExecutionId.SplitToParts), name parent and that join set as its
+// Parent, and have a ChildExecutionRequest for it with result Ok and its
+// ffqn as target, in that join set, created on parent (JoinSetCreate) and
+// not yet closed (closing JoinNext) before the request — in the history or
+// earlier in the batch. A top-level execution (a -schedule target) must have
+// no parent.
+func CheckCreateChildren(parent ExecutionId, history []ExecutionEvent, batch []AppendRequest, children []CreateRequest) error {
+	var log *joinSetLog
+	for i := range children {
+		c := &children[i]
+		id := c.ExecutionID
+		if id.IsTopLevel() {
+			if c.Parent != nil {
+				return invalid(fmt.Sprintf("top-level execution %s cannot have a parent", id))
+			}
+			continue
+		}
+		p, js, ok := id.SplitToParts()
+		if !ok || p != parent {
+			return invalid(fmt.Sprintf("child %s is not derived from %s", id, parent))
+		}
+		if c.Parent == nil || c.Parent.ExecutionID != parent || c.Parent.JoinSetID != js {
+			return invalid(fmt.Sprintf("child %s must have parent %s and join set %s", id, parent, js))
+		}
+		if log == nil {
+			log = joinSetsOf(history, batch)
+		}
+		switch req, ok := log.children[id]; {
+		case !log.created[js]:
+			return illegal(fmt.Sprintf("join set %s was not created on %s", js, parent))
+		case (!ok || req.js != js) && log.closed[js]:
+			return illegal(fmt.Sprintf("join set %s of %s is closed", js, parent))
+		case !ok || req.js != js:
+			return illegal(fmt.Sprintf("%s has no child_execution_request for %s in join set %s", parent, id, js))
+		case req.target != c.FFQN:
+			return illegal(fmt.Sprintf("child %s has ffqn %s, its child_execution_request targets %s", id, c.FFQN, req.target))
+		}
+	}
+	return nil
+}
+
+// CheckRespondToParentRequest checks the request of
+// append_batch_respond_to_parent on its own: the response names the
+// execution the events are appended to as the child, that child is derived
+// from the response's parent and join set, and the batch ends with the
+// child's Finished event at finished_version with the response's result.
+func CheckRespondToParentRequest(events AppendEventsToExecution, resp AppendResponseToExecution) error {
+	if err := ValidateRespondToParent(events, resp); err != nil {
+		return err
+	}
+	child := resp.ChildExecutionID.ExecutionId
+	if child != events.ExecutionID {
+		return invalid(fmt.Sprintf("`child_execution_id` %s must be the execution the events are appended to (%s)", child, events.ExecutionID))
+	}
+	p, js, ok := child.SplitToParts()
+	if !ok || p != resp.ParentExecutionID || js != resp.JoinSetID {
+		return invalid(fmt.Sprintf("child %s is not derived from parent %s and join set %s", child, resp.ParentExecutionID, resp.JoinSetID))
+	}
+	last := events.Batch[len(events.Batch)-1]
+	f, ok := last.Event.(*Finished)
+	if !ok {
+		return invalid("the batch must end with the child's `finished` event")
+	}
+	if v := events.Version + Version(len(events.Batch)-1); v != resp.FinishedVersion {
+		return invalid(fmt.Sprintf("`finished_version` %d is not the version of the batch's `finished` event (%d)", resp.FinishedVersion, v))
+	}
+	if !f.Retval.Equal(resp.Result) {
+		return invalid("the response's `result` differs from the batch's `finished` event")
+	}
+	return nil
+}
+
+// CheckRespondToParent checks a respond_to_parent request (see
+// CheckRespondToParentRequest) against the parent's stored events
+// (parentHistory, ascending): the response's join set was created on the
+// parent and holds a ChildExecutionRequest (result Ok) for the child. A join
+// set whose closing JoinNexts were appended still takes the responses they
+// await, and a finished parent still takes them (its lock may have expired
+// with children running), as in storage.
+func CheckRespondToParent(events AppendEventsToExecution, resp AppendResponseToExecution, parentHistory []ExecutionEvent) error {
+	if err := CheckRespondToParentRequest(events, resp); err != nil {
+		return err
+	}
+	log := newJoinSetLog()
+	for _, ev := range parentHistory {
+		log.add(ev.Event)
+	}
+	parent, js, child := resp.ParentExecutionID, resp.JoinSetID, resp.ChildExecutionID.ExecutionId
+	if !log.created[js] {
+		return illegal(fmt.Sprintf("join set %s was not created on %s", js, parent))
+	}
+	if req, ok := log.children[child]; !ok || req.js != js {
+		return illegal(fmt.Sprintf("%s has no child_execution_request for %s in join set %s", parent, child, js))
+	}
+	return nil
+}

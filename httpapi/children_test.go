@@ -1,0 +1,175 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stela-dev/stela/core"
+)
+
+// testWorkerChildChecks: create-children and respond-to-parent write into
+// another execution, so the routes check the request against the parent's
+// log in the same write (core/children.go, docs/http-api.md §4.1). Every
+// rejection answers its status and message and writes nothing (rejectAll
+// compares a snapshot of every execution, its events and responses).
+func testWorkerChildChecks(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
+	t.Run("CreateChildren", func(t *testing.T) { testCreateChildrenChecks(t, fresh(t)) })
+	t.Run("RespondToParent", func(t *testing.T) { testRespondToParentChecks(t, fresh(t)) })
+}
+
+func childReq(parent core.ExecutionId, js core.JoinSetId, id core.ExecutionId, ffqn core.FunctionFqn) core.CreateRequest {
+	return core.CreateRequest{CreatedAt: t0, ExecutionID: id, FFQN: ffqn, Params: core.Params{},
+		Parent: &core.Parent{ExecutionID: parent, JoinSetID: js}, ScheduledAt: t0,
+		ComponentID: unmanagedComponent(core.ComponentTypeActivity), Metadata: core.ExecutionMetadata{}}
+}
+
+func creqEvent(js core.JoinSetId, child core.ExecutionId, target core.FunctionFqn) core.AppendRequest {
+	return core.AppendRequest{CreatedAt: t0, Event: hist(&core.JoinSetRequestEvent{JoinSetID: js, Request: &core.ChildExecutionRequest{
+		ChildExecutionID: core.ExecutionIdDerived{ExecutionId: child}, TargetFFQN: target, Params: core.Params{}}})}
+}
+
+func jscEvent(js core.JoinSetId) core.AppendRequest {
+	return core.AppendRequest{CreatedAt: t0, Event: hist(&core.JoinSetCreate{JoinSetID: js})}
+}
+
+func testCreateChildrenChecks(t *testing.T, e *env) {
+	p := e.submit(ffqnWorkflow, core.ComponentTypeWorkflow, "[]")
+	e.lock(p, core.ComponentTypeWorkflow)
+	q := e.submit(ffqnWorkflow, core.ComponentTypeWorkflow, "[]")
+	g1, g2, g9 := mustJS("g:1"), mustJS("g:2"), mustJS("g:9")
+	c1, c9, cq := p.NextLevel(g1), p.NextLevel(g9), q.NextLevel(g1)
+	top, _ := core.NewExecutionId(uint64(t0.UnixMilli()), nil)
+	const path = "/v1/worker/append-batch/create-children"
+	body := func(batch []core.AppendRequest, children ...core.CreateRequest) map[string]any {
+		return map[string]any{"execution_id": p, "version": 2, "batch": batch, "children": children}
+	}
+	topWithParent := childReq(p, g1, top, ffqnActivity)
+	failed := creqEvent(g1, c1, ffqnActivity)
+	failed.Event.(*core.HistoryEventRequest).Event.(*core.JoinSetRequestEvent).Request.(*core.ChildExecutionRequest).Result = core.HistoryResult{Err: "function_not_found"}
+	e.rejectAll(t, []badReq{
+		{name: "JoinSetNeverCreatedIs422", method: "POST", path: path,
+			body:   body([]core.AppendRequest{creqEvent(g9, c9, ffqnActivity)}, childReq(p, g9, c9, ffqnActivity)),
+			status: 422, msg: "join set g:9 was not created on " + p.String()},
+		{name: "NoJoinSetRequestIs422", method: "POST", path: path,
+			body:   body([]core.AppendRequest{jscEvent(g1)}, childReq(p, g1, c1, ffqnActivity)),
+			status: 422, msg: p.String() + " has no child_execution_request for " + c1.String() + " in join set g:1"},
+		{name: "RequestInAnotherJoinSetIs422", method: "POST", path: path,
+			body:   body([]core.AppendRequest{jscEvent(g1), jscEvent(g2), creqEvent(g2, c1, ffqnActivity)}, childReq(p, g1, c1, ffqnActivity)),
+			status: 422, msg: p.String() + " has no child_execution_request for " + c1.String() + " in join set g:1"},
+		{name: "RequestBeforeJoinSetCreateIs422", method: "POST", path: path,
+			body:   body([]core.AppendRequest{creqEvent(g1, c1, ffqnActivity), jscEvent(g1)}, childReq(p, g1, c1, ffqnActivity)),
+			status: 422, msg: p.String() + " has no child_execution_request for " + c1.String() + " in join set g:1"},
+		{name: "FailedRequestIs422", method: "POST", path: path,
+			body:   body([]core.AppendRequest{jscEvent(g1), failed}, childReq(p, g1, c1, ffqnActivity)),
+			status: 422, msg: p.String() + " has no child_execution_request for " + c1.String() + " in join set g:1"},
+		{name: "ClosedJoinSetIs422", method: "POST", path: path,
+			body: body([]core.AppendRequest{jscEvent(g1),
+				{CreatedAt: t0, Event: hist(&core.JoinNext{JoinSetID: g1, RunExpiresAt: t0, Closing: true})},
+				creqEvent(g1, c1, ffqnActivity)}, childReq(p, g1, c1, ffqnActivity)),
+			status: 422, msg: "join set g:1 of " + p.String() + " is closed"},
+		{name: "OtherFunctionThanRequestedIs422", method: "POST", path: path,
+			body:   body([]core.AppendRequest{jscEvent(g1), creqEvent(g1, c1, ffqnActivity)}, childReq(p, g1, c1, ffqnStub)),
+			status: 422, msg: "child " + c1.String() + " has ffqn " + ffqnStub.String() + ", its child_execution_request targets " + ffqnActivity.String()},
+		{name: "ChildOfAnotherExecutionIs400", method: "POST", path: path,
+			body:   body([]core.AppendRequest{jscEvent(g1), creqEvent(g1, cq, ffqnActivity)}, childReq(q, g1, cq, ffqnActivity)),
+			status: 400, msg: "child " + cq.String() + " is not derived from " + p.String()},
+		{name: "ParentFieldDisagreesWithIDIs400", method: "POST", path: path,
+			body:   body([]core.AppendRequest{jscEvent(g1), creqEvent(g1, c1, ffqnActivity)}, childReq(p, g2, c1, ffqnActivity)),
+			status: 400, msg: "child " + c1.String() + " must have parent " + p.String() + " and join set g:1"},
+		{name: "TopLevelWithParentIs400", method: "POST", path: path,
+			body:   body([]core.AppendRequest{jscEvent(g1)}, topWithParent),
+			status: 400, msg: "top-level execution " + top.String() + " cannot have a parent"},
+	})
+
+	t.Run("RequestEarlierInTheLogIsAccepted", func(t *testing.T) {
+		next := e.appendBatch(p, 2, jscEvent(g1).Event, creqEvent(g1, c1, ffqnActivity).Event)
+		persist := core.AppendRequest{CreatedAt: t0, Event: hist(&core.JoinSetCreate{JoinSetID: g2})}
+		var out NextVersionJSON
+		e.do("POST", path, map[string]any{"execution_id": p, "version": next, "batch": []core.AppendRequest{persist},
+			"children": []core.CreateRequest{childReq(p, g1, c1, ffqnActivity)}}).want(http.StatusOK).decode(&out)
+		if out.NextVersion != next+1 {
+			t.Fatalf("next_version %d, want %d", out.NextVersion, next+1)
+		}
+		e.do("GET", "/v1/executions/"+c1.String()+"/status", nil).want(http.StatusOK)
+	})
+}
+
+func testRespondToParentChecks(t *testing.T, e *env) {
+	ctx := context.Background()
+	p, c := e.workflowWithChild(core.ComponentTypeActivity) // c = p.g:1_1, requested in g:1
+	q := e.submit(ffqnWorkflow, core.ComponentTypeWorkflow, "[]")
+	g1, g2, g5 := mustJS("g:1"), mustJS("g:2"), mustJS("g:5")
+	// Children the storage API can create without the parent's events (as
+	// Obelisk's storage scenarios do); the routes must not answer for them.
+	notRequested, noJoinSet := c.Incremented(), p.NextLevel(g5)
+	for _, req := range []core.CreateRequest{childReq(p, g1, notRequested, ffqnActivity), childReq(p, g5, noJoinSet, ffqnActivity)} {
+		if _, err := e.db.Create(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []core.ExecutionId{c, notRequested, noJoinSet} {
+		e.lock(id, core.ComponentTypeActivity)
+	}
+	const path = "/v1/worker/append-batch/respond-to-parent"
+	finish := func(child core.ExecutionId, rv core.ReturnValue, events ...core.ExecutionRequest) core.AppendEventsToExecution {
+		batch := []core.AppendRequest{}
+		for _, ev := range events {
+			batch = append(batch, core.AppendRequest{CreatedAt: t0, Event: ev})
+		}
+		batch = append(batch, core.AppendRequest{CreatedAt: t0, Event: &core.Finished{Retval: rv}})
+		return core.AppendEventsToExecution{ExecutionID: child, Version: 2, Batch: batch}
+	}
+	response := func(parent core.ExecutionId, js core.JoinSetId, child core.ExecutionId, v core.Version, rv core.ReturnValue) core.AppendResponseToExecution {
+		return core.AppendResponseToExecution{ParentExecutionID: parent, CreatedAt: t0, JoinSetID: js,
+			ChildExecutionID: core.ExecutionIdDerived{ExecutionId: child}, FinishedVersion: v, Result: rv}
+	}
+	body := func(ev core.AppendEventsToExecution, resp core.AppendResponseToExecution) map[string]any {
+		return map[string]any{"events": ev, "response": resp}
+	}
+	ok := okString("c")
+	e.rejectAll(t, []badReq{
+		{name: "JoinSetNotCreatedOnParentIs422", method: "POST", path: path,
+			body:   body(finish(noJoinSet, ok), response(p, g5, noJoinSet, 2, ok)),
+			status: 422, msg: "join set g:5 was not created on " + p.String()},
+		{name: "ChildNotRequestedByParentIs422", method: "POST", path: path,
+			body:   body(finish(notRequested, ok), response(p, g1, notRequested, 2, ok)),
+			status: 422, msg: p.String() + " has no child_execution_request for " + notRequested.String() + " in join set g:1"},
+		{name: "ResponseForAnotherChildIs400", method: "POST", path: path,
+			body:   body(finish(c, ok), response(p, g1, notRequested, 2, ok)),
+			status: 400, msg: "`child_execution_id` " + notRequested.String() + " must be the execution the events are appended to (" + c.String() + ")"},
+		{name: "OtherParentIs400", method: "POST", path: path,
+			body:   body(finish(c, ok), response(q, g1, c, 2, ok)),
+			status: 400, msg: "child " + c.String() + " is not derived from parent " + q.String() + " and join set g:1"},
+		{name: "OtherJoinSetIs400", method: "POST", path: path,
+			body:   body(finish(c, ok), response(p, g2, c, 2, ok)),
+			status: 400, msg: "child " + c.String() + " is not derived from parent " + p.String() + " and join set g:2"},
+		{name: "FinishedVersionNotTheBatchsIs400", method: "POST", path: path,
+			body:   body(finish(c, ok), response(p, g1, c, 7, ok)),
+			status: 400, msg: "`finished_version` 7 is not the version of the batch's `finished` event (2)"},
+		{name: "ResultNotTheBatchsIs400", method: "POST", path: path,
+			body:   body(finish(c, ok), response(p, g1, c, 2, okString("other"))),
+			status: 400, msg: "the response's `result` differs from the batch's `finished` event"},
+		{name: "BatchWithoutFinishedIs400", method: "POST", path: path,
+			body: body(core.AppendEventsToExecution{ExecutionID: c, Version: 2, Batch: []core.AppendRequest{
+				{CreatedAt: t0, Event: &core.Unlocked{UnlockedAt: t0, Reason: "x"}}}}, response(p, g1, c, 2, ok)),
+			status: 400, msg: "the batch must end with the child's `finished` event"},
+	})
+
+	t.Run("ClosingJoinNextStillTakesTheResponse", func(t *testing.T) {
+		// The parent's closing await blocks until the child answers.
+		e.appendBatch(p, 4, hist(&core.JoinNext{JoinSetID: g1, RunExpiresAt: t0.Add(time.Second), Closing: true}))
+		e.do("POST", path, body(finish(c, ok), response(p, g1, c, 2, ok))).want(http.StatusOK)
+		var page core.ListResponsesResponse
+		e.do("GET", "/v1/executions/"+p.String()+"/responses", nil).want(http.StatusOK).decode(&page)
+		if len(page.Responses) != 1 {
+			t.Fatalf("responses %+v", page)
+		}
+		var st core.ExecutionWithState
+		e.do("GET", "/v1/executions/"+p.String()+"/status", nil).want(http.StatusOK).decode(&st)
+		if got := st.PendingState.Status(); got != "pending_at" {
+			t.Fatalf("parent is %s, want pending_at again", got)
+		}
+	})
+}
