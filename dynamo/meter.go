@@ -22,7 +22,8 @@ import (
 // Writes are not taken from the endpoint's ConsumedCapacity (DynamoDB Local
 // bills a transaction's index updates once per index, not per entry, and
 // reports nothing for cancelled transactions): the meter keeps the image of
-// every item it has seen written (or read whole), and bills each write from
+// every item it has seen written (or read whole) — every item of a table it
+// saw created is known, as absent until written — and bills each write from
 // the item's image before and after it, by AWS's rules (doc.go, "Cost"):
 //
 //   - table: 1 WRU per started KB of the larger of the two images (a delete:
@@ -46,8 +47,10 @@ type CapacityMeter struct {
 	mu     sync.Mutex
 	labels map[string]*Usage
 	// images: table + key → the last known image; a nil value means known
-	// absent, a missing entry unknown.
+	// absent, a missing entry unknown (known absent in a table of fresh).
 	images map[string]item
+	// fresh: tables created through the meter; it has seen every write.
+	fresh map[string]bool
 }
 
 // Usage is the capacity consumed under one label.
@@ -84,7 +87,7 @@ type Usage struct {
 	CancelledWrite float64
 	// UnknownImages counts writes to items whose image before the write the
 	// meter did not know (assumed absent: a delete or a changed index entry
-	// may then be missed). Zero when the meter saw the table from creation.
+	// may then be missed). Zero when the meter saw the table created.
 	UnknownImages int
 }
 
@@ -125,7 +128,7 @@ func WithMeterLabel(ctx context.Context, label string) context.Context {
 
 // NewCapacityMeter returns an empty meter.
 func NewCapacityMeter() *CapacityMeter {
-	return &CapacityMeter{labels: map[string]*Usage{}, images: map[string]item{}}
+	return &CapacityMeter{labels: map[string]*Usage{}, images: map[string]item{}, fresh: map[string]bool{}}
 }
 
 // Register adds the meter to a client's options.
@@ -225,6 +228,20 @@ func (m *CapacityMeter) bill(u *Usage, params, result any, err error, stripped b
 	var ccf *types.ConditionalCheckFailedException
 	failed := errors.As(err, &ccf)
 	switch p := params.(type) {
+	case *dynamodb.CreateTableInput:
+		if err == nil {
+			m.fresh[aws.ToString(p.TableName)] = true
+		}
+	case *dynamodb.DeleteTableInput:
+		if err == nil {
+			table := aws.ToString(p.TableName)
+			delete(m.fresh, table)
+			for k := range m.images {
+				if strings.HasPrefix(k, table+"\x00") {
+					delete(m.images, k)
+				}
+			}
+		}
 	case *dynamodb.GetItemInput:
 		if r, ok := result.(*dynamodb.GetItemOutput); ok && err == nil {
 			u.Read += consumed(r.ConsumedCapacity)
@@ -464,7 +481,7 @@ func (m *CapacityMeter) learn(table string, key, it item) {
 // image returns the known image of key (nil: absent) and whether it is known.
 func (m *CapacityMeter) image(table string, key item) (item, bool) {
 	it, ok := m.images[imageKey(table, key)]
-	return it, ok
+	return it, ok || m.fresh[table]
 }
 
 // indexWrites returns the write units and the number of entries changed in
