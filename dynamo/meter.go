@@ -273,33 +273,18 @@ func (m *CapacityMeter) bill(u *Usage, params, result any, err error, stripped b
 			}
 		}
 	case *dynamodb.PutItemInput:
-		table := aws.ToString(p.TableName)
-		switch {
-		case failed:
-			m.billFailed(u, table, p.Item, ccf.Item)
-		case err == nil:
-			var old item
-			oldKnown := false
-			if r, ok := result.(*dynamodb.PutItemOutput); ok && stripped {
-				old, oldKnown = r.Attributes, true
-				r.Attributes = nil
-			}
-			m.billWrite(u, table, p.Item, p.Item, old, oldKnown, notExists(p.ConditionExpression, p.ExpressionAttributeNames), 1)
+		var returned *item
+		if r, ok := result.(*dynamodb.PutItemOutput); ok && stripped {
+			returned = &r.Attributes
 		}
+		m.billSingle(u, aws.ToString(p.TableName), p.Item, p.Item,
+			notExists(p.ConditionExpression, p.ExpressionAttributeNames), returned, err)
 	case *dynamodb.DeleteItemInput:
-		table := aws.ToString(p.TableName)
-		switch {
-		case failed:
-			m.billFailed(u, table, p.Key, ccf.Item)
-		case err == nil:
-			var old item
-			oldKnown := false
-			if r, ok := result.(*dynamodb.DeleteItemOutput); ok && stripped {
-				old, oldKnown = r.Attributes, true
-				r.Attributes = nil
-			}
-			m.billWrite(u, table, p.Key, nil, old, oldKnown, false, 1)
+		var returned *item
+		if r, ok := result.(*dynamodb.DeleteItemOutput); ok && stripped {
+			returned = &r.Attributes
 		}
+		m.billSingle(u, aws.ToString(p.TableName), p.Key, nil, false, returned, err)
 	case *dynamodb.UpdateItemInput:
 		table := aws.ToString(p.TableName)
 		switch {
@@ -336,6 +321,23 @@ func (m *CapacityMeter) bill(u *Usage, params, result any, err error, stripped b
 		}
 	case *dynamodb.TransactWriteItemsInput:
 		m.billTransaction(u, p, err)
+	}
+}
+
+// billSingle bills a PutItem (after: the item) or DeleteItem (after: nil)
+// answered with err. returned: the output's Attributes, the old image the
+// meter asked for (nil if it did not); they are removed from the output.
+func (m *CapacityMeter) billSingle(u *Usage, table string, key, after item, absent bool, returned *item, err error) {
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		m.billFailed(u, table, key, ccf.Item)
+	case err == nil:
+		var old item
+		if returned != nil {
+			old, *returned = *returned, nil
+		}
+		m.billWrite(u, table, key, after, old, returned != nil, absent, 1)
 	}
 }
 
