@@ -73,8 +73,9 @@ type Options struct {
 	// (default 5); throttling, 5xx and network errors are retried by it.
 	SDKMaxAttempts int
 	// DisableDigestIndex stops maintaining the pending-digest index, which
-	// costs 2 of the ~10 write units of an activity; PendingByDigest (and so
-	// lock_pending_by_component_digest) then fails with core.ErrNotImplemented.
+	// costs 2 of an activity's 15 write units (doc.go, "Cost");
+	// PendingByDigest (and so lock_pending_by_component_digest) then fails
+	// with core.ErrNotImplemented.
 	// For deployments whose workers lock only by function name.
 	DisableDigestIndex bool
 	// GCGrace is how long after its last write a blob is safe from

@@ -16,14 +16,10 @@
 //	timers          GSI   tp             ts        KEYS_ONLY    heads: locked; timer rows: unpaused
 //	cancelling      GSI   cp             cs        KEYS_ONLY    heads: lifecycle = cancelling
 //	list            GSI   lp             ls        KEYS_ONLY    every head
-//	list-id         GSI   lp             pk        KEYS_ONLY    every head
 //
-// Every GSI but the two list indexes is sparse: its key attributes are
-// written only while the item belongs to the index, so a finished activity
-// costs no index storage except its two list entries. list-id has no key
-// attribute of its own (lp and the head's pk), so adding it to an existing
-// table (a stack update) backfills it from the heads already there; until
-// DynamoDB reports it ACTIVE, execution-id pages of list_executions fail. Index keys whose natural partition would be hot are
+// Every GSI is sparse: its key attributes are written only while the item
+// belongs to the index, so a finished activity costs no index storage except
+// its list entry. Index keys whose natural partition would be hot are
 // sharded: "<value>#<s>" with s = fnv32a(execution id) mod Options.Shards
 // (default 8); queries read all shards in parallel and merge by sort key.
 // Timestamps inside index keys use a fixed width
@@ -31,7 +27,7 @@
 //
 // # Items
 //
-// Head — pk "E#<execution id>", sk "H". The execution state (docs/spec/semantics.md §3.1) in
+// Head — pk "E#<execution id>", sk "H". The execution state (spec §3.1) in
 // short attributes: f ffqn, ca created_at, fs first_scheduled_at, ct component
 // type, cd digest, dp deployment, ic incompatible digest, v version, s state,
 // lc lifecycle, at pending/lock/finished time, le/lr last lock holder, lv last
@@ -99,7 +95,7 @@
 // (default 64 KiB) are written to the CAS first and stored as
 // "@sha256:<hex>"; reads resolve them transparently.
 //
-// # Access patterns (docs/spec/semantics.md §7)
+// # Access patterns (spec §7)
 //
 //	head by id                        GetItem E#id/H, ConsistentRead
 //	event by version / range          head (c0, ev) + Query V# pages from V#<from>, consistent
@@ -119,16 +115,10 @@
 //	expired locks                     Query timers tp = L#s, ts <= at; BatchGetItem heads
 //	expired delays                    Query timers tp = D#s, ts <= at (keys only)
 //	cancelling by created_at          Query cancelling cp = C#s, merged by cs
-//	list_executions by created_at     Query list lp = LT#s (+ LD#s with show_derived),
-//	                                  merged by ls = "<created_at>#<id>" (the order
-//	                                  (created_at, execution_id) of core/listing.go); the
-//	                                  cursor is a key condition on ls: a bare instant T
-//	                                  bounds ls at "<T>" or "<T>$", the tie-broken
-//	                                  position (T, id) at "<T>#<id>"
-//	list_executions by execution id   Query list-id lp = LT#s (+ LD#s), merged by pk =
-//	                                  "E#<id>", cursor a key condition on pk
-//	                                  (both: heads by BatchGetItem, filters applied after,
-//	                                  paging on until the page is full; newest first)
+//	list_executions                   Query list lp = LT#s (+ LD#s with show_derived),
+//	                                  created_at cursor in the key condition, merged by
+//	                                  ls; heads by BatchGetItem, filters applied after,
+//	                                  paging on until the page is full; newest first
 //	logs of an execution (+prefix)    Query LG#<top>, sk range by cursor, filter after
 //	backtraces                        Query E#id begins_with/BETWEEN B#
 //
@@ -166,11 +156,11 @@
 // Because every item of an execution changes only together with its head
 // (the backend writes the head whenever one of its items changes), guarding
 // heads serialises every pair of transactions touching a common execution.
-// In particular the JoinNext ↔ response race (docs/spec/semantics.md §8.3) is closed: the
+// In particular the JoinNext ↔ response race (spec §8.3) is closed: the
 // JoinNext commit guards the head it read when it looked for the n-th
 // response, and the response commit writes that head.
 //
-// # The atomic units of docs/spec/semantics.md §7.3
+// # The atomic units of spec §7.3
 //
 //	create                     Put head (c0, inline Paused) attribute_not_exists —
 //	                           a single PutItem; plus a V#0 page if Created is large
@@ -239,50 +229,97 @@
 // commit, not by 100 actions. Log cursors come from one counter item, so
 // log batches are limited to ~1,000 per second table-wide (one write unit
 // each). Siblings finishing at the same moment contend on their parent's
-// head (each response rewrites it); the losers re-run, which costs reads.
+// head (each response rewrites it); the losers re-run, which costs reads
+// and the capacity of their cancelled transactions (see Cost).
 //
-// # Cost (cmd/stela-bench-cost, DynamoDB Local 3.3.1)
+// # Cost (cmd/stela-bench-cost on DynamoDB Local 3.3.1)
 //
-// Measured with the capacity meter (CapacityMeter, ReturnConsumedCapacity
-// = INDEXES), transactional table writes computed as AWS bills them (2 WCU
-// per KB per item; DynamoDB Local under-reports them), GSI/LSI writes as
-// reported. List prices: $0.625/M WRU, $0.125/M RRU, Lambda $0.20/M + 256 MB
-// arm64 at the measured handler time, HTTP API $1.00/M. A step is one store
-// API call (one HTTP request); locks are taken in batches of 10.
+// Write units are billed by CapacityMeter from the image of each item before
+// and after each write, by AWS's published rules — not taken from DynamoDB
+// Local's ConsumedCapacity, which counts a transaction's index updates once
+// per index instead of once per entry (a 10-child submit changes 40 index
+// entries and was reported as 8) and reports nothing for a cancelled
+// transaction. The assumption behind each figure, with the AWS DynamoDB
+// Developer Guide page it comes from:
 //
-//	1,000 activities (create → lock → finish), shards = 8, every index on
-//	(the default):
-//	  create  0 RRU   6 WRU (head 1 + pending-ffqn, pending-digest, list, list-id, counts)
-//	  lock    1.7 RRU 6 WRU per activity (head 1 + pending out ×2, timer in, counts ×2)
-//	  finish  1 RRU   4 WRU (head 1 + timer out, counts ×2)
-//	  → 2.1 API calls, 2.7 RRU, 16 WRU per activity: DynamoDB $10.34 and
-//	    all-in $13.00 per million activities, i.e. $6.19 per million API
-//	    calls or $4.33 per million activity steps (create, lock, finish).
-//	Lean layout (DisableDigestIndex + DisableDeploymentCounts, i.e.
-//	STELA_DIGEST_INDEX=off STELA_DEPLOYMENT_COUNTS=off): 9 WRU, 2.7 RRU per
-//	  activity: DynamoDB $5.96 and all-in $8.63 per million activities, i.e.
-//	  $4.11 per million API calls or $2.88 per million activity steps.
-//	100 workflows, each 10 child activities + 1 delay (17.3 API calls each):
-//	  334 WRU and 107 RRU per workflow (default; 221 WRU lean): $222 ($151)
-//	  per million workflows for DynamoDB, $14.47 ($10.55) per million API
-//	  calls all-in; the child's finish + response to the parent is the
-//	  largest unit (a multi-item transaction).
-//	The list-id index (execution-id pages of list_executions) is one write
-//	unit per created execution: +1 WRU per activity, +11 per workflow above.
+//   - table, single-item write: 1 WRU per started KB of the larger of the old
+//     and new item; a delete, of the deleted item ("DynamoDB read and write
+//     operations", read-write-operations.html);
+//   - table, committed TransactWriteItems: 2 WRU per KB per action,
+//     ConditionCheck included, of the larger image ("Amazon DynamoDB
+//     Transactions: How it works", capacity management: two underlying
+//     writes, prepare and commit; transaction-apis.html);
+//   - index: per entry, 1 WRU per KB of the projected entry when it appears
+//     or goes, 2 when its index key changes (delete + put), 1 when only
+//     projected attributes change, nothing when it has none before and
+//     after ("Using Global Secondary Indexes", writes, GSI.html#GSI.Writes;
+//     the same rules for the ordinals LSI). Not doubled inside a
+//     transaction: an assumption, from index updates propagating after the
+//     transaction completes (transaction-apis.html);
+//   - single-item write whose condition fails: 1 WRU per KB of the existing
+//     item, at least 1 (read-write-operations.html); none occur in the bench;
+//   - cancelled TransactWriteItems: billed as if committed (2 WRU per KB per
+//     action, no index write) — an upper bound, as AWS does not document what
+//     a cancelled transaction consumes — and reported separately;
+//   - reads: as DynamoDB Local reports them (1 RRU per 4 KB strongly
+//     consistent, ½ eventually consistent: read-write-operations.html).
+//
+// List prices: $0.625/M WRU, $0.125/M RRU; per API call (one HTTP request
+// through API Gateway to one Lambda invocation) $1.00/M for the HTTP API +
+// $0.20/M Lambda requests = $1.20 per million API calls, plus Lambda
+// duration, $0.0033 per million calls per ms of handler time (256 MB arm64).
+// Locks are taken in batches of 10. WRU and index entries are
+// deterministic for a layout; RRU nearly so (index queries read a varying
+// number of shards); the cancelled share depends on how concurrent clients
+// interleave, and handler times are wall time on a shared, loaded 2-core
+// machine (load average 3–19), so the all-in prices below are indicative.
+//
+//	Activity (create → lock → finish; 2.1 API calls), 1,000 of them:
+//	  default layout: 15 WRU, 12 index entries, 2.7 RRU
+//	    create  5 WRU (head 1 + pending-ffqn, pending-digest, list, deployments)
+//	    lock    6 WRU (head 1 + pending-ffqn and pending-digest out, timers in,
+//	            deployments moved: 2), 1.7 RRU per activity
+//	    finish  4 WRU (head 1 + timers out, deployments moved: 2), 1 RRU
+//	    → DynamoDB $9.71 per million activities ($4.63 per million API calls)
+//	  lean layout (STELA_DIGEST_INDEX=off STELA_DEPLOYMENT_COUNTS=off):
+//	    8 WRU, 5 index entries, 2.7 RRU → DynamoDB $5.34 per million
+//	    activities ($2.54 per million API calls)
+//	  no transaction, so nothing cancelled. All-in at the 5–22 ms handler
+//	  time of a 1-client run: $12.3 (default), $7.9 (lean) per million
+//	  activities; at 34–172 ms with 8 clients, $13.4 and $8.1.
+//	Workflow (10 child activities + 1 delay; 17.3 API calls), 100 of them:
+//	  default: 1 client 309 WRU, 169 index entries, 70 RRU, no transaction
+//	    cancelled → DynamoDB $202 per million workflows; 8 clients 415 WRU
+//	    and 110 RRU, of which 1,331 of 2,631 transactions (51%) were
+//	    cancelled (all for a failed condition, none for a
+//	    TransactionConflict) and billed 106 WRU per workflow (26% of its
+//	    WRU) → $273 per million workflows.
+//	  lean: 1 client 210 WRU, 76 index entries, 70 RRU → $140; 8 clients
+//	    312 WRU, 107 RRU, 1,240 of 2,540 transactions (49%) cancelled,
+//	    102 WRU (33%) → $209 per million workflows.
+//	  the submit of 10 children: 62 WRU (11 heads × 2 in one transaction +
+//	    40 index entries; lean 42); a child's finish + response to its
+//	    parent: 12.4 WRU (≈ 4 items × 2 + 4.4 entries; lean 10.5). The
+//	    cancellations are siblings finishing together: each response
+//	    rewrites the parent's head, so the losers' transactions fail the
+//	    head's revision condition and re-run (see Limits).
+//	  All-in at 1 client: $230 (default), $162 (lean) per million workflows.
 //
 // Index maintenance dominates: each sparse index entry costs a write when it
 // appears and one when it goes, and every bucket change of an execution
-// moves its deployment-counts entry. HTTP API + Lambda cost ~$1.28 per API
-// call on top. The ≤ $3 per million activity steps target is met by the
-// lean layout when a step is one state transition (create, lock, finish);
-// counted per HTTP request it is $4.11, because API Gateway alone is $1.00.
-// The lean layout gives up lock-by-component-digest and per-deployment
-// execution counts (both then return core.ErrNotImplemented).
+// moves its deployment-counts entry (2 writes). HTTP API + Lambda add $1.20
+// per million API calls plus the duration share (≈ $0.07 at 20 ms). A step
+// that is one state transition (create, lock, finish) costs $2.6 per
+// million all-in on the lean layout ($7.9 per million activities / 3) and
+// $4.1 on the default one; counted per HTTP request the lean layout costs
+// $3.74 per million, of which API Gateway alone is $1.00. The lean layout
+// gives up lock-by-component-digest and per-deployment execution counts
+// (both then return core.ErrNotImplemented).
 //
 // # Deployments (deployments*.go)
 //
 // Deployments, component metadata and source mappings (core.DeploymentStore,
-// docs/spec/semantics.md §6.5–6.7) live beside the executions in the same table:
+// spec §6.5–6.7) live beside the executions in the same table:
 //
 //	deployment      pk "DEP", sk "<deployment id>": ca, la, st (status), tm
 //	                (TOML: "=" + text, or "@sha256:…" above InlineThreshold),
@@ -333,9 +370,10 @@
 // "<current_time>#~" — so reading costs nothing per execution beyond the
 // index entries counted, and no Scan is needed. The entry moves with the
 // head's current deployment (set by every non-auto lock and upgrade), which
-// is exactly docs/spec/semantics.md §8 item 21. Its price is paid on writes: every bucket
+// is exactly spec §8 item 21. Its price is paid on writes: every bucket
 // change is a delete and an insert in the index, +5 WRU per activity
-// (create 1, lock 2, finish 2: 16 instead of 11 WRU in cmd/stela-bench-cost);
+// (create 1, lock 2, finish 2: 15 instead of 10 WRU, DynamoDB $9.71 instead
+// of $6.59 per million activities; see Cost);
 // Options.DisableDeploymentCounts removes it (counts then fail with
 // core.ErrNotImplemented). Like every index read, counts are eventually
 // consistent.

@@ -2,7 +2,10 @@ package dynamo
 
 import (
 	"context"
+	"errors"
+	"reflect"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -11,33 +14,109 @@ import (
 	"github.com/aws/smithy-go/middleware"
 )
 
-// CapacityMeter sums the capacity DynamoDB reports per label (set with
-// WithMeterLabel on the context of the calls) and per DynamoDB operation.
-// Register it on a client with dynamodb.NewFromConfig(cfg, meter.Register)
-// (or as an option of NewClient): it sets ReturnConsumedCapacity=INDEXES on
-// every request that supports it.
+// CapacityMeter bills the DynamoDB calls of a client per label (set with
+// WithMeterLabel on the context of the calls) as AWS bills them. Register it
+// on a client with dynamodb.NewFromConfig(cfg, meter.Register) (or as an
+// option of NewClient).
+//
+// Writes are not taken from the endpoint's ConsumedCapacity (DynamoDB Local
+// bills a transaction's index updates once per index, not per entry, and
+// reports nothing for cancelled transactions): the meter keeps the image of
+// every item it has seen written (or read whole) — every item of a table it
+// saw created is known, as absent until written — and bills each write from
+// the item's image before and after it, by AWS's rules (doc.go, "Cost"):
+//
+//   - table: 1 WRU per started KB of the larger of the two images (a delete:
+//     of the deleted item); 2 per KB inside a committed TransactWriteItems,
+//     ConditionCheck included (of the checked item);
+//   - each secondary index (Schema): an entry that appears costs 1 WRU per KB
+//     of the projected entry, one that goes 1, one whose index key changes 2
+//     (delete + put), one whose projected attributes change 1;
+//   - a single-item write whose condition fails: 1 WRU per KB of the existing
+//     item (at least 1); no index write;
+//   - a cancelled TransactWriteItems: 2 WRU per KB of every action, as if it
+//     had committed, and no index write (an upper bound: AWS does not
+//     document the capacity a cancelled transaction consumes).
+//
+// Reads are billed as the endpoint reports them (ReturnConsumedCapacity =
+// TOTAL is set on every read).
+//
+// The meter keeps every item image it sees: it is for benchmarks and tests,
+// not for long-running clients. Reset forgets the usage, not the images.
 type CapacityMeter struct {
 	mu     sync.Mutex
 	labels map[string]*Usage
+	// images: table + key → the last known image; a nil value means known
+	// absent, a missing entry unknown (known absent in a table of fresh).
+	images map[string]item
+	// fresh: tables created through the meter; it has seen every write.
+	fresh map[string]bool
 }
 
-// Usage is the capacity consumed under one label, as reported.
+// Usage is the capacity consumed under one label.
 type Usage struct {
 	// Calls counts DynamoDB requests.
 	Calls int
 	// ByOperation counts requests per DynamoDB operation.
 	ByOperation map[string]int
-	// Read is the read capacity (table, LSI and GSI reads).
+	// Read is the read capacity (table and index reads), as reported.
 	Read float64
-	// Write is the table write capacity of non-transactional writes.
+	// Write is the table write capacity of successful single-item writes
+	// (PutItem, UpdateItem, DeleteItem, BatchWriteItem).
 	Write float64
-	// TxWrite is the table write capacity of TransactWriteItems, computed
-	// from the request as AWS bills it: 2 WCU per started KB of each item
-	// (deletes and condition checks counted as 1 KB items). DynamoDB Local
-	// 3.3.1 does not report this reliably.
+	// TxWrite is the table write capacity of committed TransactWriteItems.
 	TxWrite float64
-	// IndexWrite is the write capacity of secondary index updates.
+	// IndexWrite is the write capacity of secondary index updates of
+	// successful writes, transactional or not.
 	IndexWrite float64
+	// IndexEntries counts index entries put or deleted (a key change is a
+	// delete and a put: 2).
+	IndexEntries int
+	// ConditionFailed counts single-item writes whose condition failed;
+	// FailedWrite is their write capacity.
+	ConditionFailed int
+	FailedWrite     float64
+	// Transactions counts TransactWriteItems calls answered (committed or
+	// cancelled); Cancelled those cancelled, CancelledConflict those of them
+	// cancelled for a TransactionConflict (the rest: a failed condition).
+	Transactions      int
+	Cancelled         int
+	CancelledConflict int
+	// CancelledWrite is the write capacity billed for cancelled transactions
+	// (the upper bound described on CapacityMeter).
+	CancelledWrite float64
+	// UnknownImages counts writes to items whose image before the write the
+	// meter did not know (assumed absent: a delete or a changed index entry
+	// may then be missed). Zero when the meter saw the table created.
+	UnknownImages int
+}
+
+// WRU is the total write capacity: committed, failed and cancelled writes.
+func (u Usage) WRU() float64 {
+	return u.Write + u.TxWrite + u.IndexWrite + u.FailedWrite + u.CancelledWrite
+}
+
+// Add adds v to u.
+func (u *Usage) Add(v Usage) {
+	u.Calls += v.Calls
+	if u.ByOperation == nil {
+		u.ByOperation = map[string]int{}
+	}
+	for op, n := range v.ByOperation {
+		u.ByOperation[op] += n
+	}
+	u.Read += v.Read
+	u.Write += v.Write
+	u.TxWrite += v.TxWrite
+	u.IndexWrite += v.IndexWrite
+	u.IndexEntries += v.IndexEntries
+	u.ConditionFailed += v.ConditionFailed
+	u.FailedWrite += v.FailedWrite
+	u.Transactions += v.Transactions
+	u.Cancelled += v.Cancelled
+	u.CancelledConflict += v.CancelledConflict
+	u.CancelledWrite += v.CancelledWrite
+	u.UnknownImages += v.UnknownImages
 }
 
 type meterLabelKey struct{}
@@ -48,7 +127,9 @@ func WithMeterLabel(ctx context.Context, label string) context.Context {
 }
 
 // NewCapacityMeter returns an empty meter.
-func NewCapacityMeter() *CapacityMeter { return &CapacityMeter{labels: map[string]*Usage{}} }
+func NewCapacityMeter() *CapacityMeter {
+	return &CapacityMeter{labels: map[string]*Usage{}, images: map[string]item{}, fresh: map[string]bool{}}
+}
 
 // Register adds the meter to a client's options.
 func (m *CapacityMeter) Register(o *dynamodb.Options) {
@@ -63,11 +144,8 @@ func (m *CapacityMeter) Snapshot() map[string]Usage {
 	defer m.mu.Unlock()
 	out := make(map[string]Usage, len(m.labels))
 	for k, u := range m.labels {
-		c := *u
-		c.ByOperation = make(map[string]int, len(u.ByOperation))
-		for op, n := range u.ByOperation {
-			c.ByOperation[op] = n
-		}
+		var c Usage
+		c.Add(*u)
 		out[k] = c
 	}
 	return out
@@ -85,68 +163,51 @@ func (m *CapacityMeter) Labels() []string {
 	return out
 }
 
-// Reset forgets everything measured so far.
+// Reset forgets the usage measured so far (the item images are kept).
 func (m *CapacityMeter) Reset() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.labels = map[string]*Usage{}
 }
 
+// handle is the middleware: it asks for what it needs, lets the call run,
+// and bills its outcome.
 func (m *CapacityMeter) handle(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-	const rc = types.ReturnConsumedCapacityIndexes
+	const total = types.ReturnConsumedCapacityTotal
+	// Single-item writes return the image the meter lacks (the old one of a
+	// put or delete, the new one of an update) unless the caller asked for
+	// something else; it is removed from the output again.
+	var restore func()
 	switch p := in.Parameters.(type) {
 	case *dynamodb.GetItemInput:
-		p.ReturnConsumedCapacity = rc
-	case *dynamodb.PutItemInput:
-		p.ReturnConsumedCapacity = rc
-	case *dynamodb.UpdateItemInput:
-		p.ReturnConsumedCapacity = rc
-	case *dynamodb.DeleteItemInput:
-		p.ReturnConsumedCapacity = rc
+		p.ReturnConsumedCapacity = total
 	case *dynamodb.QueryInput:
-		p.ReturnConsumedCapacity = rc
+		p.ReturnConsumedCapacity = total
 	case *dynamodb.BatchGetItemInput:
-		p.ReturnConsumedCapacity = rc
-	case *dynamodb.BatchWriteItemInput:
-		p.ReturnConsumedCapacity = rc
-	case *dynamodb.TransactWriteItemsInput:
-		p.ReturnConsumedCapacity = rc
-	}
-	var txEstimate float64
-	if p, ok := in.Parameters.(*dynamodb.TransactWriteItemsInput); ok {
-		for _, ti := range p.TransactItems {
-			kb := 1
-			if ti.Put != nil {
-				kb = (itemSize(ti.Put.Item) + 1023) / 1024
-			}
-			txEstimate += 2 * float64(max(kb, 1))
+		p.ReturnConsumedCapacity = total
+	case *dynamodb.PutItemInput:
+		if p.ReturnValues == "" || p.ReturnValues == types.ReturnValueNone {
+			rv := p.ReturnValues
+			p.ReturnValues, restore = types.ReturnValueAllOld, func() { p.ReturnValues = rv }
+		}
+	case *dynamodb.DeleteItemInput:
+		if p.ReturnValues == "" || p.ReturnValues == types.ReturnValueNone {
+			rv := p.ReturnValues
+			p.ReturnValues, restore = types.ReturnValueAllOld, func() { p.ReturnValues = rv }
+		}
+	case *dynamodb.UpdateItemInput:
+		if p.ReturnValues == "" || p.ReturnValues == types.ReturnValueNone {
+			rv := p.ReturnValues
+			p.ReturnValues, restore = types.ReturnValueAllNew, func() { p.ReturnValues = rv }
 		}
 	}
 	out, md, err := next.HandleInitialize(ctx, in)
+	if restore != nil {
+		restore()
+	}
 	label, _ := ctx.Value(meterLabelKey{}).(string)
 	if label == "" {
 		label = "(unlabelled)"
-	}
-	op := middleware.GetOperationName(ctx)
-	var ccs []types.ConsumedCapacity
-	tx := false
-	switch r := out.Result.(type) {
-	case *dynamodb.GetItemOutput:
-		ccs = one(r.ConsumedCapacity)
-	case *dynamodb.PutItemOutput:
-		ccs = one(r.ConsumedCapacity)
-	case *dynamodb.UpdateItemOutput:
-		ccs = one(r.ConsumedCapacity)
-	case *dynamodb.DeleteItemOutput:
-		ccs = one(r.ConsumedCapacity)
-	case *dynamodb.QueryOutput:
-		ccs = one(r.ConsumedCapacity)
-	case *dynamodb.BatchGetItemOutput:
-		ccs = r.ConsumedCapacity
-	case *dynamodb.BatchWriteItemOutput:
-		ccs = r.ConsumedCapacity
-	case *dynamodb.TransactWriteItemsOutput:
-		ccs, tx = r.ConsumedCapacity, true
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -156,41 +217,411 @@ func (m *CapacityMeter) handle(ctx context.Context, in middleware.InitializeInpu
 		m.labels[label] = u
 	}
 	u.Calls++
-	u.ByOperation[op]++
-	if tx && err == nil {
-		u.TxWrite += txEstimate
-	}
-	for _, cc := range ccs {
-		read := op == "GetItem" || op == "Query" || op == "BatchGetItem"
-		table := aws.ToFloat64(cc.CapacityUnits)
-		var idx float64
-		for _, c := range cc.GlobalSecondaryIndexes {
-			idx += aws.ToFloat64(c.CapacityUnits)
-		}
-		for _, c := range cc.LocalSecondaryIndexes {
-			idx += aws.ToFloat64(c.CapacityUnits)
-		}
-		if cc.Table != nil {
-			table = aws.ToFloat64(cc.Table.CapacityUnits)
-		} else {
-			table -= idx
-		}
-		switch {
-		case read:
-			u.Read += table + idx
-		case tx:
-			u.IndexWrite += idx
-		default:
-			u.Write += table
-			u.IndexWrite += idx
-		}
-	}
+	u.ByOperation[middleware.GetOperationName(ctx)]++
+	m.bill(u, in.Parameters, out.Result, err, restore != nil)
 	return out, md, err
 }
 
-func one(cc *types.ConsumedCapacity) []types.ConsumedCapacity {
-	if cc == nil {
+// bill accounts one answered call; m.mu is held. stripped: the meter asked
+// for the returned attributes, which it removes from the caller's output.
+func (m *CapacityMeter) bill(u *Usage, params, result any, err error, stripped bool) {
+	var ccf *types.ConditionalCheckFailedException
+	failed := errors.As(err, &ccf)
+	switch p := params.(type) {
+	case *dynamodb.CreateTableInput:
+		if err == nil {
+			m.fresh[aws.ToString(p.TableName)] = true
+		}
+	case *dynamodb.DeleteTableInput:
+		if err == nil {
+			table := aws.ToString(p.TableName)
+			delete(m.fresh, table)
+			for k := range m.images {
+				if strings.HasPrefix(k, table+"\x00") {
+					delete(m.images, k)
+				}
+			}
+		}
+	case *dynamodb.GetItemInput:
+		if r, ok := result.(*dynamodb.GetItemOutput); ok && err == nil {
+			u.Read += consumed(r.ConsumedCapacity)
+			if p.ProjectionExpression == nil && len(p.AttributesToGet) == 0 {
+				m.learn(aws.ToString(p.TableName), p.Key, r.Item)
+			}
+		}
+	case *dynamodb.QueryInput:
+		if r, ok := result.(*dynamodb.QueryOutput); ok && err == nil {
+			u.Read += consumed(r.ConsumedCapacity)
+			if p.IndexName == nil && p.ProjectionExpression == nil && len(p.AttributesToGet) == 0 &&
+				(p.Select == "" || p.Select == types.SelectAllAttributes) {
+				for _, it := range r.Items {
+					m.learn(aws.ToString(p.TableName), it, it)
+				}
+			}
+		}
+	case *dynamodb.BatchGetItemInput:
+		if r, ok := result.(*dynamodb.BatchGetItemOutput); ok && err == nil {
+			for _, cc := range r.ConsumedCapacity {
+				u.Read += consumed(&cc)
+			}
+			for table, its := range r.Responses {
+				if ka, ok := p.RequestItems[table]; ok && ka.ProjectionExpression == nil && len(ka.AttributesToGet) == 0 {
+					for _, it := range its {
+						m.learn(table, it, it)
+					}
+				}
+			}
+		}
+	case *dynamodb.PutItemInput:
+		var returned *item
+		if r, ok := result.(*dynamodb.PutItemOutput); ok && stripped {
+			returned = &r.Attributes
+		}
+		m.billSingle(u, aws.ToString(p.TableName), p.Item, p.Item,
+			notExists(p.ConditionExpression, p.ExpressionAttributeNames), returned, err)
+	case *dynamodb.DeleteItemInput:
+		var returned *item
+		if r, ok := result.(*dynamodb.DeleteItemOutput); ok && stripped {
+			returned = &r.Attributes
+		}
+		m.billSingle(u, aws.ToString(p.TableName), p.Key, nil, false, returned, err)
+	case *dynamodb.UpdateItemInput:
+		table := aws.ToString(p.TableName)
+		switch {
+		case failed:
+			m.billFailed(u, table, p.Key, ccf.Item)
+		case err == nil:
+			r, _ := result.(*dynamodb.UpdateItemOutput)
+			var attrs item
+			if r != nil {
+				attrs = r.Attributes
+				if stripped {
+					r.Attributes = nil
+				}
+			}
+			m.billUpdate(u, table, p.Key, p.ReturnValues, stripped, attrs)
+		}
+	case *dynamodb.BatchWriteItemInput:
+		if err != nil {
+			return
+		}
+		r, _ := result.(*dynamodb.BatchWriteItemOutput)
+		for table, reqs := range p.RequestItems {
+			for _, wr := range reqs {
+				if r != nil && unprocessed(r.UnprocessedItems[table], wr) {
+					continue
+				}
+				switch {
+				case wr.PutRequest != nil:
+					m.billWrite(u, table, wr.PutRequest.Item, wr.PutRequest.Item, nil, false, false, 1)
+				case wr.DeleteRequest != nil:
+					m.billWrite(u, table, wr.DeleteRequest.Key, nil, nil, false, false, 1)
+				}
+			}
+		}
+	case *dynamodb.TransactWriteItemsInput:
+		m.billTransaction(u, p, err)
+	}
+}
+
+// billSingle bills a PutItem (after: the item) or DeleteItem (after: nil)
+// answered with err. returned: the output's Attributes, the old image the
+// meter asked for (nil if it did not); they are removed from the output.
+func (m *CapacityMeter) billSingle(u *Usage, table string, key, after item, absent bool, returned *item, err error) {
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		m.billFailed(u, table, key, ccf.Item)
+	case err == nil:
+		var old item
+		if returned != nil {
+			old, *returned = *returned, nil
+		}
+		m.billWrite(u, table, key, after, old, returned != nil, absent, 1)
+	}
+}
+
+// billTransaction bills a TransactWriteItems: committed, every action at
+// 2 WRU per KB plus its index updates; cancelled, the upper bound.
+func (m *CapacityMeter) billTransaction(u *Usage, p *dynamodb.TransactWriteItemsInput, err error) {
+	var tce *types.TransactionCanceledException
+	cancelled := errors.As(err, &tce)
+	if err != nil && !cancelled {
+		return // not answered, or rejected as invalid: nothing known to be consumed
+	}
+	u.Transactions++
+	if cancelled {
+		u.Cancelled++
+		for i, r := range tce.CancellationReasons {
+			if aws.ToString(r.Code) == "TransactionConflict" {
+				u.CancelledConflict++
+				break
+			}
+			// ALL_OLD images returned for failed conditions are current.
+			if r.Item != nil && i < len(p.TransactItems) {
+				table, key := actionKey(p.TransactItems[i])
+				m.learn(table, key, r.Item)
+			}
+		}
+		for _, ti := range p.TransactItems {
+			table, key := actionKey(ti)
+			after := item(nil)
+			if ti.Put != nil {
+				after = ti.Put.Item
+			}
+			before, _ := m.image(table, key)
+			u.CancelledWrite += 2 * kb(max(itemSize(before), itemSize(after)))
+		}
+		return
+	}
+	for _, ti := range p.TransactItems {
+		table, key := actionKey(ti)
+		switch {
+		case ti.ConditionCheck != nil:
+			before, _ := m.image(table, key)
+			u.TxWrite += 2 * kb(itemSize(before))
+		case ti.Put != nil:
+			m.billWrite(u, table, key, ti.Put.Item, nil, false,
+				notExists(ti.Put.ConditionExpression, ti.Put.ExpressionAttributeNames), 2)
+		case ti.Delete != nil:
+			m.billWrite(u, table, key, nil, nil, false, false, 2)
+		case ti.Update != nil:
+			// The meter cannot apply an update expression; Stela's commits
+			// never use Update actions. Billed on the old image, unchanged.
+			before, known := m.image(table, key)
+			if !known {
+				u.UnknownImages++
+			}
+			u.TxWrite += 2 * kb(itemSize(before))
+			delete(m.images, imageKey(table, key))
+		}
+	}
+}
+
+// billWrite bills a successful write of after (nil: a delete) to key at
+// factor WRU per KB (2 inside a transaction), with its index updates.
+// old/oldKnown: the before image returned by DynamoDB; absent: the write's
+// condition proved the item did not exist.
+func (m *CapacityMeter) billWrite(u *Usage, table string, key, after, old item, oldKnown, absent bool, factor float64) {
+	before, known := old, oldKnown
+	if !known && absent {
+		before, known = nil, true
+	}
+	if !known {
+		before, known = m.image(table, key)
+	}
+	if !known {
+		u.UnknownImages++
+	}
+	size := max(itemSize(before), itemSize(after))
+	if factor == 1 {
+		u.Write += kb(size)
+	} else {
+		u.TxWrite += factor * kb(size)
+	}
+	wru, entries := indexWrites(before, after)
+	u.IndexWrite += wru
+	u.IndexEntries += entries
+	m.images[imageKey(table, key)] = after
+}
+
+// billUpdate bills a successful UpdateItem from the images it can know: the
+// new one returned (ALL_NEW), or the old one merged with the updated
+// attributes (UPDATED_NEW; removals are then missed).
+func (m *CapacityMeter) billUpdate(u *Usage, table string, key item, rv types.ReturnValue, stripped bool, attrs item) {
+	before, known := m.image(table, key)
+	var after item
+	switch {
+	case stripped || rv == types.ReturnValueAllNew:
+		after = attrs
+	case rv == types.ReturnValueUpdatedNew && known:
+		after = item{}
+		for k, v := range before {
+			after[k] = v
+		}
+		for k, v := range key {
+			after[k] = v
+		}
+		for k, v := range attrs {
+			after[k] = v
+		}
+	default:
+		known = false
+		after = nil
+	}
+	if after == nil {
+		// New image unknown: bill the old one, forget the item.
+		u.UnknownImages++
+		u.Write += kb(itemSize(before))
+		delete(m.images, imageKey(table, key))
+		return
+	}
+	m.billWrite(u, table, key, after, before, known, false, 1)
+}
+
+// billFailed bills a single-item write whose condition failed: 1 WRU per KB
+// of the existing item (returned with ALL_OLD, or known), at least 1.
+func (m *CapacityMeter) billFailed(u *Usage, table string, key, current item) {
+	u.ConditionFailed++
+	if current != nil {
+		m.learn(table, key, current)
+	} else {
+		current, _ = m.image(table, key)
+	}
+	u.FailedWrite += kb(itemSize(current))
+}
+
+// learn records an image read from the table (or returned by a failed
+// condition), unless a write the meter saw already recorded one.
+func (m *CapacityMeter) learn(table string, key, it item) {
+	k := imageKey(table, key)
+	if _, ok := m.images[k]; !ok {
+		m.images[k] = it
+	}
+}
+
+// image returns the known image of key (nil: absent) and whether it is known.
+func (m *CapacityMeter) image(table string, key item) (item, bool) {
+	it, ok := m.images[imageKey(table, key)]
+	return it, ok || m.fresh[table]
+}
+
+// indexWrites returns the write units and the number of entries changed in
+// the secondary indexes of Schema when an item goes from before to after
+// (either nil: absent).
+func indexWrites(before, after item) (float64, int) {
+	var wru float64
+	var entries int
+	for _, ix := range allIndexes() {
+		eb, ea := indexEntry(ix, before), indexEntry(ix, after)
+		switch {
+		case eb == nil && ea == nil:
+		case eb == nil:
+			wru, entries = wru+kb(itemSize(ea)), entries+1
+		case ea == nil:
+			wru, entries = wru+kb(itemSize(eb)), entries+1
+		case !sameAttrs(eb, ea, ix.keyAttrs()):
+			wru, entries = wru+kb(itemSize(eb))+kb(itemSize(ea)), entries+2
+		case !reflect.DeepEqual(eb, ea):
+			wru, entries = wru+kb(itemSize(ea)), entries+1
+		}
+	}
+	return wru, entries
+}
+
+func allIndexes() []TableIndex {
+	return append(append([]TableIndex(nil), Schema.GlobalIndexes...), Schema.LocalIndexes...)
+}
+
+// keyAttrs are the attributes that place an entry in the index: the index
+// key and the table key.
+func (ix TableIndex) keyAttrs() []string {
+	out := []string{Schema.Key.PartitionKey, Schema.Key.SortKey, ix.Key.PartitionKey}
+	if ix.Key.SortKey != "" {
+		out = append(out, ix.Key.SortKey)
+	}
+	return out
+}
+
+// indexEntry is the entry it has in ix (nil when it has none: sparse index).
+func indexEntry(ix TableIndex, it item) item {
+	if it == nil {
 		return nil
 	}
-	return []types.ConsumedCapacity{*cc}
+	e := item{}
+	for _, a := range ix.keyAttrs() {
+		v, ok := it[a]
+		if !ok {
+			return nil
+		}
+		e[a] = v
+	}
+	switch ix.Projection {
+	case ProjectionAll:
+		return it
+	case ProjectionInclude:
+		for _, a := range ix.NonKeyAttributes {
+			if v, ok := it[a]; ok {
+				e[a] = v
+			}
+		}
+	}
+	return e
+}
+
+func sameAttrs(a, b item, names []string) bool {
+	for _, n := range names {
+		if !reflect.DeepEqual(a[n], b[n]) {
+			return false
+		}
+	}
+	return true
+}
+
+// kb is the billed write size: started KB, at least 1.
+func kb(size int) float64 { return float64(max(1, (size+1023)/1024)) }
+
+func consumed(cc *types.ConsumedCapacity) float64 {
+	if cc == nil {
+		return 0
+	}
+	return aws.ToFloat64(cc.CapacityUnits)
+}
+
+// notExists reports whether cond is attribute_not_exists of the partition
+// key: the write succeeding proves the item was absent.
+func notExists(cond *string, names map[string]string) bool {
+	c := strings.ReplaceAll(aws.ToString(cond), " ", "")
+	if c == "attribute_not_exists("+Schema.Key.PartitionKey+")" {
+		return true
+	}
+	for alias, name := range names {
+		if name == Schema.Key.PartitionKey && c == "attribute_not_exists("+alias+")" {
+			return true
+		}
+	}
+	return false
+}
+
+// actionKey returns the table and key a transaction action writes.
+func actionKey(ti types.TransactWriteItem) (string, item) {
+	switch {
+	case ti.Put != nil:
+		return aws.ToString(ti.Put.TableName), ti.Put.Item
+	case ti.Delete != nil:
+		return aws.ToString(ti.Delete.TableName), ti.Delete.Key
+	case ti.Update != nil:
+		return aws.ToString(ti.Update.TableName), ti.Update.Key
+	case ti.ConditionCheck != nil:
+		return aws.ToString(ti.ConditionCheck.TableName), ti.ConditionCheck.Key
+	}
+	return "", nil
+}
+
+// imageKey identifies an item: its table and primary key.
+func imageKey(table string, it item) string {
+	var b strings.Builder
+	b.WriteString(table)
+	for _, a := range []string{Schema.Key.PartitionKey, Schema.Key.SortKey} {
+		b.WriteByte(0)
+		switch v := it[a].(type) {
+		case *types.AttributeValueMemberS:
+			b.WriteString(v.Value)
+		case *types.AttributeValueMemberN:
+			b.WriteString("N" + v.Value)
+		case *types.AttributeValueMemberB:
+			b.WriteString("B" + string(v.Value))
+		}
+	}
+	return b.String()
+}
+
+// unprocessed reports whether wr came back in UnprocessedItems.
+func unprocessed(left []types.WriteRequest, wr types.WriteRequest) bool {
+	for _, l := range left {
+		if reflect.DeepEqual(l, wr) {
+			return true
+		}
+	}
+	return false
 }

@@ -4,7 +4,22 @@
 // per operation and per step with their price at on-demand list prices.
 //
 //	eval "$(scripts/ci/start-dynamodb-local.sh)"
-//	go run ./cmd/stela-bench-cost
+//	go run ./cmd/stela-bench-cost                                              # default layout
+//	STELA_DIGEST_INDEX=off STELA_DEPLOYMENT_COUNTS=off go run ./cmd/stela-bench-cost  # lean layout
+//
+// The table layout comes from the same environment variables as the Lambda
+// functions, read by the same code (functions/app.LoadConfig and
+// Config.DynamoOptions): STELA_SHARDS, STELA_INLINE_THRESHOLD,
+// STELA_DIGEST_INDEX, STELA_DEPLOYMENT_COUNTS. The bench always measures on a
+// fresh table of its own (STELA_TABLE is ignored) and deletes it afterwards;
+// it prints the layout in force.
+//
+// Write units are billed by dynamo.CapacityMeter from the item images, as
+// AWS bills them (dynamo/doc.go, "Cost"); read units as the endpoint
+// reports them. Capacity units are deterministic for a layout, except the
+// cancelled-transaction share, which depends on how the -parallel clients
+// interleave; ms/step (and so the Lambda-duration part of the price) is
+// wall time on the machine running the bench and DynamoDB Local.
 //
 // Workloads: N activities (create → lock in batches of 10 → finish) and M
 // workflows, each submitting 10 child activities and a delay (create, lock,
@@ -19,9 +34,11 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -31,6 +48,7 @@ import (
 
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/dynamo"
+	"github.com/stela-dev/stela/functions/app"
 	"github.com/stela-dev/stela/store"
 )
 
@@ -45,18 +63,19 @@ const (
 )
 
 func main() {
-	if err := run(); err != nil {
+	if _, err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "stela-bench-cost:", err)
 		os.Exit(1)
 	}
 }
 
 type bench struct {
-	svc   *store.Service
-	b     *dynamo.Backend
-	meter *dynamo.CapacityMeter
-	mu    sync.Mutex
-	steps map[string]*stepStat
+	svc       *store.Service
+	b         *dynamo.Backend
+	meter     *dynamo.CapacityMeter
+	contended bool
+	mu        sync.Mutex
+	steps     map[string]*stepStat
 }
 
 type stepStat struct {
@@ -84,61 +103,127 @@ func (bn *bench) step(ctx context.Context, label string, fn func(ctx context.Con
 	return nil
 }
 
-func run() error {
-	activities := flag.Int("activities", 1000, "activities in the activity workload")
-	workflows := flag.Int("workflows", 100, "workflows in the workflow workload")
-	children := flag.Int("children", 10, "child activities per workflow")
-	shards := flag.Int("shards", dynamo.DefaultShards, "dynamo.Options.Shards")
-	noDigest := flag.Bool("no-digest-index", false, "dynamo.Options.DisableDigestIndex")
-	noCounts := flag.Bool("no-deployment-counts", false, "dynamo.Options.DisableDeploymentCounts")
-	parallel := flag.Int("parallel", 8, "concurrent clients")
-	flagContended = flag.Bool("contended-locks", false, "lock with -parallel concurrent lockers (they race for the same candidates) instead of one")
-	flag.Parse()
-	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
-		return fmt.Errorf(`no DynamoDB endpoint: run eval "$(scripts/ci/start-dynamodb-local.sh)" first`)
-	}
-	ctx := context.Background()
-	meter := dynamo.NewCapacityMeter()
-	client, err := dynamo.NewClient(ctx, meter.Register)
+// options returns the backend options the functions would use with this
+// environment, on table instead of STELA_TABLE.
+func options(getenv func(string) string, table string) (dynamo.Options, error) {
+	cfg, err := app.LoadConfig(func(k string) string {
+		if k == app.EnvTable {
+			return table
+		}
+		return getenv(k)
+	})
 	if err != nil {
-		return err
+		return dynamo.Options{}, err
+	}
+	return cfg.DynamoOptions(), nil
+}
+
+// layout describes the index layout of o for the report.
+func layout(o dynamo.Options) string {
+	name := "default"
+	switch {
+	case o.DisableDigestIndex && o.DisableDeploymentCounts:
+		name = "lean"
+	case o.DisableDigestIndex || o.DisableDeploymentCounts:
+		name = "custom"
+	}
+	onOff := func(disabled bool) string {
+		if disabled {
+			return "off"
+		}
+		return "on"
+	}
+	shards := o.Shards
+	if shards == 0 {
+		shards = dynamo.DefaultShards
+	}
+	return fmt.Sprintf("%s (pending-digest index %s [%s], deployment-counts index %s [%s], shards %d [%s])", name,
+		onOff(o.DisableDigestIndex), app.EnvDigestIndex, onOff(o.DisableDeploymentCounts), app.EnvDeploymentCounts,
+		shards, app.EnvShards)
+}
+
+// result is what one run measured.
+type result struct {
+	Layout     string
+	Activities workload
+	Workflows  workload
+}
+
+// workload is the usage and step statistics of one workload.
+type workload struct {
+	Usage map[string]dynamo.Usage
+	Steps map[string]stepStat
+}
+
+// run measures the workloads with the configuration of getenv and writes the
+// report to out.
+func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) (*result, error) {
+	fs := flag.NewFlagSet("stela-bench-cost", flag.ContinueOnError)
+	activities := fs.Int("activities", 1000, "activities in the activity workload")
+	workflows := fs.Int("workflows", 100, "workflows in the workflow workload")
+	children := fs.Int("children", 10, "child activities per workflow")
+	parallel := fs.Int("parallel", 8, "concurrent clients")
+	contended := fs.Bool("contended-locks", false, "lock with -parallel concurrent lockers (they race for the same candidates) instead of one")
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintln(out, "usage: stela-bench-cost [flags]; the layout comes from STELA_SHARDS, STELA_INLINE_THRESHOLD, STELA_DIGEST_INDEX, STELA_DEPLOYMENT_COUNTS")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" && getenv("AWS_ENDPOINT_URL") == "" {
+		return nil, fmt.Errorf(`no DynamoDB endpoint: run eval "$(scripts/ci/start-dynamodb-local.sh)" first`)
 	}
 	var buf [4]byte
 	_, _ = rand.Read(buf[:])
 	table := "stela-bench-" + hex.EncodeToString(buf[:])
+	opts, err := options(getenv, table)
+	if err != nil {
+		return nil, err
+	}
+	meter := dynamo.NewCapacityMeter()
+	client, err := dynamo.NewClient(ctx, meter.Register)
+	if err != nil {
+		return nil, err
+	}
 	if err := dynamo.CreateTable(ctx, client, table); err != nil {
-		return err
+		return nil, err
 	}
 	defer func() {
 		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 	}()
-	b, err := dynamo.New(client, dynamo.Options{Table: table, Shards: *shards, DisableDigestIndex: *noDigest, DisableDeploymentCounts: *noCounts, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	b, err := dynamo.New(client, opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	bn := &bench{svc: store.New(b, store.Options{Logger: slog.New(slog.DiscardHandler)}), b: b, meter: meter, steps: map[string]*stepStat{}}
+	bn := &bench{svc: store.New(b, store.Options{Logger: slog.New(slog.DiscardHandler)}), b: b, meter: meter,
+		contended: *contended, steps: map[string]*stepStat{}}
 	meter.Reset()
 
+	res := &result{Layout: layout(opts)}
 	t0 := core.TS(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
 	if err := bn.activities(ctx, t0, *activities, *parallel); err != nil {
-		return err
+		return nil, err
 	}
-	actUsage, actSteps := meter.Snapshot(), bn.takeSteps()
+	res.Activities = workload{meter.Snapshot(), bn.takeSteps()}
 	meter.Reset()
 	if err := bn.workflows(ctx, t0, *workflows, *children, *parallel); err != nil {
-		return err
+		return nil, err
 	}
-	wfUsage, wfSteps := meter.Snapshot(), bn.takeSteps()
+	res.Workflows = workload{meter.Snapshot(), bn.takeSteps()}
 
-	fmt.Printf("DynamoDB capacity and cost, shards=%d, digest index=%v; transactional table writes at 2 WCU per KB per item (computed from the requests)\n", *shards, !*noDigest)
-	report(fmt.Sprintf("Activities: %d x (create, lock in batches of 10, finish)", *activities), actUsage, actSteps, *activities, "activity")
-	report(fmt.Sprintf("Workflows: %d x (%d children + 1 delay)", *workflows, *children), wfUsage, wfSteps, *workflows, "workflow")
+	fmt.Fprintf(out, "DynamoDB capacity and cost; layout: %s; %d parallel clients\n", res.Layout, *parallel)
+	fmt.Fprintln(out, "Write units billed by dynamo.CapacityMeter from item images (dynamo/doc.go, \"Cost\"); reads as reported by the endpoint.")
+	fmt.Fprintln(out, "ms/step and the Lambda duration price are wall time on this machine (timing-dependent); capacity units are not,")
+	fmt.Fprintln(out, "except the cancelled-transaction share, which depends on how the parallel clients interleave.")
+	report(out, fmt.Sprintf("Activities: %d x (create, lock in batches of 10, finish)", *activities), res.Activities, *activities, "activity")
+	report(out, fmt.Sprintf("Workflows: %d x (%d children + 1 delay)", *workflows, *children), res.Workflows, *workflows, "workflow")
 	st := b.Stats()
-	fmt.Printf("\nbackend: commits=%d retries=%d spills=%d deferred=%d\n", st.Commits, st.Retries, st.Spills, st.Deferred)
-	return nil
+	fmt.Fprintf(out, "\nbackend: commits=%d retries=%d spills=%d deferred=%d\n", st.Commits, st.Retries, st.Spills, st.Deferred)
+	return res, nil
 }
-
-var flagContended *bool
 
 func (bn *bench) takeSteps() map[string]stepStat {
 	bn.mu.Lock()
@@ -151,40 +236,55 @@ func (bn *bench) takeSteps() map[string]stepStat {
 	return out
 }
 
-func report(title string, usage map[string]dynamo.Usage, steps map[string]stepStat, units int, unit string) {
-	fmt.Printf("\n%s\n", title)
-	w := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "operation\tsteps\tms/step\tRRU/step\tWRU/step\t(table\ttx table\tindexes)\t$/M steps\t")
+func report(out io.Writer, title string, wl workload, units int, unit string) {
+	fmt.Fprintf(out, "\n%s\n", title)
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "operation\tsteps\tms/step\tRRU/step\tWRU/step\t(table\ttx table\tindexes\tfailed+cancelled)\tindex entries/step\ttx cancelled/total\t$/M steps\t")
 	var labels []string
-	for l := range steps {
+	for l := range wl.Steps {
 		labels = append(labels, l)
 	}
 	sort.Strings(labels)
 	var totSteps int
 	var totDur time.Duration
-	var totR, totW float64
+	var tot dynamo.Usage
 	for _, l := range labels {
-		s, u := steps[l], usage[l]
+		s, u := wl.Steps[l], wl.Usage[l]
 		n := float64(s.n)
-		wru := u.Write + u.TxWrite + u.IndexWrite
 		ms := float64(s.dur.Microseconds()) / 1000 / n
-		fmt.Fprintf(w, "%s\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t\n", l, s.n, ms, u.Read/n, wru/n,
-			u.Write/n, u.TxWrite/n, u.IndexWrite/n, stepCost(u.Read/n, wru/n, ms))
+		fmt.Fprintf(w, "%s\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%d/%d\t%.3f\t\n", l, s.n, ms, u.Read/n, u.WRU()/n,
+			u.Write/n, u.TxWrite/n, u.IndexWrite/n, (u.FailedWrite+u.CancelledWrite)/n, float64(u.IndexEntries)/n,
+			u.Cancelled, u.Transactions, stepCost(u.Read/n, u.WRU()/n, ms))
 		totSteps += s.n
 		totDur += s.dur
-		totR += u.Read
-		totW += wru
+		tot.Add(u)
 	}
 	n := float64(totSteps)
 	ms := float64(totDur.Microseconds()) / 1000 / n
-	fmt.Fprintf(w, "all steps\t%d\t%.1f\t%.2f\t%.2f\t\t\t\t%.3f\t\n", totSteps, ms, totR/n, totW/n, stepCost(totR/n, totW/n, ms))
+	fmt.Fprintf(w, "all steps\t%d\t%.1f\t%.2f\t%.2f\t\t\t\t\t%.2f\t%d/%d\t%.3f\t\n", totSteps, ms, tot.Read/n, tot.WRU()/n,
+		float64(tot.IndexEntries)/n, tot.Cancelled, tot.Transactions, stepCost(tot.Read/n, tot.WRU()/n, ms))
 	_ = w.Flush()
-	ddb := (totR*pricePerMRRU + totW*pricePerMWRU) / n
-	fmt.Printf("per step: DynamoDB $%.3f/M + Lambda requests $%.2f/M + Lambda duration (%.1f ms, 256 MB arm64) $%.3f/M + HTTP API $%.2f/M = $%.3f per million steps\n",
-		ddb, pricePerMLambda, ms, ms/1000*lambdaGB*pricePerGBs*1e6, pricePerMHTTPCall, stepCost(totR/n, totW/n, ms))
-	fmt.Printf("per %s: %.1f steps, %.2f RRU, %.2f WRU; per million: DynamoDB $%.2f, all-in $%.2f\n",
-		unit, n/float64(units), totR/float64(units), totW/float64(units),
-		(totR*pricePerMRRU+totW*pricePerMWRU)/float64(units), stepCost(totR/n, totW/n, ms)*n/float64(units))
+	wru, rru := tot.WRU(), tot.Read
+	fmt.Fprintf(out, "per step: DynamoDB $%.3f/M + Lambda requests $%.2f/M + Lambda duration (%.1f ms, 256 MB arm64) $%.3f/M + HTTP API $%.2f/M = $%.3f per million steps\n",
+		(rru*pricePerMRRU+wru*pricePerMWRU)/n, pricePerMLambda, ms, ms/1000*lambdaGB*pricePerGBs*1e6, pricePerMHTTPCall, stepCost(rru/n, wru/n, ms))
+	fmt.Fprintf(out, "per %s: %.1f steps, %.2f RRU, %.2f WRU (%.1f index entries); per million: DynamoDB $%.2f, all-in $%.2f\n",
+		unit, n/float64(units), rru/float64(units), wru/float64(units), float64(tot.IndexEntries)/float64(units),
+		(rru*pricePerMRRU+wru*pricePerMWRU)/float64(units), stepCost(rru/n, wru/n, ms)*n/float64(units))
+	fmt.Fprintf(out, "transactions: %d, of which cancelled %d (%s; %d for a TransactionConflict, %d for a failed condition), billed %.1f WRU (%s of all WRU); failed single-item conditions: %d (%.1f WRU)\n",
+		tot.Transactions, tot.Cancelled, pct(tot.Cancelled, tot.Transactions), tot.CancelledConflict, tot.Cancelled-tot.CancelledConflict,
+		tot.CancelledWrite, pctF(tot.CancelledWrite, wru), tot.ConditionFailed, tot.FailedWrite)
+	if tot.UnknownImages > 0 {
+		fmt.Fprintf(out, "WARNING: %d writes to items whose previous image the meter did not know; their index changes may be missed\n", tot.UnknownImages)
+	}
+}
+
+func pct(a, b int) string { return pctF(float64(a), float64(b)) }
+
+func pctF(a, b float64) string {
+	if b == 0 {
+		return "0%"
+	}
+	return strings.TrimSuffix(fmt.Sprintf("%.1f", 100*a/b), ".0") + "%"
 }
 
 // stepCost is the all-in list price of one million steps.
@@ -278,7 +378,7 @@ func (bn *bench) lockAll(ctx context.Context, label string, at core.Timestamp, f
 	for len(out) < want {
 		before := len(out)
 		calls := min(p, (want-len(out)+9)/10)
-		if !*flagContended {
+		if !bn.contended {
 			calls = 1
 		}
 		err := parallelDo(calls, p, func(int) error {

@@ -141,6 +141,14 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
+// DynamoOptions returns the dynamo.Options that c configures: table,
+// shards, inline threshold and index layout (Cas, Logger and Clock are left
+// to the caller). cmd/stela-bench-cost measures with the same options.
+func (c Config) DynamoOptions() dynamo.Options {
+	return dynamo.Options{Table: c.Table, Shards: c.Shards, InlineThreshold: c.InlineThreshold,
+		DisableDigestIndex: c.NoDigestIndex, DisableDeploymentCounts: c.NoDeploymentCounts}
+}
+
 // App is what a Lambda main wires together.
 type App struct {
 	Config Config
@@ -190,9 +198,9 @@ func NewWithLogger(ctx context.Context, cfg Config, logger *slog.Logger) (*App, 
 	if cfg.Bucket != "" {
 		a.CAS = cas.NewS3FromConfig(awsCfg, cfg.Bucket, cfg.BucketPrefix)
 	}
-	backend, err := dynamo.New(client, dynamo.Options{Table: cfg.Table, Shards: cfg.Shards,
-		InlineThreshold: cfg.InlineThreshold, Cas: a.CAS, Logger: logger, Clock: a.Clock,
-		DisableDigestIndex: cfg.NoDigestIndex, DisableDeploymentCounts: cfg.NoDeploymentCounts})
+	opts := cfg.DynamoOptions()
+	opts.Cas, opts.Logger, opts.Clock = a.CAS, logger, a.Clock
+	backend, err := dynamo.New(client, opts)
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}

@@ -30,6 +30,17 @@ func TestLoadConfig(t *testing.T) {
 			t.Errorf("config = %+v\nwant     %+v", c, want)
 		}
 	})
+	t.Run("LeanLayoutReachesTheDynamoOptions", func(t *testing.T) {
+		c, err := app.LoadConfig(env(map[string]string{app.EnvTable: "stela", app.EnvShards: "4",
+			app.EnvDigestIndex: "off", app.EnvDeploymentCounts: "off"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := c.DynamoOptions()
+		if o.Table != "stela" || o.Shards != 4 || !o.DisableDigestIndex || !o.DisableDeploymentCounts {
+			t.Errorf("options = %+v", o)
+		}
+	})
 	t.Run("OnlyTheTableIsRequired", func(t *testing.T) {
 		c, err := app.LoadConfig(env(map[string]string{app.EnvTable: "stela"}))
 		if err != nil || c != (app.Config{Table: "stela"}) {

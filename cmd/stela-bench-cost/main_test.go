@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string {
+		if v, ok := m[k]; ok {
+			return v
+		}
+		return os.Getenv(k)
+	}
+}
+
+// The bench reads the layout from the same variables as the functions, and
+// never the table: it measures on its own fresh one.
+func TestOptionsComeFromTheFunctionsConfiguration(t *testing.T) {
+	o, err := options(env(map[string]string{"STELA_TABLE": "production", "STELA_SHARDS": "4",
+		"STELA_DIGEST_INDEX": "off", "STELA_DEPLOYMENT_COUNTS": "off"}), "stela-bench-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Table != "stela-bench-x" || o.Shards != 4 || !o.DisableDigestIndex || !o.DisableDeploymentCounts {
+		t.Errorf("options = %+v", o)
+	}
+	if l := layout(o); !strings.HasPrefix(l, "lean (") {
+		t.Errorf("layout = %q", l)
+	}
+	if _, err := options(env(map[string]string{"STELA_DIGEST_INDEX": "no"}), "t"); err == nil {
+		t.Error("STELA_DIGEST_INDEX=no accepted")
+	}
+}
+
+// STELA_DIGEST_INDEX=off STELA_DEPLOYMENT_COUNTS=off reach the measurement:
+// a created activity then has 2 index entries (pending-ffqn, list) instead
+// of 4 (+ pending-digest, deployments), and the report names the layout.
+func TestLeanLayoutIsMeasured(t *testing.T) {
+	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
+		const how = `no DynamoDB endpoint: run eval "$(scripts/ci/start-dynamodb-local.sh)" first`
+		if os.Getenv("CI") == "true" {
+			t.Fatal(how + " (CI=true: never skipped)")
+		}
+		t.Skip(how)
+	}
+	args := []string{"-activities=10", "-workflows=1", "-children=2", "-parallel=2"}
+	for _, tc := range []struct {
+		env     map[string]string
+		layout  string
+		entries int
+	}{
+		{map[string]string{"STELA_DIGEST_INDEX": "", "STELA_DEPLOYMENT_COUNTS": ""}, "layout: default (", 4},
+		{map[string]string{"STELA_DIGEST_INDEX": "off", "STELA_DEPLOYMENT_COUNTS": "off"}, "layout: lean (", 2},
+	} {
+		var out bytes.Buffer
+		res, err := run(context.Background(), args, env(tc.env), &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), tc.layout) {
+			t.Errorf("%v: report lacks %q:\n%s", tc.env, tc.layout, out.String())
+		}
+		u, s := res.Activities.Usage["activity: create"], res.Activities.Steps["activity: create"]
+		if s.n != 10 || u.IndexEntries != tc.entries*s.n {
+			t.Errorf("%v: %d creates wrote %d index entries, want %d each", tc.env, s.n, u.IndexEntries, tc.entries)
+		}
+	}
+}
