@@ -275,44 +275,44 @@
 // machine (load average 3–19), so the all-in prices below are indicative.
 //
 //	Activity (create → lock → finish; 2.1 API calls), 1,000 of them:
-//	  default layout: 15 WRU, 12 index entries, 2.7 RRU
-//	    create  5 WRU (head 1 + pending-ffqn, pending-digest, list, deployments)
+//	  default layout: 16 WRU, 13 index entries, 2.7 RRU
+//	    create  6 WRU (head 1 + pending-ffqn, pending-digest, list, list-id,
+//	            deployments)
 //	    lock    6 WRU (head 1 + pending-ffqn and pending-digest out, timers in,
 //	            deployments moved: 2), 1.7 RRU per activity
 //	    finish  4 WRU (head 1 + timers out, deployments moved: 2), 1 RRU
-//	    → DynamoDB $9.71 per million activities ($4.63 per million API calls)
+//	    → DynamoDB $10.34 per million activities ($4.92 per million API calls)
 //	  lean layout (STELA_DIGEST_INDEX=off STELA_DEPLOYMENT_COUNTS=off):
-//	    8 WRU, 5 index entries, 2.7 RRU → DynamoDB $5.34 per million
-//	    activities ($2.54 per million API calls)
-//	  no transaction, so nothing cancelled. All-in at the 5–22 ms handler
-//	  time of a 1-client run: $12.3 (default), $7.9 (lean) per million
-//	  activities; at 34–172 ms with 8 clients, $13.4 and $8.1.
+//	    9 WRU, 6 index entries, 2.7 RRU → DynamoDB $5.96 per million
+//	    activities ($2.84 per million API calls)
+//	  no transaction, so nothing cancelled. All-in at the 3–11 ms handler
+//	  time of a 1-client run: $12.8 (default), $8.6 (lean) per million
+//	  activities.
 //	Workflow (10 child activities + 1 delay; 17.3 API calls), 100 of them:
-//	  default: 1 client 309 WRU, 169 index entries, 70 RRU, no transaction
-//	    cancelled → DynamoDB $202 per million workflows; 8 clients 415 WRU
-//	    and 110 RRU, of which 1,331 of 2,631 transactions (51%) were
+//	  default: 1 client 320 WRU, 180 index entries, 70 RRU, no transaction
+//	    cancelled → DynamoDB $209 per million workflows; 8 clients 419 WRU
+//	    and 107 RRU, of which 1,237 of 2,537 transactions (49%) were
 //	    cancelled (all for a failed condition, none for a
-//	    TransactionConflict) and billed 106 WRU per workflow (26% of its
-//	    WRU) → $273 per million workflows.
-//	  lean: 1 client 210 WRU, 76 index entries, 70 RRU → $140; 8 clients
-//	    312 WRU, 107 RRU, 1,240 of 2,540 transactions (49%) cancelled,
-//	    102 WRU (33%) → $209 per million workflows.
-//	  the submit of 10 children: 62 WRU (11 heads × 2 in one transaction +
-//	    40 index entries; lean 42); a child's finish + response to its
-//	    parent: 12.4 WRU (≈ 4 items × 2 + 4.4 entries; lean 10.5). The
-//	    cancellations are siblings finishing together: each response
-//	    rewrites the parent's head, so the losers' transactions fail the
-//	    head's revision condition and re-run (see Limits).
-//	  All-in at 1 client: $230 (default), $162 (lean) per million workflows.
+//	    TransactionConflict) and billed 99 WRU per workflow (24% of its
+//	    WRU) → $275 per million workflows.
+//	  lean: 8 clients 323 WRU, 87 index entries, 107 RRU, 49% of
+//	    transactions cancelled, 102 WRU (32%) → $215 per million workflows.
+//	  the submit of 10 children: 72 WRU (11 heads × 2 in one transaction +
+//	    50 index entries); a child's finish + response to its parent:
+//	    12.4 WRU (≈ 4 items × 2 + 4.4 entries). The cancellations are
+//	    siblings finishing together: each response rewrites the parent's
+//	    head, so the losers' transactions fail the head's revision condition
+//	    and re-run (see Limits).
+//	  All-in at 1 client: $230 (default) per million workflows.
 //
 // Index maintenance dominates: each sparse index entry costs a write when it
 // appears and one when it goes, and every bucket change of an execution
 // moves its deployment-counts entry (2 writes). HTTP API + Lambda add $1.20
 // per million API calls plus the duration share (≈ $0.07 at 20 ms). A step
-// that is one state transition (create, lock, finish) costs $2.6 per
-// million all-in on the lean layout ($7.9 per million activities / 3) and
-// $4.1 on the default one; counted per HTTP request the lean layout costs
-// $3.74 per million, of which API Gateway alone is $1.00. The lean layout
+// that is one state transition (create, lock, finish) costs $2.9 per
+// million all-in on the lean layout ($8.6 per million activities / 3) and
+// $4.3 on the default one; counted per HTTP request the lean layout costs
+// $4.07 per million, of which API Gateway alone is $1.00. The lean layout
 // gives up lock-by-component-digest and per-deployment execution counts
 // (both then return core.ErrNotImplemented).
 //
