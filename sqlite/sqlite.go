@@ -23,15 +23,69 @@ import (
 
 var _ store.Backend = (*Backend)(nil)
 
+// Durability says which crashes an acknowledged commit survives.
+type Durability int
+
+const (
+	// DurabilityFsync, the default, fsyncs the write-ahead log before a
+	// commit is acknowledged (PRAGMA synchronous=FULL): an acknowledged
+	// commit survives a crash of the process, of the operating system and a
+	// power loss. Every Update of a group-commit batch shares its fsync.
+	DurabilityFsync Durability = iota
+	// DurabilityOSCrashUnsafe acknowledges a commit once it is in the
+	// write-ahead log, before it reaches the disk (PRAGMA
+	// synchronous=NORMAL): it survives a crash of the process, but an
+	// operating-system crash or a power loss may lose the most recently
+	// acknowledged commits (the database itself stays consistent).
+	DurabilityOSCrashUnsafe
+)
+
+// Names of the durability modes, as flags spell them.
+const (
+	DurabilityFsyncName         = "fsync"
+	DurabilityOSCrashUnsafeName = "os-crash-unsafe"
+)
+
+// String returns the mode's name (DurabilityFsyncName or
+// DurabilityOSCrashUnsafeName).
+func (d Durability) String() string {
+	switch d {
+	case DurabilityFsync:
+		return DurabilityFsyncName
+	case DurabilityOSCrashUnsafe:
+		return DurabilityOSCrashUnsafeName
+	}
+	return fmt.Sprintf("Durability(%d)", int(d))
+}
+
+// synchronous is the PRAGMA synchronous value the mode runs the writer at.
+func (d Durability) synchronous() (string, error) {
+	switch d {
+	case DurabilityFsync:
+		return "FULL", nil
+	case DurabilityOSCrashUnsafe:
+		return "NORMAL", nil
+	}
+	return "", fmt.Errorf("sqlite: invalid Options.Durability %d", int(d))
+}
+
+// ParseDurability parses a mode's name: "fsync" or "os-crash-unsafe".
+func ParseDurability(s string) (Durability, error) {
+	switch s {
+	case DurabilityFsyncName:
+		return DurabilityFsync, nil
+	case DurabilityOSCrashUnsafeName:
+		return DurabilityOSCrashUnsafe, nil
+	}
+	return 0, fmt.Errorf("invalid durability %q: want %s (default) or %s", s, DurabilityFsyncName, DurabilityOSCrashUnsafeName)
+}
+
 // Options tunes a Backend. The zero value is the recommended configuration.
 type Options struct {
-	// Synchronous is SQLite's PRAGMA synchronous for the writer: "NORMAL"
-	// (default) or "FULL" ("OFF" and "EXTRA" are accepted too). In WAL mode
-	// NORMAL keeps every acknowledged commit across a crash of the process but
-	// an operating-system crash or power loss may roll back the most recent
-	// commits (the database itself stays consistent). FULL syncs the WAL on
-	// every commit (once per group-commit batch) and survives both.
-	Synchronous string
+	// Durability is what an acknowledged commit survives: DurabilityFsync
+	// (the zero value: process crash, OS crash and power loss) or, faster,
+	// DurabilityOSCrashUnsafe (process crash only).
+	Durability Durability
 	// BusyTimeout is how long a connection waits for a lock held by another
 	// process before failing with SQLITE_BUSY; default 5s.
 	BusyTimeout time.Duration
@@ -59,6 +113,7 @@ type Options struct {
 type Backend struct {
 	path string
 	opts Options
+	sync string // PRAGMA synchronous of every connection (Options.Durability)
 	log  *slog.Logger
 
 	wdb, rdb, cdb *sql.DB
@@ -86,32 +141,69 @@ type Backend struct {
 	heads    *headCache // writer only
 	createds *createdCache
 
-	batches, requests atomic.Int64
+	stats struct {
+		requests, batches, commits, transactions atomic.Int64
+		checkpoints, walPagesMax                 atomic.Int64
+	}
 
 	deps deploymentState // deployments.go
 }
 
-// Stats are counters of the write path.
+// Stats are counters of the write path since Open.
 type Stats struct {
-	// Batches is the number of group-commit transactions run.
-	Batches int64
-	// Requests is the number of writes (Update calls, log and backtrace
-	// appends) they carried; Requests/Batches is the mean batch size.
+	// Requests is the number of writes queued: Update calls, log and
+	// backtrace appends, deployment writes.
 	Requests int64
+	// Batches is the number of group-commit batches the writer ran (one
+	// BEGIN IMMEDIATE each); Requests/Batches is the mean batch size.
+	Batches int64
+	// Commits is the number of requests acknowledged with writes: their fn
+	// succeeded, wrote something and its transaction committed. Updates that
+	// wrote nothing are not counted.
+	Commits int64
+	// Transactions is the number of write transactions committed: the
+	// batches that wrote something. At DurabilityFsync each one costs one
+	// fsync of the write-ahead log, shared by its Commits.
+	Transactions int64
+	// Checkpoints is the number of passive checkpoints run; WALPagesMax is
+	// the largest write-ahead log (in pages) one of them found.
+	Checkpoints, WALPagesMax int64
+}
+
+// FsyncsPerCommit is Transactions/Commits (0 before the first commit): at
+// DurabilityFsync, the write-ahead log fsyncs per acknowledged commit.
+func (s Stats) FsyncsPerCommit() float64 {
+	if s.Commits == 0 {
+		return 0
+	}
+	return float64(s.Transactions) / float64(s.Commits)
+}
+
+// Sub returns the counters accumulated since o was taken (WALPagesMax is
+// s's).
+func (s Stats) Sub(o Stats) Stats {
+	return Stats{Requests: s.Requests - o.Requests, Batches: s.Batches - o.Batches, Commits: s.Commits - o.Commits,
+		Transactions: s.Transactions - o.Transactions, Checkpoints: s.Checkpoints - o.Checkpoints, WALPagesMax: s.WALPagesMax}
 }
 
 // Stats returns the write-path counters since Open.
 func (b *Backend) Stats() Stats {
-	return Stats{Batches: b.batches.Load(), Requests: b.requests.Load()}
+	return Stats{Requests: b.stats.requests.Load(), Batches: b.stats.batches.Load(), Commits: b.stats.commits.Load(),
+		Transactions: b.stats.transactions.Load(), Checkpoints: b.stats.checkpoints.Load(), WALPagesMax: b.stats.walPagesMax.Load()}
 }
 
 // request is one queued write: an Update's fn or an internal write.
 type request struct {
-	ctx   context.Context
-	fn    func(*writeTx) error
-	err   error
-	panic any
-	done  chan struct{}
+	ctx context.Context
+	fn  func(*writeTx) error
+	// update marks an fn that writes only through writeTx's store.Tx
+	// methods, so that the writer knows whether it wrote anything. Internal
+	// writes (logs, backtraces, deployments) use the connection directly and
+	// always count as writes.
+	update bool
+	err    error
+	panic  any
+	done   chan struct{}
 	// created are the Created events the fn wrote (see createdCache).
 	created []*createdEntry
 }
@@ -124,11 +216,10 @@ func Open(path string, opts Options) (*Backend, error) {
 	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") || strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("sqlite: open %q: path must be a plain file path", path)
 	}
-	syncMode, err := normSynchronous(opts.Synchronous)
+	syncMode, err := opts.Durability.synchronous()
 	if err != nil {
 		return nil, err
 	}
-	opts.Synchronous = syncMode
 	if opts.BusyTimeout <= 0 {
 		opts.BusyTimeout = 5 * time.Second
 	}
@@ -150,6 +241,7 @@ func Open(path string, opts Options) (*Backend, error) {
 	b := &Backend{
 		path:     path,
 		opts:     opts,
+		sync:     syncMode,
 		log:      logger.WithGroup("sqlite"),
 		readers:  make(chan *conn, opts.ReadConns),
 		queue:    make(chan *request, 4*opts.MaxBatch),
@@ -171,16 +263,6 @@ func Open(path string, opts Options) (*Backend, error) {
 	return b, nil
 }
 
-func normSynchronous(s string) (string, error) {
-	switch u := strings.ToUpper(s); u {
-	case "":
-		return "NORMAL", nil
-	case "OFF", "NORMAL", "FULL", "EXTRA":
-		return u, nil
-	}
-	return "", fmt.Errorf("sqlite: invalid Options.Synchronous %q (want NORMAL or FULL)", s)
-}
-
 type role int
 
 const (
@@ -193,7 +275,7 @@ func (b *Backend) dsn(r role) string {
 	ms := b.opts.BusyTimeout.Milliseconds()
 	q := fmt.Sprintf("?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(%s)"+
 		"&_pragma=foreign_keys(0)&_pragma=temp_store(MEMORY)",
-		ms, b.opts.Synchronous)
+		ms, b.sync)
 	switch r {
 	case roleWriter:
 		// Checkpoints run on the checkpointer's connection instead.
@@ -316,22 +398,51 @@ var errClosed = fmt.Errorf("sqlite: %w", core.ErrClosed)
 
 // Update runs fn on the writer goroutine inside a savepoint of the current
 // group-commit transaction and returns once that transaction is durable (per
-// Options.Synchronous). fn runs exactly once and sees the writes of the fns
+// Options.Durability). fn runs exactly once and sees the writes of the fns
 // committed before it. ctx is checked before fn runs (a done ctx skips it);
 // once fn has run, Update waits for the outcome of the commit. fn must not
 // call Update, AppendLogs or AppendBacktraces (they would wait for the writer
-// that is running fn: deadlock) nor expect View to see its writes.
+// that is running fn: deadlock) nor expect View to see its writes. A batch in
+// which no fn wrote anything ends without a commit (no write-ahead log write,
+// no fsync).
 func (b *Backend) Update(ctx context.Context, fn func(tx store.Tx) error) error {
-	return b.write(ctx, func(tx *writeTx) error { return fn(tx) })
+	return b.enqueue(ctx, &request{update: true, fn: func(tx *writeTx) error { return fn(tx) }})
 }
 
-// write queues a request for the writer and waits for its outcome. A panic in
-// fn is re-raised in the caller's goroutine.
+// write queues an internal write (one that uses the connection directly).
 func (b *Backend) write(ctx context.Context, fn func(*writeTx) error) error {
+	return b.enqueue(ctx, &request{fn: fn})
+}
+
+// Synchronous reads PRAGMA synchronous on the writer connection: 2 (FULL)
+// at DurabilityFsync, 1 (NORMAL) at DurabilityOSCrashUnsafe. It reports the
+// mode actually in force; the read commits nothing.
+func (b *Backend) Synchronous(ctx context.Context) (int, error) {
+	var v int
+	err := b.enqueue(ctx, &request{update: true, fn: func(tx *writeTx) error {
+		rows, err := tx.c.query(tx.ctx, "PRAGMA synchronous")
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if !rows.Next() {
+			return fmt.Errorf("no row: %w", rows.Err())
+		}
+		return rows.Scan(&v)
+	}})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: read PRAGMA synchronous: %w", err)
+	}
+	return v, nil
+}
+
+// enqueue queues r for the writer and waits for its outcome. A panic in fn
+// is re-raised in the caller's goroutine.
+func (b *Backend) enqueue(ctx context.Context, r *request) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
+	r.ctx, r.done = ctx, make(chan struct{})
 	b.closeMu.RLock()
 	if b.closed {
 		b.closeMu.RUnlock()
@@ -346,6 +457,11 @@ func (b *Backend) write(ctx context.Context, fn func(*writeTx) error) error {
 	return r.err
 }
 
+// writeLoop is the writer goroutine. Each batch takes every request queued
+// at that moment: while a batch runs — at DurabilityFsync mostly while its
+// COMMIT waits for the fsync — the requests arriving meanwhile queue up and
+// form the next batch, so under load one fsync is shared by every request
+// that was ready for it.
 func (b *Backend) writeLoop() {
 	defer close(b.stopped)
 	batch := make([]*request, 0, b.opts.MaxBatch)
@@ -389,11 +505,12 @@ func (b *Backend) writeLoop() {
 	}
 }
 
-// runBatch commits batch in one SQLite transaction, each request in its own
-// savepoint, and replies to every request.
+// runBatch runs batch in one SQLite transaction, each request in its own
+// savepoint, commits it if any request wrote something, and replies to every
+// request.
 func (b *Backend) runBatch(batch []*request) {
-	b.batches.Add(1)
-	b.requests.Add(int64(len(batch)))
+	b.stats.batches.Add(1)
+	b.stats.requests.Add(int64(len(batch)))
 	w := b.writer
 	bg := context.Background()
 	defer func() {
@@ -411,7 +528,7 @@ func (b *Backend) runBatch(batch []*request) {
 		b.abortBatch(batch, fmt.Errorf("sqlite: %w", err))
 		return
 	}
-	committed := 0
+	writers := 0 // requests that succeeded and wrote something
 	seq := &seqAlloc{}
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
@@ -434,8 +551,8 @@ func (b *Backend) runBatch(batch []*request) {
 				b.abortBatch(batch, fmt.Errorf("sqlite: rollback to savepoint: %w", e))
 				return
 			}
-		} else {
-			committed++
+		} else if tx.wrote || !r.update {
+			writers++
 			b.heads.stage(tx.staged)
 			r.created = tx.created
 		}
@@ -444,7 +561,8 @@ func (b *Backend) runBatch(batch []*request) {
 			return
 		}
 	}
-	if committed == 0 {
+	if writers == 0 {
+		// Nothing to commit: only reads (or failures) in this batch.
 		b.heads.abort()
 		if err := w.exec(bg, "ROLLBACK"); err != nil {
 			b.log.Error("rollback failed", "err", err)
@@ -459,6 +577,8 @@ func (b *Backend) runBatch(batch []*request) {
 		b.abortBatch(batch, fmt.Errorf("sqlite: commit: %w", err))
 		return
 	}
+	b.stats.transactions.Add(1)
+	b.stats.commits.Add(int64(writers))
 	b.heads.commit()
 	for _, r := range batch {
 		if len(r.created) > 0 {
@@ -474,8 +594,9 @@ func (b *Backend) runBatch(batch []*request) {
 	}
 }
 
-// checkpointEvery is the number of committed batches between two checkpoint
-// requests (a batch appends a few to a few dozen pages to the WAL).
+// checkpointEvery is the number of committed transactions between two
+// checkpoint requests (a transaction appends a few to a few dozen pages to
+// the WAL).
 const checkpointEvery = 200
 
 // checkpointLoop runs passive checkpoints when the writer asks for them.
@@ -487,13 +608,32 @@ func (b *Backend) checkpointLoop() {
 	for {
 		select {
 		case <-b.ckptSignal:
-			if err := b.ckpt.exec(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+			if err := b.checkpoint(); err != nil {
 				b.log.Warn("checkpoint failed", "err", err)
 			}
 		case <-b.stop:
 			return
 		}
 	}
+}
+
+func (b *Backend) checkpoint() error {
+	rows, err := b.ckpt.query(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var busy, log, copied int64
+	if rows.Next() {
+		if err := rows.Scan(&busy, &log, &copied); err != nil {
+			return err
+		}
+	}
+	b.stats.checkpoints.Add(1)
+	if log > b.stats.walPagesMax.Load() {
+		b.stats.walPagesMax.Store(log) // only this goroutine stores
+	}
+	return rows.Close()
 }
 
 // abortBatch rolls the transaction back and fails every request of batch
