@@ -121,11 +121,14 @@ type Backend struct {
 	readers       chan *conn
 
 	// The checkpointer copies the WAL back into the database file on its own
-	// connection, so the writer never waits for a checkpoint's fsyncs.
+	// connection, so the writer does not wait for the bulk of a checkpoint;
+	// once it has caught up, the writer copies the few frames committed
+	// meanwhile itself (ckptFinish), which lets SQLite restart the WAL.
 	ckpt        *conn
 	ckptSignal  chan struct{}
 	ckptStopped chan struct{}
-	sinceCkpt   int // batches committed since the last signal (writer only)
+	ckptFinish  atomic.Bool
+	sinceCkpt   int // transactions committed since the last signal (writer only)
 
 	queue chan *request
 
@@ -144,6 +147,7 @@ type Backend struct {
 	stats struct {
 		requests, batches, commits, transactions atomic.Int64
 		checkpoints, walPagesMax                 atomic.Int64
+		finishes, finishNanos, finishMaxNanos    atomic.Int64
 	}
 
 	deps deploymentState // deployments.go
@@ -165,9 +169,17 @@ type Stats struct {
 	// batches that wrote something. At DurabilityFsync each one costs one
 	// fsync of the write-ahead log, shared by its Commits.
 	Transactions int64
-	// Checkpoints is the number of passive checkpoints run; WALPagesMax is
-	// the largest write-ahead log (in pages) one of them found.
+	// Checkpoints is the number of background checkpoints run; WALPagesMax
+	// is the largest write-ahead log (in pages) one of them found.
 	Checkpoints, WALPagesMax int64
+	// WriterCheckpoints is the number of times the writer finished a
+	// checkpoint itself (copying the frames committed while the background
+	// one ran, so that the WAL restarts from its beginning);
+	// WriterCheckpointTime and WriterCheckpointMax are the time it spent
+	// doing so in total and at most once: how long checkpoints held up
+	// writes.
+	WriterCheckpoints                         int64
+	WriterCheckpointTime, WriterCheckpointMax time.Duration
 }
 
 // FsyncsPerCommit is Transactions/Commits (0 before the first commit): at
@@ -183,13 +195,17 @@ func (s Stats) FsyncsPerCommit() float64 {
 // s's).
 func (s Stats) Sub(o Stats) Stats {
 	return Stats{Requests: s.Requests - o.Requests, Batches: s.Batches - o.Batches, Commits: s.Commits - o.Commits,
-		Transactions: s.Transactions - o.Transactions, Checkpoints: s.Checkpoints - o.Checkpoints, WALPagesMax: s.WALPagesMax}
+		Transactions: s.Transactions - o.Transactions, Checkpoints: s.Checkpoints - o.Checkpoints, WALPagesMax: s.WALPagesMax,
+		WriterCheckpoints: s.WriterCheckpoints - o.WriterCheckpoints, WriterCheckpointTime: s.WriterCheckpointTime - o.WriterCheckpointTime,
+		WriterCheckpointMax: s.WriterCheckpointMax}
 }
 
 // Stats returns the write-path counters since Open.
 func (b *Backend) Stats() Stats {
 	return Stats{Requests: b.stats.requests.Load(), Batches: b.stats.batches.Load(), Commits: b.stats.commits.Load(),
-		Transactions: b.stats.transactions.Load(), Checkpoints: b.stats.checkpoints.Load(), WALPagesMax: b.stats.walPagesMax.Load()}
+		Transactions: b.stats.transactions.Load(), Checkpoints: b.stats.checkpoints.Load(), WALPagesMax: b.stats.walPagesMax.Load(),
+		WriterCheckpoints: b.stats.finishes.Load(), WriterCheckpointTime: time.Duration(b.stats.finishNanos.Load()),
+		WriterCheckpointMax: time.Duration(b.stats.finishMaxNanos.Load())}
 }
 
 // request is one queued write: an Update's fn or an internal write.
@@ -502,6 +518,9 @@ func (b *Backend) writeLoop() {
 			}
 		}
 		b.runBatch(batch)
+		if b.ckptFinish.Load() {
+			b.finishCheckpoint()
+		}
 	}
 }
 
@@ -600,16 +619,35 @@ func (b *Backend) runBatch(batch []*request) {
 const checkpointEvery = 200
 
 // checkpointLoop runs passive checkpoints when the writer asks for them.
-// PASSIVE never blocks the writer or readers; frames it cannot copy yet are
-// copied by a later run, and SQLite restarts the WAL from its beginning once a
-// checkpoint has caught up.
+// PASSIVE never blocks the writer or readers; frames it cannot copy yet (past
+// the snapshot of a reader) are copied by a later run.
+//
+// SQLite restarts the WAL from its beginning (bounding its size) only when a
+// write transaction begins after a checkpoint has copied every frame. Under
+// a steady stream of commits the background checkpoint never catches up with
+// the writer by itself, so once it has run, the writer finishes the job
+// between two batches: it copies the frames committed meanwhile (a short
+// checkpoint, counted in Stats.WriterCheckpointTime) and its next transaction
+// restarts the WAL.
 func (b *Backend) checkpointLoop() {
 	defer close(b.ckptStopped)
 	for {
 		select {
 		case <-b.ckptSignal:
-			if err := b.checkpoint(); err != nil {
-				b.log.Warn("checkpoint failed", "err", err)
+			// Each pass copies what was committed during the previous one;
+			// once that is little, the writer can copy the rest quickly.
+			prev := int64(-1)
+			for range checkpointPasses {
+				log, err := b.checkpoint()
+				if err != nil {
+					b.log.Warn("checkpoint failed", "err", err)
+					break
+				}
+				if prev >= 0 && log-prev <= checkpointFinishFrames {
+					b.ckptFinish.Store(true)
+					break
+				}
+				prev = log
 			}
 		case <-b.stop:
 			return
@@ -617,23 +655,48 @@ func (b *Backend) checkpointLoop() {
 	}
 }
 
-func (b *Backend) checkpoint() error {
+// Background checkpoint passes per request, and the number of frames
+// committed during the last pass below which the writer finishes the job.
+const (
+	checkpointPasses       = 4
+	checkpointFinishFrames = 256
+)
+
+// checkpoint runs one passive checkpoint on the checkpointer's connection and
+// returns the size of the WAL (in frames) it saw.
+func (b *Backend) checkpoint() (int64, error) {
 	rows, err := b.ckpt.query(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer rows.Close()
 	var busy, log, copied int64
 	if rows.Next() {
 		if err := rows.Scan(&busy, &log, &copied); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	b.stats.checkpoints.Add(1)
 	if log > b.stats.walPagesMax.Load() {
 		b.stats.walPagesMax.Store(log) // only this goroutine stores
 	}
-	return rows.Close()
+	return log, rows.Close()
+}
+
+// finishCheckpoint runs on the writer, outside any transaction: a passive
+// checkpoint of the frames the background one could not see.
+func (b *Backend) finishCheckpoint() {
+	b.ckptFinish.Store(false)
+	start := time.Now()
+	if err := b.writer.exec(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+		b.log.Warn("checkpoint failed", "err", err)
+	}
+	d := int64(time.Since(start))
+	b.stats.finishes.Add(1)
+	b.stats.finishNanos.Add(d)
+	if d > b.stats.finishMaxNanos.Load() {
+		b.stats.finishMaxNanos.Store(d) // only the writer stores
+	}
 }
 
 // abortBatch rolls the transaction back and fails every request of batch

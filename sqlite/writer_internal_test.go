@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -432,5 +434,66 @@ func TestCreatedCache(t *testing.T) {
 		c.Params[0][0] = 'X'
 		c.Metadata["k"] = "changed"
 		c.Parent.ExecutionID = id
+	}
+}
+
+// walCheckpointSeq reads the checkpoint sequence number of the WAL header,
+// which SQLite increments each time it restarts the WAL from its beginning.
+func walCheckpointSeq(t *testing.T, b *Backend) uint32 {
+	t.Helper()
+	f, err := os.Open(b.path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var hdr [16]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		t.Fatal(err)
+	}
+	return binary.BigEndian.Uint32(hdr[12:])
+}
+
+// Under a steady stream of commits the background checkpointer never
+// catches up with the writer by itself; the writer must finish its
+// checkpoints so that the WAL restarts instead of growing without bound.
+func TestWALRestartsUnderSteadyWrites(t *testing.T) {
+	b := openInternal(t)
+	ctx := context.Background()
+	if err := b.Update(ctx, func(tx store.Tx) error { return tx.CreateHead(testHead(testID(t)), nil) }); err != nil {
+		t.Fatal(err)
+	}
+	seq0 := walCheckpointSeq(t, b)
+	ids := make(chan core.ExecutionId, 64)
+	go func() {
+		defer close(ids)
+		for range 40 * checkpointEvery * 8 { // a failure limit, not a duration
+			ids <- testID(t)
+		}
+	}()
+	// Eight writers keep the writer busy: it is never idle between batches.
+	var restarted atomic.Bool
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			n := 0
+			for id := range ids {
+				if restarted.Load() {
+					continue // drain
+				}
+				if err := b.Update(ctx, func(tx store.Tx) error { return tx.CreateHead(testHead(id), nil) }); err != nil {
+					t.Error(err)
+					return
+				}
+				if n++; w == 0 && n%16 == 0 && walCheckpointSeq(t, b) != seq0 {
+					restarted.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	st := b.Stats()
+	if walCheckpointSeq(t, b) == seq0 {
+		t.Errorf("the WAL never restarted: %d transactions, %d background checkpoints, %d finished by the writer, WAL up to %d pages",
+			st.Transactions, st.Checkpoints, st.WriterCheckpoints, st.WALPagesMax)
 	}
 }

@@ -37,11 +37,30 @@ type storeStats struct {
 	Transactions int64 `json:"write_transactions"`
 	Checkpoints  int64 `json:"checkpoints"`
 	WALPagesMax  int64 `json:"wal_pages_max"`
+	// WriterCheckpointMs is the time the writer spent finishing
+	// checkpoints, WriterCheckpointMaxMs the longest once.
+	WriterCheckpoints     int64   `json:"writer_checkpoints"`
+	WriterCheckpointMs    float64 `json:"writer_checkpoint_ms"`
+	WriterCheckpointMaxMs float64 `json:"writer_checkpoint_max_ms"`
 }
 
 func storeStatsOf(s sqlite.Stats) *storeStats {
 	return &storeStats{Requests: s.Requests, Batches: s.Batches, Commits: s.Commits, Transactions: s.Transactions,
-		Checkpoints: s.Checkpoints, WALPagesMax: s.WALPagesMax}
+		Checkpoints: s.Checkpoints, WALPagesMax: s.WALPagesMax, WriterCheckpoints: s.WriterCheckpoints,
+		WriterCheckpointMs: cpuMs(s.WriterCheckpointTime), WriterCheckpointMaxMs: cpuMs(s.WriterCheckpointMax)}
+}
+
+// sub returns the counters accumulated since o (the maxima are s's).
+func (s *storeStats) sub(o *storeStats) *storeStats {
+	d := *s
+	d.Requests -= o.Requests
+	d.Batches -= o.Batches
+	d.Commits -= o.Commits
+	d.Transactions -= o.Transactions
+	d.Checkpoints -= o.Checkpoints
+	d.WriterCheckpoints -= o.WriterCheckpoints
+	d.WriterCheckpointMs -= o.WriterCheckpointMs
+	return &d
 }
 
 // withDevStats serves devStatsPath (GET, behind auth) and passes every other
@@ -83,6 +102,9 @@ type benchCost struct {
 	// own process (for `embedded`, one process runs both: ClientCPUms is 0).
 	ServerCPUms float64 `json:"server_cpu_ms_per_op"`
 	ClientCPUms float64 `json:"client_cpu_ms_per_op"`
+	// Store is the embedded store's write path over the interval (nil when
+	// the server does not report it).
+	Store *storeStats `json:"store,omitempty"`
 }
 
 // costMeter measures a benchCost over an interval.
@@ -130,13 +152,13 @@ func (m *costMeter) stop(ctx context.Context, ops int) benchCost {
 		}
 		out.Durability, out.ServerCPUms = s.Durability, per(s.CPUms-m.srv0.CPUms)
 		if s.Store != nil && m.srv0.Store != nil {
-			st = &storeStats{Commits: s.Store.Commits - m.srv0.Store.Commits,
-				Transactions: s.Store.Transactions - m.srv0.Store.Transactions}
+			st = s.Store.sub(m.srv0.Store)
 		}
 	default:
 		out.ClientCPUms = per(cpu)
 	}
 	if st != nil {
+		out.Store = st
 		out.Commits, out.Transactions = st.Commits, st.Transactions
 		if st.Commits > 0 {
 			out.FsyncsPerCommit = math.Round(float64(st.Transactions)/float64(st.Commits)*1000) / 1000
@@ -150,6 +172,10 @@ func printCost(w io.Writer, c benchCost, op string) {
 	if c.Commits > 0 {
 		fmt.Fprintf(w, "  store (durability %s): %d commits in %d write transactions = %.3f fsyncs/commit\n",
 			c.Durability, c.Commits, c.Transactions, c.FsyncsPerCommit)
+	}
+	if s := c.Store; s != nil && s.Checkpoints > 0 {
+		fmt.Fprintf(w, "  checkpoints: %d in the background (largest WAL %d pages); the writer finished %d in %.1f ms (longest %.1f ms)\n",
+			s.Checkpoints, s.WALPagesMax, s.WriterCheckpoints, s.WriterCheckpointMs, s.WriterCheckpointMaxMs)
 	}
 	switch {
 	case c.ClientCPUms == 0:
