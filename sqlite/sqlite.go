@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -129,6 +130,9 @@ type Backend struct {
 	ckptStopped chan struct{}
 	ckptFinish  atomic.Bool
 	sinceCkpt   int // transactions committed since the last signal (writer only)
+	// After the writer finished a checkpoint, restart tells whether its next
+	// transaction restarted the WAL (writer only).
+	restart restartCheck
 
 	queue chan *request
 
@@ -480,6 +484,7 @@ func (b *Backend) enqueue(ctx context.Context, r *request) error {
 // that was ready for it.
 func (b *Backend) writeLoop() {
 	defer close(b.stopped)
+	defer b.restart.close()
 	batch := make([]*request, 0, b.opts.MaxBatch)
 	for {
 		var first *request
@@ -518,7 +523,7 @@ func (b *Backend) writeLoop() {
 			}
 		}
 		b.runBatch(batch)
-		if b.ckptFinish.Load() {
+		if b.ckptFinish.Load() || b.restart.failed(b.path) {
 			b.finishCheckpoint()
 		}
 	}
@@ -625,17 +630,21 @@ const checkpointEvery = 200
 // SQLite restarts the WAL from its beginning (bounding its size) only when a
 // write transaction begins after a checkpoint has copied every frame. Under
 // a steady stream of commits the background checkpoint never catches up with
-// the writer by itself, so once it has run, the writer finishes the job
-// between two batches: it copies the frames committed meanwhile (a short
-// checkpoint, counted in Stats.WriterCheckpointTime) and its next transaction
-// restarts the WAL.
+// the writer by itself, so it runs passes until one copies little (or the WAL
+// exceeds walLargePages), and then the writer finishes the job between two
+// batches: it copies the frames committed meanwhile (a short checkpoint,
+// counted in Stats.WriterCheckpointTime) and its next transaction restarts
+// the WAL — unless a reader still used the old frames, in which case the
+// writer tries again after the next batches (restartCheck).
 func (b *Backend) checkpointLoop() {
 	defer close(b.ckptStopped)
 	for {
 		select {
 		case <-b.ckptSignal:
 			// Each pass copies what was committed during the previous one;
-			// once that is little, the writer can copy the rest quickly.
+			// once that is little, the writer copies the rest. If the
+			// passes do not converge (commits outpace the checkpointer),
+			// the writer does so only once the WAL is large.
 			prev := int64(-1)
 			for range checkpointPasses {
 				log, err := b.checkpoint()
@@ -643,7 +652,7 @@ func (b *Backend) checkpointLoop() {
 					b.log.Warn("checkpoint failed", "err", err)
 					break
 				}
-				if prev >= 0 && log-prev <= checkpointFinishFrames {
+				if (prev >= 0 && log-prev <= checkpointFinishFrames) || log >= walLargePages {
 					b.ckptFinish.Store(true)
 					break
 				}
@@ -658,8 +667,12 @@ func (b *Backend) checkpointLoop() {
 // Background checkpoint passes per request, and the number of frames
 // committed during the last pass below which the writer finishes the job.
 const (
-	checkpointPasses       = 4
+	checkpointPasses       = 8
 	checkpointFinishFrames = 256
+	// walLargePages is the WAL size (16,384 pages: 64 MiB at 4 KiB, the
+	// journal_size_limit) beyond which the writer finishes a checkpoint even
+	// if it has many frames to copy.
+	walLargePages = 16384
 )
 
 // checkpoint runs one passive checkpoint on the checkpointer's connection and
@@ -683,10 +696,80 @@ func (b *Backend) checkpoint() (int64, error) {
 	return log, rows.Close()
 }
 
+// restartCheck verifies that the WAL restarted after the writer finished a
+// checkpoint. The restart fails when a reader still uses frames of the old
+// WAL (it began before the checkpoint caught up); readers are short, so the
+// writer finishes again after the next batch, a few times at most, and
+// otherwise waits for the next background checkpoint.
+type restartCheck struct {
+	armed bool
+	tries int
+	seq   uint32 // the WAL header's checkpoint sequence number when armed
+	wal   *os.File
+}
+
+// restartTries bounds the consecutive batches after which the writer
+// finishes a checkpoint again because the WAL did not restart.
+const restartTries = 8
+
+// arm records the WAL's checkpoint sequence number before a finishing
+// checkpoint.
+func (r *restartCheck) arm(dbPath string) {
+	seq, ok := r.walSeq(dbPath)
+	if !ok {
+		r.armed = false
+		return
+	}
+	if !r.armed {
+		r.tries = 0
+	}
+	r.armed, r.seq = true, seq
+	r.tries++
+}
+
+// failed reports, after a batch, whether the finishing checkpoint before it
+// should be repeated: the WAL has not restarted and tries remain.
+func (r *restartCheck) failed(dbPath string) bool {
+	if !r.armed {
+		return false
+	}
+	seq, ok := r.walSeq(dbPath)
+	if !ok || seq != r.seq || r.tries >= restartTries {
+		r.armed = false
+		return false
+	}
+	return true
+}
+
+// walSeq reads the checkpoint sequence number in the WAL header, which
+// SQLite increments on every restart.
+func (r *restartCheck) walSeq(dbPath string) (uint32, bool) {
+	if r.wal == nil {
+		f, err := os.Open(dbPath + "-wal")
+		if err != nil {
+			return 0, false
+		}
+		r.wal = f
+	}
+	var hdr [16]byte
+	if _, err := r.wal.ReadAt(hdr[:], 0); err != nil {
+		return 0, false
+	}
+	return binary.BigEndian.Uint32(hdr[12:]), true
+}
+
+func (r *restartCheck) close() {
+	if r.wal != nil {
+		_ = r.wal.Close()
+		r.wal = nil
+	}
+}
+
 // finishCheckpoint runs on the writer, outside any transaction: a passive
 // checkpoint of the frames the background one could not see.
 func (b *Backend) finishCheckpoint() {
 	b.ckptFinish.Store(false)
+	b.restart.arm(b.path)
 	start := time.Now()
 	if err := b.writer.exec(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
 		b.log.Warn("checkpoint failed", "err", err)
