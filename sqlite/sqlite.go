@@ -522,8 +522,8 @@ func (b *Backend) writeLoop() {
 				break fill
 			}
 		}
-		b.runBatch(batch)
-		if b.ckptFinish.Load() || b.restart.failed(b.path) {
+		committed := b.runBatch(batch)
+		if b.ckptFinish.Load() || (committed && b.restart.failed(b.path)) {
 			b.finishCheckpoint()
 		}
 	}
@@ -531,8 +531,8 @@ func (b *Backend) writeLoop() {
 
 // runBatch runs batch in one SQLite transaction, each request in its own
 // savepoint, commits it if any request wrote something, and replies to every
-// request.
-func (b *Backend) runBatch(batch []*request) {
+// request. It reports whether it committed.
+func (b *Backend) runBatch(batch []*request) bool {
 	b.stats.batches.Add(1)
 	b.stats.requests.Add(int64(len(batch)))
 	w := b.writer
@@ -546,11 +546,11 @@ func (b *Backend) runBatch(batch []*request) {
 		// e.g. SQLITE_BUSY: another process held the write lock for longer
 		// than Options.BusyTimeout.
 		b.abortBatch(batch, fmt.Errorf("sqlite: begin: %w", err))
-		return
+		return false
 	}
 	if err := b.heads.begin(bg, w); err != nil {
 		b.abortBatch(batch, fmt.Errorf("sqlite: %w", err))
-		return
+		return false
 	}
 	writers := 0 // requests that succeeded and wrote something
 	seq := &seqAlloc{}
@@ -561,7 +561,7 @@ func (b *Backend) runBatch(batch []*request) {
 		}
 		if err := w.exec(bg, "SAVEPOINT u"); err != nil {
 			b.abortBatch(batch, fmt.Errorf("sqlite: savepoint: %w", err))
-			return
+			return false
 		}
 		tx := &writeTx{readTx: readTx{c: w, ctx: bg}, seq: seq, cache: b.heads, createds: b.createds}
 		err, pv := runFn(r.fn, tx)
@@ -573,7 +573,7 @@ func (b *Backend) runBatch(batch []*request) {
 			r.err, r.panic = err, pv
 			if e := w.exec(bg, "ROLLBACK TO u"); e != nil {
 				b.abortBatch(batch, fmt.Errorf("sqlite: rollback to savepoint: %w", e))
-				return
+				return false
 			}
 		} else if tx.wrote || !r.update {
 			writers++
@@ -582,7 +582,7 @@ func (b *Backend) runBatch(batch []*request) {
 		}
 		if e := w.exec(bg, "RELEASE u"); e != nil {
 			b.abortBatch(batch, fmt.Errorf("sqlite: release savepoint: %w", e))
-			return
+			return false
 		}
 	}
 	if writers == 0 {
@@ -591,15 +591,15 @@ func (b *Backend) runBatch(batch []*request) {
 		if err := w.exec(bg, "ROLLBACK"); err != nil {
 			b.log.Error("rollback failed", "err", err)
 		}
-		return
+		return false
 	}
 	if err := seq.flush(bg, w); err != nil {
 		b.abortBatch(batch, fmt.Errorf("sqlite: %w", err))
-		return
+		return false
 	}
 	if err := w.exec(bg, "COMMIT"); err != nil {
 		b.abortBatch(batch, fmt.Errorf("sqlite: commit: %w", err))
-		return
+		return false
 	}
 	b.stats.transactions.Add(1)
 	b.stats.commits.Add(int64(writers))
@@ -616,6 +616,7 @@ func (b *Backend) runBatch(batch []*request) {
 		default: // a checkpoint is pending already
 		}
 	}
+	return true
 }
 
 // checkpointEvery is the number of committed transactions between two
