@@ -16,10 +16,14 @@
 //	timers          GSI   tp             ts        KEYS_ONLY    heads: locked; timer rows: unpaused
 //	cancelling      GSI   cp             cs        KEYS_ONLY    heads: lifecycle = cancelling
 //	list            GSI   lp             ls        KEYS_ONLY    every head
+//	list-id         GSI   lp             pk        KEYS_ONLY    every head
 //
-// Every GSI is sparse: its key attributes are written only while the item
-// belongs to the index, so a finished activity costs no index storage except
-// its list entry. Index keys whose natural partition would be hot are
+// Every GSI but the two list indexes is sparse: its key attributes are
+// written only while the item belongs to the index, so a finished activity
+// costs no index storage except its two list entries. list-id has no key
+// attribute of its own (lp and the head's pk), so adding it to an existing
+// table (a stack update) backfills it from the heads already there; until
+// DynamoDB reports it ACTIVE, execution-id pages of list_executions fail. Index keys whose natural partition would be hot are
 // sharded: "<value>#<s>" with s = fnv32a(execution id) mod Options.Shards
 // (default 8); queries read all shards in parallel and merge by sort key.
 // Timestamps inside index keys use a fixed width
@@ -27,7 +31,7 @@
 //
 // # Items
 //
-// Head — pk "E#<execution id>", sk "H". The execution state (spec §3.1) in
+// Head — pk "E#<execution id>", sk "H". The execution state (docs/spec/semantics.md §3.1) in
 // short attributes: f ffqn, ca created_at, fs first_scheduled_at, ct component
 // type, cd digest, dp deployment, ic incompatible digest, v version, s state,
 // lc lifecycle, at pending/lock/finished time, le/lr last lock holder, lv last
@@ -95,7 +99,7 @@
 // (default 64 KiB) are written to the CAS first and stored as
 // "@sha256:<hex>"; reads resolve them transparently.
 //
-// # Access patterns (spec §7)
+// # Access patterns (docs/spec/semantics.md §7)
 //
 //	head by id                        GetItem E#id/H, ConsistentRead
 //	event by version / range          head (c0, ev) + Query V# pages from V#<from>, consistent
@@ -115,10 +119,16 @@
 //	expired locks                     Query timers tp = L#s, ts <= at; BatchGetItem heads
 //	expired delays                    Query timers tp = D#s, ts <= at (keys only)
 //	cancelling by created_at          Query cancelling cp = C#s, merged by cs
-//	list_executions                   Query list lp = LT#s (+ LD#s with show_derived),
-//	                                  created_at cursor in the key condition, merged by
-//	                                  ls; heads by BatchGetItem, filters applied after,
-//	                                  paging on until the page is full; newest first
+//	list_executions by created_at     Query list lp = LT#s (+ LD#s with show_derived),
+//	                                  merged by ls = "<created_at>#<id>" (the order
+//	                                  (created_at, execution_id) of core/listing.go); the
+//	                                  cursor is a key condition on ls: a bare instant T
+//	                                  bounds ls at "<T>" or "<T>$", the tie-broken
+//	                                  position (T, id) at "<T>#<id>"
+//	list_executions by execution id   Query list-id lp = LT#s (+ LD#s), merged by pk =
+//	                                  "E#<id>", cursor a key condition on pk
+//	                                  (both: heads by BatchGetItem, filters applied after,
+//	                                  paging on until the page is full; newest first)
 //	logs of an execution (+prefix)    Query LG#<top>, sk range by cursor, filter after
 //	backtraces                        Query E#id begins_with/BETWEEN B#
 //
@@ -156,11 +166,11 @@
 // Because every item of an execution changes only together with its head
 // (the backend writes the head whenever one of its items changes), guarding
 // heads serialises every pair of transactions touching a common execution.
-// In particular the JoinNext ↔ response race (spec §8.3) is closed: the
+// In particular the JoinNext ↔ response race (docs/spec/semantics.md §8.3) is closed: the
 // JoinNext commit guards the head it read when it looked for the n-th
 // response, and the response commit writes that head.
 //
-// # The atomic units of spec §7.3
+// # The atomic units of docs/spec/semantics.md §7.3
 //
 //	create                     Put head (c0, inline Paused) attribute_not_exists —
 //	                           a single PutItem; plus a V#0 page if Created is large
@@ -319,7 +329,7 @@
 // # Deployments (deployments*.go)
 //
 // Deployments, component metadata and source mappings (core.DeploymentStore,
-// spec §6.5–6.7) live beside the executions in the same table:
+// docs/spec/semantics.md §6.5–6.7) live beside the executions in the same table:
 //
 //	deployment      pk "DEP", sk "<deployment id>": ca, la, st (status), tm
 //	                (TOML: "=" + text, or "@sha256:…" above InlineThreshold),
@@ -370,10 +380,9 @@
 // "<current_time>#~" — so reading costs nothing per execution beyond the
 // index entries counted, and no Scan is needed. The entry moves with the
 // head's current deployment (set by every non-auto lock and upgrade), which
-// is exactly spec §8 item 21. Its price is paid on writes: every bucket
+// is exactly docs/spec/semantics.md §8 item 21. Its price is paid on writes: every bucket
 // change is a delete and an insert in the index, +5 WRU per activity
-// (create 1, lock 2, finish 2: 15 instead of 10 WRU, DynamoDB $9.71 instead
-// of $6.59 per million activities; see Cost);
+// (create 1, lock 2, finish 2: 16 instead of 11 WRU; see Cost);
 // Options.DisableDeploymentCounts removes it (counts then fail with
 // core.ErrNotImplemented). Like every index read, counts are eventually
 // consistent.

@@ -87,21 +87,53 @@ func TestOpen(t *testing.T) {
 
 	t.Run("InvalidOptionsAreRejected", func(t *testing.T) {
 		dir := t.TempDir()
-		if _, err := sqlite.Open(filepath.Join(dir, "a.db"), sqlite.Options{Synchronous: "sometimes"}); err == nil {
-			t.Error("invalid Synchronous accepted")
+		if _, err := sqlite.Open(filepath.Join(dir, "a.db"), sqlite.Options{Durability: 7}); err == nil {
+			t.Error("invalid Durability accepted")
 		}
 		if _, err := sqlite.Open(":memory:", sqlite.Options{}); err == nil {
 			t.Error(":memory: accepted")
 		}
 	})
 
-	t.Run("FullSynchronousWorks", func(t *testing.T) {
-		b, err := sqlite.Open(filepath.Join(t.TempDir(), "a.db"), sqlite.Options{Synchronous: "full"})
-		if err != nil {
-			t.Fatal(err)
+	// The writer connection runs at synchronous=FULL (fsync before every
+	// acknowledgement) unless the weaker mode is asked for by name.
+	t.Run("DurabilityModeIsInForceOnTheWriter", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			opts sqlite.Options
+			want int
+		}{
+			{"ZeroOptions", sqlite.Options{}, 2},
+			{"Fsync", sqlite.Options{Durability: sqlite.DurabilityFsync}, 2},
+			{"OSCrashUnsafe", sqlite.Options{Durability: sqlite.DurabilityOSCrashUnsafe}, 1},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				b, err := sqlite.Open(filepath.Join(t.TempDir(), "a.db"), tc.opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer b.Close()
+				MustCreate(t, b, pendingHead(newID(), ffqnA, t0, t0))
+				if got, err := b.Synchronous(context.Background()); err != nil || got != tc.want {
+					t.Errorf("writer PRAGMA synchronous = %d (%v), want %d", got, err, tc.want)
+				}
+			})
 		}
-		defer b.Close()
-		MustCreate(t, b, pendingHead(newID(), ffqnA, t0, t0))
+		// What the test helpers (and the benchmarks of this package) open.
+		if got, err := MustOpen(t).Synchronous(context.Background()); err != nil || got != 2 {
+			t.Errorf("MustOpen: writer PRAGMA synchronous = %d (%v), want 2", got, err)
+		}
+	})
+
+	t.Run("DurabilityNames", func(t *testing.T) {
+		for _, d := range []sqlite.Durability{sqlite.DurabilityFsync, sqlite.DurabilityOSCrashUnsafe} {
+			if got, err := sqlite.ParseDurability(d.String()); err != nil || got != d {
+				t.Errorf("ParseDurability(%q) = %v, %v", d.String(), got, err)
+			}
+		}
+		if _, err := sqlite.ParseDurability("NORMAL"); err == nil {
+			t.Error("ParseDurability accepted a PRAGMA value instead of a mode name")
+		}
 	})
 
 	t.Run("ClosedBackendFailsWithErrClosed", func(t *testing.T) {
@@ -190,7 +222,8 @@ func TestDurability(t *testing.T) {
 
 	// A child process appends and prints each acknowledged id; it is killed
 	// with SIGKILL mid-stream. Every acknowledged write must be readable after
-	// reopening (synchronous=NORMAL keeps commits across a process crash).
+	// reopening (both durability modes keep commits across a process crash;
+	// the child runs at the default, fsync).
 	t.Run("AcknowledgedWritesSurviveProcessKill", func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("spawns a child process")

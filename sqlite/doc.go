@@ -4,16 +4,33 @@
 //
 // # Durability
 //
-// The database is in WAL mode. By default PRAGMA synchronous=NORMAL: every
-// commit Update acknowledged survives a crash of the process (the WAL is
-// written before Update returns), but an operating-system crash or power loss
-// may lose the last commits (the file itself stays consistent). With
-// Options.Synchronous = "FULL" the WAL is fsynced on every commit — once per
-// group-commit batch, so the cost is shared by the batch — and acknowledged
-// commits also survive an OS crash. Checkpoints (copying the WAL into the
-// database file) run on a separate connection every 200 batches in PASSIVE
-// mode, so the writer never waits for their fsyncs; SQLite checkpoints and
-// removes the WAL when the last connection closes.
+// The database is in WAL mode. By default (Options.Durability =
+// DurabilityFsync, the zero value) the writer runs at PRAGMA
+// synchronous=FULL: the WAL is fsynced before a commit is acknowledged, so an
+// acknowledged commit survives a crash of the process, of the operating
+// system and a power loss, and readers never see a commit that is not yet on
+// disk (SQLite publishes it to readers after the fsync). The fsync is shared
+// by every Update of a group-commit batch (below). DurabilityOSCrashUnsafe
+// (synchronous=NORMAL) acknowledges once the commit is in the WAL, before the
+// fsync: a crash of the process still loses nothing, but an OS crash or a
+// power loss may lose the most recently acknowledged commits (the file stays
+// consistent). Backend.Synchronous reads the mode in force back from the
+// writer connection.
+//
+// Checkpoints (copying the WAL into the database file) run in the background
+// on a separate connection, in PASSIVE mode, after every 200 committed
+// transactions; the writer's own automatic checkpoint is off, so a commit
+// never includes one. Under a steady stream of commits a background
+// checkpoint never catches up with the writer, and SQLite restarts the WAL
+// (bounding its size) only when a write transaction begins after a
+// checkpoint copied every frame: so the checkpointer repeats passes until one
+// copies little (or the WAL exceeds 64 MiB), and then the writer copies the
+// remaining frames itself between two batches (milliseconds;
+// Stats.WriterCheckpointTime) and its next transaction restarts the WAL; if
+// a reader still held old frames, the writer retries after the next batches.
+// Measured with stela bench embedded on a loaded 2-core machine, the WAL
+// stays below 30 MiB and the writer's longest such pause is about 15 ms.
+// SQLite checkpoints and removes the WAL when the last connection closes.
 //
 // # Write path: one writer, group commit
 //
@@ -22,6 +39,13 @@
 // opens one transaction (BEGIN IMMEDIATE), runs each fn in its own SAVEPOINT
 // — rolling back only the savepoint of an fn that fails, panics, or ignores a
 // failed write — then commits once and replies to every caller of the batch.
+// While a batch runs, and above all while its COMMIT waits for the fsync, the
+// requests arriving from other goroutines (concurrent HTTP requests each have
+// their own) queue up and form the next batch: under load one fsync serves
+// every request that was ready for it. A batch in which no fn wrote anything
+// (only reads, or only failures) is rolled back instead of committed: nothing
+// reaches the WAL, nothing is fsynced. Stats counts acknowledged commits and
+// the write transactions (fsyncs) that carried them.
 // fns therefore run one at a time in queue order (serializable; no retries),
 // each sees the writes of the fns before it, and a batch costs one commit.
 // Writes go straight to the writer connection, so an fn also reads its own

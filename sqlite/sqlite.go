@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,15 +24,69 @@ import (
 
 var _ store.Backend = (*Backend)(nil)
 
+// Durability says which crashes an acknowledged commit survives.
+type Durability int
+
+const (
+	// DurabilityFsync, the default, fsyncs the write-ahead log before a
+	// commit is acknowledged (PRAGMA synchronous=FULL): an acknowledged
+	// commit survives a crash of the process, of the operating system and a
+	// power loss. Every Update of a group-commit batch shares its fsync.
+	DurabilityFsync Durability = iota
+	// DurabilityOSCrashUnsafe acknowledges a commit once it is in the
+	// write-ahead log, before it reaches the disk (PRAGMA
+	// synchronous=NORMAL): it survives a crash of the process, but an
+	// operating-system crash or a power loss may lose the most recently
+	// acknowledged commits (the database itself stays consistent).
+	DurabilityOSCrashUnsafe
+)
+
+// Names of the durability modes, as flags spell them.
+const (
+	DurabilityFsyncName         = "fsync"
+	DurabilityOSCrashUnsafeName = "os-crash-unsafe"
+)
+
+// String returns the mode's name (DurabilityFsyncName or
+// DurabilityOSCrashUnsafeName).
+func (d Durability) String() string {
+	switch d {
+	case DurabilityFsync:
+		return DurabilityFsyncName
+	case DurabilityOSCrashUnsafe:
+		return DurabilityOSCrashUnsafeName
+	}
+	return fmt.Sprintf("Durability(%d)", int(d))
+}
+
+// synchronous is the PRAGMA synchronous value the mode runs the writer at.
+func (d Durability) synchronous() (string, error) {
+	switch d {
+	case DurabilityFsync:
+		return "FULL", nil
+	case DurabilityOSCrashUnsafe:
+		return "NORMAL", nil
+	}
+	return "", fmt.Errorf("sqlite: invalid Options.Durability %d", int(d))
+}
+
+// ParseDurability parses a mode's name: "fsync" or "os-crash-unsafe".
+func ParseDurability(s string) (Durability, error) {
+	switch s {
+	case DurabilityFsyncName:
+		return DurabilityFsync, nil
+	case DurabilityOSCrashUnsafeName:
+		return DurabilityOSCrashUnsafe, nil
+	}
+	return 0, fmt.Errorf("invalid durability %q: want %s (default) or %s", s, DurabilityFsyncName, DurabilityOSCrashUnsafeName)
+}
+
 // Options tunes a Backend. The zero value is the recommended configuration.
 type Options struct {
-	// Synchronous is SQLite's PRAGMA synchronous for the writer: "NORMAL"
-	// (default) or "FULL" ("OFF" and "EXTRA" are accepted too). In WAL mode
-	// NORMAL keeps every acknowledged commit across a crash of the process but
-	// an operating-system crash or power loss may roll back the most recent
-	// commits (the database itself stays consistent). FULL syncs the WAL on
-	// every commit (once per group-commit batch) and survives both.
-	Synchronous string
+	// Durability is what an acknowledged commit survives: DurabilityFsync
+	// (the zero value: process crash, OS crash and power loss) or, faster,
+	// DurabilityOSCrashUnsafe (process crash only).
+	Durability Durability
 	// BusyTimeout is how long a connection waits for a lock held by another
 	// process before failing with SQLITE_BUSY; default 5s.
 	BusyTimeout time.Duration
@@ -59,6 +114,7 @@ type Options struct {
 type Backend struct {
 	path string
 	opts Options
+	sync string // PRAGMA synchronous of every connection (Options.Durability)
 	log  *slog.Logger
 
 	wdb, rdb, cdb *sql.DB
@@ -66,11 +122,17 @@ type Backend struct {
 	readers       chan *conn
 
 	// The checkpointer copies the WAL back into the database file on its own
-	// connection, so the writer never waits for a checkpoint's fsyncs.
+	// connection, so the writer does not wait for the bulk of a checkpoint;
+	// once it has caught up, the writer copies the few frames committed
+	// meanwhile itself (ckptFinish), which lets SQLite restart the WAL.
 	ckpt        *conn
 	ckptSignal  chan struct{}
 	ckptStopped chan struct{}
-	sinceCkpt   int // batches committed since the last signal (writer only)
+	ckptFinish  atomic.Bool
+	sinceCkpt   int // transactions committed since the last signal (writer only)
+	// After the writer finished a checkpoint, restart tells whether its next
+	// transaction restarted the WAL (writer only).
+	restart restartCheck
 
 	queue chan *request
 
@@ -86,32 +148,82 @@ type Backend struct {
 	heads    *headCache // writer only
 	createds *createdCache
 
-	batches, requests atomic.Int64
+	stats struct {
+		requests, batches, commits, transactions atomic.Int64
+		checkpoints, walPagesMax                 atomic.Int64
+		finishes, finishNanos, finishMaxNanos    atomic.Int64
+	}
 
 	deps deploymentState // deployments.go
 }
 
-// Stats are counters of the write path.
+// Stats are counters of the write path since Open.
 type Stats struct {
-	// Batches is the number of group-commit transactions run.
-	Batches int64
-	// Requests is the number of writes (Update calls, log and backtrace
-	// appends) they carried; Requests/Batches is the mean batch size.
+	// Requests is the number of writes queued: Update calls, log and
+	// backtrace appends, deployment writes.
 	Requests int64
+	// Batches is the number of group-commit batches the writer ran (one
+	// BEGIN IMMEDIATE each); Requests/Batches is the mean batch size.
+	Batches int64
+	// Commits is the number of requests acknowledged with writes: their fn
+	// succeeded, wrote something and its transaction committed. Updates that
+	// wrote nothing are not counted.
+	Commits int64
+	// Transactions is the number of write transactions committed: the
+	// batches that wrote something. At DurabilityFsync each one costs one
+	// fsync of the write-ahead log, shared by its Commits.
+	Transactions int64
+	// Checkpoints is the number of background checkpoints run; WALPagesMax
+	// is the largest write-ahead log (in pages) one of them found.
+	Checkpoints, WALPagesMax int64
+	// WriterCheckpoints is the number of times the writer finished a
+	// checkpoint itself (copying the frames committed while the background
+	// one ran, so that the WAL restarts from its beginning);
+	// WriterCheckpointTime and WriterCheckpointMax are the time it spent
+	// doing so in total and at most once: how long checkpoints held up
+	// writes.
+	WriterCheckpoints                         int64
+	WriterCheckpointTime, WriterCheckpointMax time.Duration
+}
+
+// FsyncsPerCommit is Transactions/Commits (0 before the first commit): at
+// DurabilityFsync, the write-ahead log fsyncs per acknowledged commit.
+func (s Stats) FsyncsPerCommit() float64 {
+	if s.Commits == 0 {
+		return 0
+	}
+	return float64(s.Transactions) / float64(s.Commits)
+}
+
+// Sub returns the counters accumulated since o was taken (WALPagesMax is
+// s's).
+func (s Stats) Sub(o Stats) Stats {
+	return Stats{Requests: s.Requests - o.Requests, Batches: s.Batches - o.Batches, Commits: s.Commits - o.Commits,
+		Transactions: s.Transactions - o.Transactions, Checkpoints: s.Checkpoints - o.Checkpoints, WALPagesMax: s.WALPagesMax,
+		WriterCheckpoints: s.WriterCheckpoints - o.WriterCheckpoints, WriterCheckpointTime: s.WriterCheckpointTime - o.WriterCheckpointTime,
+		WriterCheckpointMax: s.WriterCheckpointMax}
 }
 
 // Stats returns the write-path counters since Open.
 func (b *Backend) Stats() Stats {
-	return Stats{Batches: b.batches.Load(), Requests: b.requests.Load()}
+	return Stats{Requests: b.stats.requests.Load(), Batches: b.stats.batches.Load(), Commits: b.stats.commits.Load(),
+		Transactions: b.stats.transactions.Load(), Checkpoints: b.stats.checkpoints.Load(), WALPagesMax: b.stats.walPagesMax.Load(),
+		WriterCheckpoints: b.stats.finishes.Load(), WriterCheckpointTime: time.Duration(b.stats.finishNanos.Load()),
+		WriterCheckpointMax: time.Duration(b.stats.finishMaxNanos.Load())}
 }
 
 // request is one queued write: an Update's fn or an internal write.
 type request struct {
-	ctx   context.Context
-	fn    func(*writeTx) error
-	err   error
-	panic any
-	done  chan struct{}
+	ctx context.Context
+	fn  func(*writeTx) error
+	// update marks an fn that writes only through writeTx's store.Tx
+	// methods, so that the writer knows whether it wrote anything. Internal
+	// writes (logs, backtraces, deployments) use the connection directly and
+	// always count as writes.
+	update bool
+	err    error
+	panic  any
+	done   chan struct{}
 	// created are the Created events the fn wrote (see createdCache).
 	created []*createdEntry
 }
@@ -124,11 +236,10 @@ func Open(path string, opts Options) (*Backend, error) {
 	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") || strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("sqlite: open %q: path must be a plain file path", path)
 	}
-	syncMode, err := normSynchronous(opts.Synchronous)
+	syncMode, err := opts.Durability.synchronous()
 	if err != nil {
 		return nil, err
 	}
-	opts.Synchronous = syncMode
 	if opts.BusyTimeout <= 0 {
 		opts.BusyTimeout = 5 * time.Second
 	}
@@ -150,6 +261,7 @@ func Open(path string, opts Options) (*Backend, error) {
 	b := &Backend{
 		path:     path,
 		opts:     opts,
+		sync:     syncMode,
 		log:      logger.WithGroup("sqlite"),
 		readers:  make(chan *conn, opts.ReadConns),
 		queue:    make(chan *request, 4*opts.MaxBatch),
@@ -171,16 +283,6 @@ func Open(path string, opts Options) (*Backend, error) {
 	return b, nil
 }
 
-func normSynchronous(s string) (string, error) {
-	switch u := strings.ToUpper(s); u {
-	case "":
-		return "NORMAL", nil
-	case "OFF", "NORMAL", "FULL", "EXTRA":
-		return u, nil
-	}
-	return "", fmt.Errorf("sqlite: invalid Options.Synchronous %q (want NORMAL or FULL)", s)
-}
-
 type role int
 
 const (
@@ -193,7 +295,7 @@ func (b *Backend) dsn(r role) string {
 	ms := b.opts.BusyTimeout.Milliseconds()
 	q := fmt.Sprintf("?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(%s)"+
 		"&_pragma=foreign_keys(0)&_pragma=temp_store(MEMORY)",
-		ms, b.opts.Synchronous)
+		ms, b.sync)
 	switch r {
 	case roleWriter:
 		// Checkpoints run on the checkpointer's connection instead.
@@ -316,22 +418,51 @@ var errClosed = fmt.Errorf("sqlite: %w", core.ErrClosed)
 
 // Update runs fn on the writer goroutine inside a savepoint of the current
 // group-commit transaction and returns once that transaction is durable (per
-// Options.Synchronous). fn runs exactly once and sees the writes of the fns
+// Options.Durability). fn runs exactly once and sees the writes of the fns
 // committed before it. ctx is checked before fn runs (a done ctx skips it);
 // once fn has run, Update waits for the outcome of the commit. fn must not
 // call Update, AppendLogs or AppendBacktraces (they would wait for the writer
-// that is running fn: deadlock) nor expect View to see its writes.
+// that is running fn: deadlock) nor expect View to see its writes. A batch in
+// which no fn wrote anything ends without a commit (no write-ahead log write,
+// no fsync).
 func (b *Backend) Update(ctx context.Context, fn func(tx store.Tx) error) error {
-	return b.write(ctx, func(tx *writeTx) error { return fn(tx) })
+	return b.enqueue(ctx, &request{update: true, fn: func(tx *writeTx) error { return fn(tx) }})
 }
 
-// write queues a request for the writer and waits for its outcome. A panic in
-// fn is re-raised in the caller's goroutine.
+// write queues an internal write (one that uses the connection directly).
 func (b *Backend) write(ctx context.Context, fn func(*writeTx) error) error {
+	return b.enqueue(ctx, &request{fn: fn})
+}
+
+// Synchronous reads PRAGMA synchronous on the writer connection: 2 (FULL)
+// at DurabilityFsync, 1 (NORMAL) at DurabilityOSCrashUnsafe. It reports the
+// mode actually in force; the read commits nothing.
+func (b *Backend) Synchronous(ctx context.Context) (int, error) {
+	var v int
+	err := b.enqueue(ctx, &request{update: true, fn: func(tx *writeTx) error {
+		rows, err := tx.c.query(tx.ctx, "PRAGMA synchronous")
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if !rows.Next() {
+			return fmt.Errorf("no row: %w", rows.Err())
+		}
+		return rows.Scan(&v)
+	}})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: read PRAGMA synchronous: %w", err)
+	}
+	return v, nil
+}
+
+// enqueue queues r for the writer and waits for its outcome. A panic in fn
+// is re-raised in the caller's goroutine.
+func (b *Backend) enqueue(ctx context.Context, r *request) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
+	r.ctx, r.done = ctx, make(chan struct{})
 	b.closeMu.RLock()
 	if b.closed {
 		b.closeMu.RUnlock()
@@ -346,8 +477,14 @@ func (b *Backend) write(ctx context.Context, fn func(*writeTx) error) error {
 	return r.err
 }
 
+// writeLoop is the writer goroutine. Each batch takes every request queued
+// at that moment: while a batch runs — at DurabilityFsync mostly while its
+// COMMIT waits for the fsync — the requests arriving meanwhile queue up and
+// form the next batch, so under load one fsync is shared by every request
+// that was ready for it.
 func (b *Backend) writeLoop() {
 	defer close(b.stopped)
+	defer b.restart.close()
 	batch := make([]*request, 0, b.opts.MaxBatch)
 	for {
 		var first *request
@@ -385,15 +522,19 @@ func (b *Backend) writeLoop() {
 				break fill
 			}
 		}
-		b.runBatch(batch)
+		committed := b.runBatch(batch)
+		if b.ckptFinish.Load() || (committed && b.restart.failed(b.path)) {
+			b.finishCheckpoint()
+		}
 	}
 }
 
-// runBatch commits batch in one SQLite transaction, each request in its own
-// savepoint, and replies to every request.
-func (b *Backend) runBatch(batch []*request) {
-	b.batches.Add(1)
-	b.requests.Add(int64(len(batch)))
+// runBatch runs batch in one SQLite transaction, each request in its own
+// savepoint, commits it if any request wrote something, and replies to every
+// request. It reports whether it committed.
+func (b *Backend) runBatch(batch []*request) bool {
+	b.stats.batches.Add(1)
+	b.stats.requests.Add(int64(len(batch)))
 	w := b.writer
 	bg := context.Background()
 	defer func() {
@@ -405,13 +546,13 @@ func (b *Backend) runBatch(batch []*request) {
 		// e.g. SQLITE_BUSY: another process held the write lock for longer
 		// than Options.BusyTimeout.
 		b.abortBatch(batch, fmt.Errorf("sqlite: begin: %w", err))
-		return
+		return false
 	}
 	if err := b.heads.begin(bg, w); err != nil {
 		b.abortBatch(batch, fmt.Errorf("sqlite: %w", err))
-		return
+		return false
 	}
-	committed := 0
+	writers := 0 // requests that succeeded and wrote something
 	seq := &seqAlloc{}
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
@@ -420,7 +561,7 @@ func (b *Backend) runBatch(batch []*request) {
 		}
 		if err := w.exec(bg, "SAVEPOINT u"); err != nil {
 			b.abortBatch(batch, fmt.Errorf("sqlite: savepoint: %w", err))
-			return
+			return false
 		}
 		tx := &writeTx{readTx: readTx{c: w, ctx: bg}, seq: seq, cache: b.heads, createds: b.createds}
 		err, pv := runFn(r.fn, tx)
@@ -432,33 +573,36 @@ func (b *Backend) runBatch(batch []*request) {
 			r.err, r.panic = err, pv
 			if e := w.exec(bg, "ROLLBACK TO u"); e != nil {
 				b.abortBatch(batch, fmt.Errorf("sqlite: rollback to savepoint: %w", e))
-				return
+				return false
 			}
-		} else {
-			committed++
+		} else if tx.wrote || !r.update {
+			writers++
 			b.heads.stage(tx.staged)
 			r.created = tx.created
 		}
 		if e := w.exec(bg, "RELEASE u"); e != nil {
 			b.abortBatch(batch, fmt.Errorf("sqlite: release savepoint: %w", e))
-			return
+			return false
 		}
 	}
-	if committed == 0 {
+	if writers == 0 {
+		// Nothing to commit: only reads (or failures) in this batch.
 		b.heads.abort()
 		if err := w.exec(bg, "ROLLBACK"); err != nil {
 			b.log.Error("rollback failed", "err", err)
 		}
-		return
+		return false
 	}
 	if err := seq.flush(bg, w); err != nil {
 		b.abortBatch(batch, fmt.Errorf("sqlite: %w", err))
-		return
+		return false
 	}
 	if err := w.exec(bg, "COMMIT"); err != nil {
 		b.abortBatch(batch, fmt.Errorf("sqlite: commit: %w", err))
-		return
+		return false
 	}
+	b.stats.transactions.Add(1)
+	b.stats.commits.Add(int64(writers))
 	b.heads.commit()
 	for _, r := range batch {
 		if len(r.created) > 0 {
@@ -472,27 +616,170 @@ func (b *Backend) runBatch(batch []*request) {
 		default: // a checkpoint is pending already
 		}
 	}
+	return true
 }
 
-// checkpointEvery is the number of committed batches between two checkpoint
-// requests (a batch appends a few to a few dozen pages to the WAL).
+// checkpointEvery is the number of committed transactions between two
+// checkpoint requests (a transaction appends a few to a few dozen pages to
+// the WAL).
 const checkpointEvery = 200
 
 // checkpointLoop runs passive checkpoints when the writer asks for them.
-// PASSIVE never blocks the writer or readers; frames it cannot copy yet are
-// copied by a later run, and SQLite restarts the WAL from its beginning once a
-// checkpoint has caught up.
+// PASSIVE never blocks the writer or readers; frames it cannot copy yet (past
+// the snapshot of a reader) are copied by a later run.
+//
+// SQLite restarts the WAL from its beginning (bounding its size) only when a
+// write transaction begins after a checkpoint has copied every frame. Under
+// a steady stream of commits the background checkpoint never catches up with
+// the writer by itself, so it runs passes until one copies little (or the WAL
+// exceeds walLargePages), and then the writer finishes the job between two
+// batches: it copies the frames committed meanwhile (a short checkpoint,
+// counted in Stats.WriterCheckpointTime) and its next transaction restarts
+// the WAL — unless a reader still used the old frames, in which case the
+// writer tries again after the next batches (restartCheck).
 func (b *Backend) checkpointLoop() {
 	defer close(b.ckptStopped)
 	for {
 		select {
 		case <-b.ckptSignal:
-			if err := b.ckpt.exec(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
-				b.log.Warn("checkpoint failed", "err", err)
+			// Each pass copies what was committed during the previous one;
+			// once that is little, the writer copies the rest. If the
+			// passes do not converge (commits outpace the checkpointer),
+			// the writer does so only once the WAL is large.
+			prev := int64(-1)
+			for range checkpointPasses {
+				log, err := b.checkpoint()
+				if err != nil {
+					b.log.Warn("checkpoint failed", "err", err)
+					break
+				}
+				if (prev >= 0 && log-prev <= checkpointFinishFrames) || log >= walLargePages {
+					b.ckptFinish.Store(true)
+					break
+				}
+				prev = log
 			}
 		case <-b.stop:
 			return
 		}
+	}
+}
+
+// Background checkpoint passes per request, and the number of frames
+// committed during the last pass below which the writer finishes the job.
+const (
+	checkpointPasses       = 8
+	checkpointFinishFrames = 256
+	// walLargePages is the WAL size (16,384 pages: 64 MiB at 4 KiB, the
+	// journal_size_limit) beyond which the writer finishes a checkpoint even
+	// if it has many frames to copy.
+	walLargePages = 16384
+)
+
+// checkpoint runs one passive checkpoint on the checkpointer's connection and
+// returns the size of the WAL (in frames) it saw.
+func (b *Backend) checkpoint() (int64, error) {
+	rows, err := b.ckpt.query(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	var busy, log, copied int64
+	if rows.Next() {
+		if err := rows.Scan(&busy, &log, &copied); err != nil {
+			return 0, err
+		}
+	}
+	b.stats.checkpoints.Add(1)
+	if log > b.stats.walPagesMax.Load() {
+		b.stats.walPagesMax.Store(log) // only this goroutine stores
+	}
+	return log, rows.Close()
+}
+
+// restartCheck verifies that the WAL restarted after the writer finished a
+// checkpoint. The restart fails when a reader still uses frames of the old
+// WAL (it began before the checkpoint caught up); readers are short, so the
+// writer finishes again after the next batch, a few times at most, and
+// otherwise waits for the next background checkpoint.
+type restartCheck struct {
+	armed bool
+	tries int
+	seq   uint32 // the WAL header's checkpoint sequence number when armed
+	wal   *os.File
+}
+
+// restartTries bounds the consecutive batches after which the writer
+// finishes a checkpoint again because the WAL did not restart.
+const restartTries = 8
+
+// arm records the WAL's checkpoint sequence number before a finishing
+// checkpoint.
+func (r *restartCheck) arm(dbPath string) {
+	seq, ok := r.walSeq(dbPath)
+	if !ok {
+		r.armed = false
+		return
+	}
+	if !r.armed {
+		r.tries = 0
+	}
+	r.armed, r.seq = true, seq
+	r.tries++
+}
+
+// failed reports, after a batch, whether the finishing checkpoint before it
+// should be repeated: the WAL has not restarted and tries remain.
+func (r *restartCheck) failed(dbPath string) bool {
+	if !r.armed {
+		return false
+	}
+	seq, ok := r.walSeq(dbPath)
+	if !ok || seq != r.seq || r.tries >= restartTries {
+		r.armed = false
+		return false
+	}
+	return true
+}
+
+// walSeq reads the checkpoint sequence number in the WAL header, which
+// SQLite increments on every restart.
+func (r *restartCheck) walSeq(dbPath string) (uint32, bool) {
+	if r.wal == nil {
+		f, err := os.Open(dbPath + "-wal")
+		if err != nil {
+			return 0, false
+		}
+		r.wal = f
+	}
+	var hdr [16]byte
+	if _, err := r.wal.ReadAt(hdr[:], 0); err != nil {
+		return 0, false
+	}
+	return binary.BigEndian.Uint32(hdr[12:]), true
+}
+
+func (r *restartCheck) close() {
+	if r.wal != nil {
+		_ = r.wal.Close()
+		r.wal = nil
+	}
+}
+
+// finishCheckpoint runs on the writer, outside any transaction: a passive
+// checkpoint of the frames the background one could not see.
+func (b *Backend) finishCheckpoint() {
+	b.ckptFinish.Store(false)
+	b.restart.arm(b.path)
+	start := time.Now()
+	if err := b.writer.exec(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+		b.log.Warn("checkpoint failed", "err", err)
+	}
+	d := int64(time.Since(start))
+	b.stats.finishes.Add(1)
+	b.stats.finishNanos.Add(d)
+	if d > b.stats.finishMaxNanos.Load() {
+		b.stats.finishMaxNanos.Store(d) // only the writer stores
 	}
 }
 

@@ -31,6 +31,19 @@ type writeTx struct {
 	created  []*createdEntry                          // Created events written by this fn
 	createds *createdCache
 	writeErr error
+	wrote    bool // a write statement ran: the batch must commit
+}
+
+// exec runs a write statement in the current savepoint.
+func (t *writeTx) exec(q string, args ...any) error {
+	t.wrote = true
+	return t.c.exec(t.ctx, q, args...)
+}
+
+// execResult runs a write statement in the current savepoint.
+func (t *writeTx) execResult(q string, args ...any) (sql.Result, error) {
+	t.wrote = true
+	return t.c.execResult(t.ctx, q, args...)
 }
 
 // Event implements store.ReadTx, serving committed Created events from the
@@ -380,7 +393,7 @@ func (t *writeTx) CreateHead(st core.ExecutionState, events []core.ExecutionEven
 	if err != nil {
 		return t.fail(fmt.Errorf("sqlite: create %s: %w", st.ExecutionID, err))
 	}
-	if err := t.c.exec(t.ctx, sqlInsertHead, row.insertArgs(seq)...); err != nil {
+	if err := t.exec(sqlInsertHead, row.insertArgs(seq)...); err != nil {
 		return t.fail(writeErr(err, "create %s", st.ExecutionID))
 	}
 	t.stage(st)
@@ -397,7 +410,7 @@ func (t *writeTx) PutHead(st core.ExecutionState) error {
 	if err != nil {
 		return t.fail(fmt.Errorf("sqlite: put head %s: %w", st.ExecutionID, err))
 	}
-	res, err := t.c.execResult(t.ctx, sqlUpdateHead, row.updateArgs()...)
+	res, err := t.execResult(sqlUpdateHead, row.updateArgs()...)
 	if err != nil {
 		return t.fail(writeErr(err, "put head %s", st.ExecutionID))
 	}
@@ -429,7 +442,7 @@ func (t *writeTx) appendEvents(id core.ExecutionId, events []core.ExecutionEvent
 			return t.fail(fmt.Errorf("sqlite: append %s@%d: %w", id, ev.Version, err))
 		}
 		variant, js, ht := eventColumns(ev.Event)
-		if err := t.c.exec(t.ctx, sqlInsertEvent, sid, int64(ev.Version), tsText(ev.CreatedAt), variant, js, ht, string(body)); err != nil {
+		if err := t.exec(sqlInsertEvent, sid, int64(ev.Version), tsText(ev.CreatedAt), variant, js, ht, string(body)); err != nil {
 			return t.fail(writeErr(err, "append %s@%d", id, ev.Version))
 		}
 		if _, ok := ev.Event.(*core.Created); ok && ev.Version == 0 && t.createds != nil {
@@ -463,7 +476,7 @@ func (t *writeTx) AddResponse(id core.ExecutionId, resp core.ResponseWithCursor)
 	if err != nil {
 		return t.fail(fmt.Errorf("sqlite: add response %s#%d: %w", id, resp.Cursor, err))
 	}
-	if err := t.c.exec(t.ctx, sqlInsertResponse, id.String(), int64(resp.Cursor), ev.JoinSetID.String(),
+	if err := t.exec(sqlInsertResponse, id.String(), int64(resp.Cursor), ev.JoinSetID.String(),
 		tsText(resp.Event.CreatedAt), child, delay, success, string(body)); err != nil {
 		return t.fail(writeErr(err, "add response %s#%d", id, resp.Cursor))
 	}
@@ -479,7 +492,7 @@ func (t *writeTx) PutDelay(d core.DelayTimer) error {
 	if d.Paused {
 		paused = 1
 	}
-	if err := t.c.exec(t.ctx, sqlInsertDelay, d.ExecutionID.String(), d.JoinSetID.String(), d.DelayID.String(),
+	if err := t.exec(sqlInsertDelay, d.ExecutionID.String(), d.JoinSetID.String(), d.DelayID.String(),
 		tsText(d.ExpiresAt), paused); err != nil {
 		return t.fail(writeErr(err, "put delay %s", d.DelayID))
 	}
@@ -491,7 +504,7 @@ func (t *writeTx) DeleteDelay(id core.ExecutionId, js core.JoinSetId, delay core
 	if err := t.check(); err != nil {
 		return err
 	}
-	if err := t.c.exec(t.ctx, sqlDeleteDelay, id.String(), js.String(), delay.String()); err != nil {
+	if err := t.exec(sqlDeleteDelay, id.String(), js.String(), delay.String()); err != nil {
 		return t.fail(writeErr(err, "delete delay %s", delay))
 	}
 	return nil
@@ -506,7 +519,7 @@ func (t *writeTx) SetDelayPaused(id core.ExecutionId, js core.JoinSetId, delay c
 	if paused {
 		p = 1
 	}
-	res, err := t.c.execResult(t.ctx, sqlPauseDelay, p, id.String(), js.String(), delay.String())
+	res, err := t.execResult(sqlPauseDelay, p, id.String(), js.String(), delay.String())
 	if err != nil {
 		return t.fail(writeErr(err, "pause delay %s", delay))
 	}

@@ -6,10 +6,13 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"errors"
+	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,14 +154,77 @@ func TestGroupCommit(t *testing.T) {
 		if o := <-dupX; !errors.Is(o.err, core.ErrConflict) {
 			t.Errorf("ignored conflict: err=%v, want ErrConflict from Update", o.err)
 		}
-		if got := b.Stats().Batches - before.Batches; got != 1 {
-			t.Errorf("the five updates ran in %d batches, want 1", got)
+		if got := b.Stats().Sub(before); got.Batches != 1 || got.Transactions != 1 || got.Commits != 2 {
+			t.Errorf("the five updates ran in %d batches, %d transactions, %d commits; want 1, 1 and 2 (x and w)",
+				got.Batches, got.Transactions, got.Commits)
 		}
 		for id, want := range map[core.ExecutionId]bool{x: true, y: false, z: false, w: true} {
 			err := b.View(context.Background(), func(tx store.ReadTx) error { _, err := tx.Head(id); return err })
 			if got := err == nil; got != want {
 				t.Errorf("head %s present=%v, want %v (err %v)", id, got, want, err)
 			}
+		}
+	})
+
+	// Updates from many goroutines that are ready while the writer is busy
+	// (here: blocked by a hook; in production: waiting for the previous
+	// fsync) share one write transaction, hence one fsync.
+	t.Run("ConcurrentUpdatesShareOneTransaction", func(t *testing.T) {
+		b := openInternal(t)
+		const n = 64
+		release := blockWriter(t, b)
+		before := b.Stats()
+		outs := make([]<-chan outcome, n)
+		for i := range outs {
+			id := testID(t)
+			outs[i] = goUpdate(b, context.Background(), func(tx store.Tx) error { return tx.CreateHead(testHead(id), nil) })
+		}
+		release()
+		for i, ch := range outs {
+			if o := <-ch; o.err != nil || o.panic != nil {
+				t.Fatalf("update %d: %+v", i, o)
+			}
+		}
+		got := b.Stats().Sub(before)
+		if got.Commits != n || got.Transactions != 1 {
+			t.Errorf("%d acknowledged commits in %d write transactions, want %d in 1", got.Commits, got.Transactions, n)
+		}
+		if f := got.FsyncsPerCommit(); f != 1.0/n {
+			t.Errorf("fsyncs per commit = %v, want 1/%d", f, n)
+		}
+	})
+
+	// A batch whose fns only read commits no write transaction: nothing is
+	// appended to the write-ahead log, so there is nothing to fsync.
+	t.Run("ReadOnlyUpdatesCommitNothing", func(t *testing.T) {
+		b := openInternal(t)
+		id := testID(t)
+		ctx := context.Background()
+		if err := b.Update(ctx, func(tx store.Tx) error { return tx.CreateHead(testHead(id), nil) }); err != nil {
+			t.Fatal(err)
+		}
+		wal := func() int64 {
+			fi, err := os.Stat(b.path + "-wal")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fi.Size()
+		}
+		before, walBefore := b.Stats(), wal()
+		for range 3 {
+			if err := b.Update(ctx, func(tx store.Tx) error { _, err := tx.Head(id); return err }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := b.Synchronous(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := b.Stats().Sub(before)
+		if got.Batches != 4 || got.Transactions != 0 || got.Commits != 0 {
+			t.Errorf("read-only updates: %d batches, %d transactions, %d commits; want 4, 0, 0", got.Batches, got.Transactions, got.Commits)
+		}
+		if w := wal(); w != walBefore {
+			t.Errorf("read-only updates grew the WAL from %d to %d bytes", walBefore, w)
 		}
 	})
 
@@ -428,5 +494,66 @@ func TestMigrationToV2(t *testing.T) {
 	}
 	if !reflect.DeepEqual(indexes, []string{"idx_state_created_id"}) {
 		t.Fatalf("list indexes after migration: %v", indexes)
+	}
+}
+
+// walCheckpointSeq reads the checkpoint sequence number of the WAL header,
+// which SQLite increments each time it restarts the WAL from its beginning.
+func walCheckpointSeq(t *testing.T, b *Backend) uint32 {
+	t.Helper()
+	f, err := os.Open(b.path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var hdr [16]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		t.Fatal(err)
+	}
+	return binary.BigEndian.Uint32(hdr[12:])
+}
+
+// Under a steady stream of commits the background checkpointer never
+// catches up with the writer by itself; the writer must finish its
+// checkpoints so that the WAL restarts instead of growing without bound.
+func TestWALRestartsUnderSteadyWrites(t *testing.T) {
+	b := openInternal(t)
+	ctx := context.Background()
+	if err := b.Update(ctx, func(tx store.Tx) error { return tx.CreateHead(testHead(testID(t)), nil) }); err != nil {
+		t.Fatal(err)
+	}
+	seq0 := walCheckpointSeq(t, b)
+	ids := make(chan core.ExecutionId, 64)
+	go func() {
+		defer close(ids)
+		for range 40 * checkpointEvery * 8 { // a failure limit, not a duration
+			ids <- testID(t)
+		}
+	}()
+	// Eight writers keep the writer busy: it is never idle between batches.
+	var restarted atomic.Bool
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			n := 0
+			for id := range ids {
+				if restarted.Load() {
+					continue // drain
+				}
+				if err := b.Update(ctx, func(tx store.Tx) error { return tx.CreateHead(testHead(id), nil) }); err != nil {
+					t.Error(err)
+					return
+				}
+				if n++; w == 0 && n%16 == 0 && walCheckpointSeq(t, b) != seq0 {
+					restarted.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	st := b.Stats()
+	if walCheckpointSeq(t, b) == seq0 {
+		t.Errorf("the WAL never restarted: %d transactions, %d background checkpoints, %d finished by the writer, WAL up to %d pages",
+			st.Transactions, st.Checkpoints, st.WriterCheckpoints, st.WALPagesMax)
 	}
 }

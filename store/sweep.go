@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -19,53 +21,158 @@ type SweepResult struct {
 	Skipped int `json:"skipped"`
 }
 
+// sweepParallelism bounds how many timers one sweep resolves at once.
+const sweepParallelism = 64
+
 // Sweep runs one pass of the expired-timers watcher (docs/spec/semantics.md §5.2) at `at`,
 // which callers set to now minus a small leeway. It is level-triggered and
 // idempotent: every write is version-guarded or unique per delay, so
 // overlapping, duplicate or late sweeps only produce conflicts that are
 // counted as Skipped. Unexpected errors abort the pass.
+//
+// Timers that touch disjoint executions commute (a timer writes to its
+// execution and, for a finished child, to its parent), so the pass resolves
+// such groups concurrently — up to sweepParallelism at a time — and the timers
+// within a group one after the other, in the order GetExpiredTimers returned
+// them. Concurrent writes let a backend commit many timers together (SQLite
+// then pays one fsync for a whole group commit instead of one per timer).
 func Sweep(ctx context.Context, db core.DbConnection, at core.Timestamp) (SweepResult, error) {
 	var res SweepResult
 	timers, err := db.GetExpiredTimers(ctx, at)
 	if err != nil {
 		return res, err
 	}
+	groups := sweepGroups(timers)
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu         sync.Mutex
+		firstErr   error
+		wg         sync.WaitGroup
+		incomplete atomic.Bool // a timer was left out because ctx ended
+	)
+	sem := make(chan struct{}, sweepParallelism)
+	for _, g := range groups {
+		sem <- struct{}{}
+		if pctx.Err() != nil {
+			<-sem
+			incomplete.Store(true)
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			for _, t := range g {
+				if pctx.Err() != nil {
+					incomplete.Store(true)
+					return
+				}
+				r, err := sweepOne(pctx, db, at, t)
+				mu.Lock()
+				res.ExpiredLocks += r.ExpiredLocks
+				res.ExpiredDelays += r.ExpiredDelays
+				res.Skipped += r.Skipped
+				if err != nil && firstErr == nil {
+					firstErr = err
+					cancel()
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return res, firstErr
+	}
+	if incomplete.Load() {
+		return res, ctx.Err()
+	}
+	return res, nil
+}
+
+// sweepGroups partitions timers into groups touching disjoint executions
+// (union-find over each timer's execution and, for a lock of a derived
+// execution, its parent), each in the original order.
+func sweepGroups(timers []core.ExpiredTimer) [][]core.ExpiredTimer {
+	parent := map[core.ExecutionId]core.ExecutionId{}
+	var find func(core.ExecutionId) core.ExecutionId
+	find = func(id core.ExecutionId) core.ExecutionId {
+		p, ok := parent[id]
+		if !ok || p == id {
+			parent[id] = id
+			return id
+		}
+		r := find(p)
+		parent[id] = r
+		return r
+	}
+	key := func(t core.ExpiredTimer) core.ExecutionId {
+		if t.Delay != nil {
+			return find(t.Delay.ExecutionID)
+		}
+		id := find(t.Lock.ExecutionID)
+		if p, _, ok := t.Lock.ExecutionID.SplitToParts(); ok {
+			if rp := find(p); rp != id {
+				parent[id] = rp
+				id = rp
+			}
+		}
+		return id
+	}
 	for _, t := range timers {
-		if err := ctx.Err(); err != nil {
-			return res, err
+		key(t)
+	}
+	index := map[core.ExecutionId]int{}
+	var groups [][]core.ExpiredTimer
+	for _, t := range timers {
+		k := key(t)
+		i, ok := index[k]
+		if !ok {
+			i = len(groups)
+			index[k] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], t)
+	}
+	return groups
+}
+
+// sweepOne resolves one timer.
+func sweepOne(ctx context.Context, db core.DbConnection, at core.Timestamp, t core.ExpiredTimer) (SweepResult, error) {
+	var res SweepResult
+	switch {
+	case t.Delay != nil:
+		d := t.Delay
+		out, err := db.AppendDelayResponse(ctx, at, d.ExecutionID, d.JoinSetID, d.DelayID, true)
+		switch {
+		case err != nil && (errors.Is(err, core.ErrNotFound) || core.IsNonRetriable(err)):
+			res.Skipped++
+		case err != nil:
+			return res, fmt.Errorf("sweep: delay %s: %w", d.DelayID, err)
+		case out == core.DelayResponseSuccess:
+			res.ExpiredDelays++
+		default:
+			res.Skipped++
+		}
+	case t.Lock != nil:
+		act := core.DecideExpiredLock(*t.Lock, at)
+		var err error
+		if act.RespondToParent != nil {
+			_, err = db.AppendBatchRespondToParent(ctx,
+				core.AppendEventsToExecution{ExecutionID: t.Lock.ExecutionID, Version: act.Version, Batch: []core.AppendRequest{act.Request}},
+				*act.RespondToParent, at)
+		} else {
+			_, err = db.Append(ctx, t.Lock.ExecutionID, act.Version, act.Request)
 		}
 		switch {
-		case t.Delay != nil:
-			d := t.Delay
-			out, err := db.AppendDelayResponse(ctx, at, d.ExecutionID, d.JoinSetID, d.DelayID, true)
-			switch {
-			case err != nil && (errors.Is(err, core.ErrNotFound) || core.IsNonRetriable(err)):
-				res.Skipped++
-			case err != nil:
-				return res, fmt.Errorf("sweep: delay %s: %w", d.DelayID, err)
-			case out == core.DelayResponseSuccess:
-				res.ExpiredDelays++
-			default:
-				res.Skipped++
-			}
-		case t.Lock != nil:
-			act := core.DecideExpiredLock(*t.Lock, at)
-			var err error
-			if act.RespondToParent != nil {
-				_, err = db.AppendBatchRespondToParent(ctx,
-					core.AppendEventsToExecution{ExecutionID: t.Lock.ExecutionID, Version: act.Version, Batch: []core.AppendRequest{act.Request}},
-					*act.RespondToParent, at)
-			} else {
-				_, err = db.Append(ctx, t.Lock.ExecutionID, act.Version, act.Request)
-			}
-			switch {
-			case err == nil || errors.Is(err, core.ErrUnlockedCannotBeAppended):
-				res.ExpiredLocks++
-			case errors.Is(err, core.ErrNotFound) || core.IsNonRetriable(err):
-				res.Skipped++ // the worker made progress or another sweep won
-			default:
-				return res, fmt.Errorf("sweep: lock %s: %w", t.Lock.ExecutionID, err)
-			}
+		case err == nil || errors.Is(err, core.ErrUnlockedCannotBeAppended):
+			res.ExpiredLocks++
+		case errors.Is(err, core.ErrNotFound) || core.IsNonRetriable(err):
+			res.Skipped++ // the worker made progress or another sweep won
+		default:
+			return res, fmt.Errorf("sweep: lock %s: %w", t.Lock.ExecutionID, err)
 		}
 	}
 	return res, nil

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -311,6 +310,8 @@ type roundTripResult struct {
 	LockLatency     latencies `json:"lock_call_latency"`
 	AppendLatency   latencies `json:"append_latency"`
 	LockCalls       int64     `json:"lock_calls"`
+	// Cost covers the whole run (submit, lock, finish), per round trip.
+	Cost            benchCost `json:"cost"`
 	TargetPerSecond float64   `json:"target_per_second"`
 	Pass            bool      `json:"pass"`
 }
@@ -426,14 +427,17 @@ func benchRoundTrip(ctx context.Context, e *Env, o *benchOptions) (any, error) {
 		return nil, err
 	}
 	rt := &httpRoundTrips{c: o.cf.client(), run: run, ffqn: run.ffqn("roundtrip")}
+	meter := startCost(ctx, rt.c)
 	res, err := runRoundTrips(ctx, rt, o.executions, o.workers, o.batch)
 	if err != nil {
 		return nil, err
 	}
+	res.Cost = meter.stop(ctx, o.executions)
 	res.Name, res.TargetPerSecond = "roundtrip (HTTP)", targetRoundTripsHTTP
 	res.Pass = res.PerSecond >= targetRoundTripsHTTP && res.Latency.P99ms <= ms(targetRoundTripP99)
 	if !o.asJSON {
 		printRoundTrip(e.Stdout, res, targetRoundTripP99)
+		printCost(e.Stdout, res.Cost, "round trip")
 	}
 	return res, nil
 }
@@ -471,6 +475,20 @@ func (m *embeddedRoundTrips) finish(ctx context.Context, ref lockedRef) error {
 	return err
 }
 
+// openBenchStore opens the embedded benchmark's store in dir and checks that
+// the durability asked for is the one in force on the writer connection.
+func openBenchStore(ctx context.Context, dir string, d sqlite.Durability) (*sqlite.Backend, error) {
+	b, err := sqlite.Open(filepath.Join(dir, "bench.db"), sqlite.Options{Durability: d})
+	if err != nil {
+		return nil, err
+	}
+	if got, err := durabilityInForce(ctx, b); err != nil || got != d {
+		_ = b.Close()
+		return nil, fmt.Errorf("bench store runs at durability %v (%v), want %v", got, err, d)
+	}
+	return b, nil
+}
+
 func benchEmbedded() *command {
 	return &command{
 		name: "embedded", summary: "activity round trips in-process on store.Service + SQLite (no HTTP)", maxArgs: 0,
@@ -482,8 +500,12 @@ func benchEmbedded() *command {
 			workers := fs.Int("workers", 8, "worker goroutines")
 			batch := fs.Int("batch", 10, "lock batch size")
 			dataDir := fs.String("data-dir", "", "directory of the SQLite file (default: a temporary one, removed after)")
-			sync := fs.String("synchronous", "NORMAL", "SQLite PRAGMA synchronous: NORMAL or FULL")
+			durability := fs.String("durability", sqlite.DurabilityFsyncName, durabilityUsage)
 			return func(ctx context.Context, _ []string) error {
+				d, err := sqlite.ParseDurability(*durability)
+				if err != nil {
+					return usagef("--durability: %v", err)
+				}
 				dir := *dataDir
 				if dir == "" {
 					tmp, err := os.MkdirTemp("", "stela-bench-")
@@ -495,7 +517,7 @@ func benchEmbedded() *command {
 				} else if err := os.MkdirAll(dir, 0o755); err != nil {
 					return err
 				}
-				backend, err := sqlite.Open(filepath.Join(dir, "bench.db"), sqlite.Options{Synchronous: *sync})
+				backend, err := openBenchStore(ctx, dir, d)
 				if err != nil {
 					return err
 				}
@@ -505,11 +527,13 @@ func benchEmbedded() *command {
 				if err != nil {
 					return err
 				}
+				meter := startLocalCost(backend, d.String())
 				res, err := runRoundTrips(ctx, &embeddedRoundTrips{svc: svc, run: run, ffqn: run.ffqn("embedded")}, *n, *workers, *batch)
 				if err != nil {
 					return err
 				}
-				res.Name = "embedded (store.Service + SQLite, synchronous=" + strings.ToUpper(*sync) + ")"
+				res.Cost = meter.stop(ctx, *n)
+				res.Name = "embedded (store.Service + SQLite, durability " + d.String() + ")"
 				res.TargetPerSecond = targetRoundTripsEmbedded
 				res.Pass = res.PerSecond >= targetRoundTripsEmbedded
 				if *asJSON {
@@ -517,6 +541,7 @@ func benchEmbedded() *command {
 					fmt.Fprintln(e.Stdout, string(b))
 				} else {
 					printRoundTrip(e.Stdout, res, 0)
+					printCost(e.Stdout, res.Cost, "round trip")
 				}
 				return nil
 			}
@@ -534,8 +559,10 @@ type fanOutResult struct {
 	Iterations     int       `json:"iterations"`
 	Workers        int       `json:"workers"`
 	Latency        latencies `json:"latency"`
-	TargetP50      float64   `json:"target_p50_ms"`
-	Pass           bool      `json:"pass"`
+	// Cost covers the counted iterations, per execution (parent or child).
+	Cost      benchCost `json:"cost"`
+	TargetP50 float64   `json:"target_p50_ms"`
+	Pass      bool      `json:"pass"`
 }
 
 func benchFanOut(ctx context.Context, e *Env, o *benchOptions) (any, error) {
@@ -577,7 +604,11 @@ func benchFanOut(ctx context.Context, e *Env, o *benchOptions) (any, error) {
 	}
 	var lat []time.Duration
 	parentLocks := 0
+	var meter *costMeter
 	for i := range o.iterations + 1 { // the first iteration warms up and is not counted
+		if i == 1 {
+			meter = startCost(ctx, c)
+		}
 		d, locks, err := fanOutOnce(ctx, c, run, parentF, childF, o.children)
 		parentLocks += locks
 		if err != nil {
@@ -589,11 +620,15 @@ func benchFanOut(ctx context.Context, e *Env, o *benchOptions) (any, error) {
 			lat = append(lat, d)
 		}
 	}
+	var cost benchCost
+	if meter != nil {
+		cost = meter.stop(ctx, o.iterations*(o.children+1))
+	}
 	cancel()
 	if err := children.Wait(); err != nil {
 		return nil, err
 	}
-	res := fanOutResult{Children: o.children, Iterations: o.iterations, Workers: o.workers, Latency: summarize(lat),
+	res := fanOutResult{Cost: cost, Children: o.children, Iterations: o.iterations, Workers: o.workers, Latency: summarize(lat),
 		TargetP50: ms(targetFanOutP50), ParentLocks: float64(parentLocks) / float64(o.iterations+1), ChildLockCalls: childLocks.Load()}
 	res.Pass = res.Latency.P50ms <= res.TargetP50
 	if !o.asJSON {
@@ -602,6 +637,7 @@ func benchFanOut(ctx context.Context, e *Env, o *benchOptions) (any, error) {
 		fmt.Fprintf(e.Stdout, "  latency p50 %.1fms  p99 %.1fms  max %.1fms   parent locks/iteration %.1f  child lock calls %d   [target p50 ≤%dms: %s]\n",
 			res.Latency.P50ms, res.Latency.P99ms, res.Latency.Maxms, res.ParentLocks, res.ChildLockCalls,
 			targetFanOutP50.Milliseconds(), verdict(res.Pass))
+		printCost(e.Stdout, res.Cost, "execution")
 	}
 	return res, nil
 }
@@ -729,8 +765,10 @@ type delaysResult struct {
 	DelayMs    float64   `json:"delay_ms"`
 	Latency    latencies `json:"latency"`
 	OverTarget int       `json:"over_target"`
-	TargetMax  float64   `json:"target_max_ms"`
-	Pass       bool      `json:"pass"`
+	// Cost covers the whole run (submit, lock, request, fire, answer), per delay.
+	Cost      benchCost `json:"cost"`
+	TargetMax float64   `json:"target_max_ms"`
+	Pass      bool      `json:"pass"`
 }
 
 func benchDelays(ctx context.Context, e *Env, o *benchOptions) (any, error) {
@@ -743,6 +781,7 @@ func benchDelays(ctx context.Context, e *Env, o *benchOptions) (any, error) {
 		return nil, err
 	}
 	f := run.ffqn("delays")
+	meter := startCost(ctx, c)
 	const setupWorkers = 8
 	ids := make([]core.ExecutionId, o.delays)
 	if err := forEach(ctx, o.delays, setupWorkers, func(ctx context.Context, i int) error {
@@ -809,7 +848,7 @@ func benchDelays(ctx context.Context, e *Env, o *benchOptions) (any, error) {
 		return nil, err
 	}
 	all := lat.all()
-	res := delaysResult{Delays: len(all), DelayMs: ms(o.delay), Latency: summarize(all), TargetMax: ms(targetDelayMax)}
+	res := delaysResult{Cost: meter.stop(ctx, o.delays), Delays: len(all), DelayMs: ms(o.delay), Latency: summarize(all), TargetMax: ms(targetDelayMax)}
 	for _, d := range all {
 		if d > targetDelayMax {
 			res.OverTarget++
@@ -821,6 +860,7 @@ func benchDelays(ctx context.Context, e *Env, o *benchOptions) (any, error) {
 		fmt.Fprintf(e.Stdout, "  latency p50 %.0fms  p99 %.0fms  max %.0fms   over %dms: %d   [target max ≤%dms: %s]\n",
 			res.Latency.P50ms, res.Latency.P99ms, res.Latency.Maxms, targetDelayMax.Milliseconds(), res.OverTarget,
 			targetDelayMax.Milliseconds(), verdict(res.Pass))
+		printCost(e.Stdout, res.Cost, "delay")
 	}
 	return res, nil
 }

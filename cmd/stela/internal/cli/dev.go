@@ -47,8 +47,14 @@ const (
 
 type devOptions struct {
 	dataDir, addr, token, backend, logLevel string
+	durability                              string
 	timersInterval                          time.Duration
 }
+
+// durabilityUsage documents --durability (stela dev and stela bench embedded).
+const durabilityUsage = "embedded store: " + sqlite.DurabilityFsyncName + " (every acknowledged write is fsynced first and survives\n" +
+	"an OS crash or power loss) or " + sqlite.DurabilityOSCrashUnsafeName + " (faster: a crash of the process loses\n" +
+	"nothing, but an OS crash or power loss may lose the last acknowledged writes)"
 
 func devCommand() *command {
 	return &command{
@@ -60,6 +66,8 @@ func devCommand() *command {
 			"set, that S3 bucket as CAS; AWS credentials, region and endpoints come from the usual AWS_*\n" +
 			"variables. Timers (delays, expired locks, cancellations) run in-process every\n" +
 			"--timers-interval. SIGINT/SIGTERM stop it gracefully.\n\n" +
+			"The embedded store fsyncs every acknowledged write before answering (--durability fsync,\n" +
+			"shared by the writes committed together); --durability os-crash-unsafe skips the fsync.\n\n" +
 			"Example:\n  stela dev --data-dir ./.stela --addr 127.0.0.1:8080",
 		flags: func(fs *flag.FlagSet, e *Env) func(context.Context, []string) error {
 			o := &devOptions{}
@@ -69,6 +77,7 @@ func devCommand() *command {
 			fs.StringVar(&o.backend, "backend", backendAuto, "store: auto, embedded (SQLite) or dynamo (DynamoDB + S3)")
 			fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr)")
 			fs.DurationVar(&o.timersInterval, "timers-interval", timers.DefaultInterval, "how often timers are swept")
+			fs.StringVar(&o.durability, "durability", sqlite.DurabilityFsyncName, durabilityUsage)
 			return func(ctx context.Context, _ []string) error { return runDev(ctx, e, o) }
 		},
 	}
@@ -79,6 +88,10 @@ type devStack struct {
 	svc      *store.Service
 	cas      core.Cas
 	describe []string // banner lines: where the data lives
+	// sqlite is the embedded store (nil on DynamoDB), durability its mode
+	// as read back from the writer connection.
+	sqlite     *sqlite.Backend
+	durability string
 }
 
 func runDev(ctx context.Context, e *Env, o *devOptions) error {
@@ -104,12 +117,18 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 	default:
 		return usagef("invalid --backend %q: want auto, embedded or dynamo", o.backend)
 	}
+	durability, err := sqlite.ParseDurability(o.durability)
+	if err != nil {
+		return usagef("--durability: %v", err)
+	}
+	if mode == backendDynamo && durability != sqlite.DurabilityFsync {
+		return usagef("--durability %s applies to the embedded store only (DynamoDB commits are always durable)", o.durability)
+	}
 	var st *devStack
-	var err error
 	if mode == backendDynamo {
 		st, err = openDynamo(ctx, e, o, logger)
 	} else {
-		st, err = openEmbedded(o, logger)
+		st, err = openEmbedded(ctx, o, durability, logger)
 	}
 	if err != nil {
 		return err
@@ -137,7 +156,7 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 	ln = httpapi.JSONErrorsListener(ln)
 	baseCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: withDevStats(handler, auth, st, mode), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return baseCtx },
 		ErrorLog:    slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 
@@ -185,7 +204,7 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 	return nil
 }
 
-func openEmbedded(o *devOptions, logger *slog.Logger) (*devStack, error) {
+func openEmbedded(ctx context.Context, o *devOptions, durability sqlite.Durability, logger *slog.Logger) (*devStack, error) {
 	dir, err := filepath.Abs(o.dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
@@ -194,9 +213,14 @@ func openEmbedded(o *devOptions, logger *slog.Logger) (*devStack, error) {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	dbPath := filepath.Join(dir, "stela.db")
-	backend, err := sqlite.Open(dbPath, sqlite.Options{Logger: logger})
+	backend, err := sqlite.Open(dbPath, sqlite.Options{Logger: logger, Durability: durability})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dbPath, err)
+	}
+	inForce, err := durabilityInForce(ctx, backend)
+	if err != nil {
+		_ = backend.Close()
+		return nil, err
 	}
 	blobs := filepath.Join(dir, "blobs")
 	c, err := cas.NewDir(blobs)
@@ -209,9 +233,35 @@ func openEmbedded(o *devOptions, logger *slog.Logger) (*devStack, error) {
 		cas: c,
 		describe: []string{
 			"store:  embedded SQLite " + dbPath,
+			"        durability " + describeDurability(inForce),
 			"blobs:  " + blobs,
 		},
+		sqlite:     backend,
+		durability: inForce.String(),
 	}, nil
+}
+
+// durabilityInForce reads the durability mode back from the store's writer
+// connection (PRAGMA synchronous), so that what is reported is what runs.
+func durabilityInForce(ctx context.Context, b *sqlite.Backend) (sqlite.Durability, error) {
+	v, err := b.Synchronous(ctx)
+	if err != nil {
+		return 0, err
+	}
+	switch v {
+	case 2, 3: // FULL, EXTRA
+		return sqlite.DurabilityFsync, nil
+	case 1: // NORMAL
+		return sqlite.DurabilityOSCrashUnsafe, nil
+	}
+	return 0, fmt.Errorf("sqlite store runs at PRAGMA synchronous=%d, which no durability mode uses", v)
+}
+
+func describeDurability(d sqlite.Durability) string {
+	if d == sqlite.DurabilityFsync {
+		return d.String() + ": every acknowledged write is fsynced (synchronous=FULL)"
+	}
+	return d.String() + ": an OS crash or power loss may lose the last acknowledged writes (synchronous=NORMAL)"
 }
 
 func openDynamo(ctx context.Context, e *Env, o *devOptions, logger *slog.Logger) (*devStack, error) {
