@@ -201,6 +201,7 @@ func schemas() map[string]any {
 		"run_id":          str("Run_<ULID>"),
 		"lock_expires_at": str("RFC 3339"),
 		"retry_config":    ref("RetryConfig"),
+		"skip_history":    boolean("answer with empty event_history and responses (read them with the history route)"),
 	}
 	lockReq := []string{"component_id", "deployment_id", "executor_id", "run_id", "lock_expires_at", "retry_config"}
 	with := func(base map[string]any, extra map[string]any) map[string]any {
@@ -363,6 +364,9 @@ func schemas() map[string]any {
 				"next_version": integer(""), "pending_state": ref("PendingState"), "component_digest": str(""),
 				"component_type": str(""), "deployment_id": str(""),
 			}),
+		"HistoryDelta": obj([]string{"events", "responses", "next_version"}, map[string]any{
+			"events": arr(ref("HistoryEventWithVersion")), "responses": arr(ref("ResponseWithCursor")), "next_version": integer(""),
+		}),
 		"Responses":      obj([]string{"responses"}, map[string]any{"responses": arr(ref("ResponseWithCursor"))}),
 		"AppendLogsBody": closed(obj([]string{"logs"}, map[string]any{"logs": arr(ref("LogRow"))})),
 		"LogRow": obj([]string{"execution_id", "run_id", "created_at", "type"}, map[string]any{

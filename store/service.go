@@ -398,21 +398,56 @@ func (s *Service) lockIn(t *txn, req core.LockRequest, id core.ExecutionId, vers
 	if !ok {
 		return core.LockedExecution{}, fmt.Errorf("execution log of %s must start with Created", id)
 	}
+	le := core.LockedExecution{
+		ExecutionID: id, NextVersion: res.NextVersion, Metadata: c.Metadata,
+		ComponentDigest: res.State.ComponentDigest, LockedEvent: *locked, FFQN: c.FFQN, Params: c.Params,
+		Parent: c.Parent, IntermittentEventCount: res.State.IntermittentEventCount,
+	}
+	if req.SkipHistory {
+		return le, nil
+	}
 	history, err := t.tx.Events(id, 1, version)
 	if err != nil {
 		return core.LockedExecution{}, err
 	}
 	h := t.heads[id]
-	responses, err := t.tx.Responses(id, 1, h.MaxCursor+1)
-	if err != nil {
+	if le.Responses, err = t.tx.Responses(id, 1, h.MaxCursor+1); err != nil {
 		return core.LockedExecution{}, err
 	}
-	return core.LockedExecution{
-		ExecutionID: id, NextVersion: res.NextVersion, Metadata: c.Metadata,
-		ComponentDigest: res.State.ComponentDigest, LockedEvent: *locked, FFQN: c.FFQN, Params: c.Params,
-		EventHistory: core.EventHistoryOf(history), Responses: responses, Parent: c.Parent,
-		IntermittentEventCount: res.State.IntermittentEventCount,
-	}, nil
+	le.EventHistory = core.EventHistoryOf(history)
+	return le, nil
+}
+
+// ReadHistory returns, in one consistent read, the history events of id with
+// version >= fromVersion, its responses with cursor > afterCursor and its next
+// version: what a worker that locked with core.LockRequest.SkipHistory and
+// holds the history below fromVersion lacks. core.ErrNotFound for an unknown
+// execution.
+func (s *Service) ReadHistory(ctx context.Context, id core.ExecutionId, fromVersion core.Version, afterCursor core.ResponseCursor) (core.HistoryDelta, error) {
+	out := core.HistoryDelta{Events: []core.HistoryEventWithVersion{}, Responses: []core.ResponseWithCursor{}}
+	err := s.view(ctx, func(tx ReadTx) error {
+		h, err := tx.Head(id)
+		if err != nil {
+			return err
+		}
+		out.NextVersion = h.NextVersion()
+		if fromVersion <= h.Version {
+			events, err := tx.Events(id, fromVersion, h.Version+1)
+			if err != nil {
+				return err
+			}
+			if hist := core.EventHistoryOf(events); hist != nil {
+				out.Events = hist
+			}
+		}
+		if afterCursor < h.MaxCursor {
+			if out.Responses, err = tx.Responses(id, afterCursor+1, h.MaxCursor+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
 }
 
 // LockOne implements core.DbExecutor.
