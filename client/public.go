@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -64,12 +65,18 @@ func (c *Client) GenerateExecutionID(ctx context.Context) (core.ExecutionId, err
 
 // Result returns the untyped result of a finished execution as the public
 // route renders it (Obelisk's RetVal: {"ok": v}, {"err": v} or
-// {"execution_failed": {…}}); an unfinished execution is ErrNotFinished.
+// {"execution_failed": {…}}, compacted); an unfinished execution is ErrNotFinished.
 // WaitForFinishedResult returns the typed core.ReturnValue instead.
 func (c *Client) Result(ctx context.Context, id core.ExecutionId) (json.RawMessage, error) {
 	var out json.RawMessage
-	err := c.get(ctx, ExecPath(id.String(), ""), nil, &out)
-	return out, err
+	if err := c.get(ctx, ExecPath(id.String(), ""), nil, &out); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, out); err != nil {
+		return nil, fmt.Errorf("client: result of %s: %w", id, err)
+	}
+	return b.Bytes(), nil
 }
 
 // --- listings -------------------------------------------------------------------------------
