@@ -77,6 +77,8 @@ type txn struct {
 	created map[core.ExecutionId]bool
 	dirty   []core.ExecutionId
 	notes   []note
+	// timers records delays written and answered, for TimerWatch.
+	timers []timerNote
 }
 
 func newTxn(tx Tx) *txn {
@@ -128,6 +130,7 @@ func (t *txn) flush() error {
 // update runs fn in a backend transaction with head caching and notifications.
 func (s *Service) update(ctx context.Context, fn func(t *txn) error) error {
 	var notes []note
+	var timers []timerNote
 	err := s.b.Update(ctx, func(tx Tx) error {
 		t := newTxn(tx)
 		if err := fn(t); err != nil {
@@ -136,13 +139,21 @@ func (s *Service) update(ctx context.Context, fn func(t *txn) error) error {
 		if err := t.flush(); err != nil {
 			return err
 		}
-		notes = t.notes
+		notes, timers = t.notes, t.timers
+		if s.hub.watchingTimers() {
+			for id := range t.heads {
+				if t.created[id] || t.isDirty(id) {
+					timers = append(timers, lockTimerNote(t.heads[id]))
+				}
+			}
+		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	s.hub.emit(notes)
+	s.hub.emitTimers(timers)
 	return nil
 }
 
@@ -200,6 +211,9 @@ func (s *Service) appendIn(t *txn, id core.ExecutionId, version core.Version, ba
 		if err := t.tx.PutDelay(d); err != nil {
 			return core.AppendResult{}, err
 		}
+		if !d.Paused {
+			t.timers = append(t.timers, timerNote{key: delayTimerKey(d.DelayID), at: d.ExpiresAt})
+		}
 	}
 	t.setHead(res.State)
 	t.notes = append(t.notes, stateNotes(&res.State, currentTime)...)
@@ -224,6 +238,7 @@ func (s *Service) respondIn(t *txn, id core.ExecutionId, createdAt core.Timestam
 		if err := t.tx.DeleteDelay(id, ev.JoinSetID, d.DelayID); err != nil {
 			return err
 		}
+		t.timers = append(t.timers, timerNote{key: delayTimerKey(d.DelayID), clear: true})
 	}
 	t.setHead(st)
 	t.notes = append(t.notes, note{kind: noteResponse, key: id.String()})

@@ -181,3 +181,97 @@ func TestReadHistoryAndSkipHistory(t *testing.T) {
 		t.Fatalf("full lock: %d events, %d responses; ReadHistory: %d, %d", len(le.EventHistory), len(le.Responses), len(all.Events), len(all.Responses))
 	}
 }
+
+// TestTimerWatch: the watch follows delays and locks written through the
+// service — set when written, gone when answered or released — and signals
+// only deadlines earlier than the one last reported.
+func TestTimerWatch(t *testing.T) {
+	ctx := context.Background()
+	t0 := core.UnixEpoch
+	svc := store.New(mem.New(), store.Options{Clock: &fixedClock{t0}})
+	w := svc.WatchTimers()
+	changed := func() bool {
+		select {
+		case <-w.Changed():
+			return true
+		default:
+			return false
+		}
+	}
+	next := func(after core.Timestamp) string {
+		if d, ok := w.Next(after); ok {
+			return d.Sub(t0.Time).String()
+		}
+		return "none"
+	}
+	if got := next(t0); got != "none" || changed() {
+		t.Fatalf("empty watch: next %s", got)
+	}
+	ffqn := mustParse(t, core.ParseFunctionFqn, "ns:pkg/ifc.fn")
+	exr := mustParse(t, core.ParseExecutorId, "Exr_01KBNJ2T3D8W7H3X6Q4M9R5V1A")
+	run := mustParse(t, core.ParseRunId, "Run_01KBNJ2V0P6C4Y8N2B7K3T5W9E")
+	start := func(id string, ct core.ComponentType, expires time.Duration) core.ExecutionId {
+		eid := mustParse(t, core.ParseExecutionId, id)
+		if _, err := svc.Create(ctx, core.CreateRequest{CreatedAt: t0, ExecutionID: eid, FFQN: ffqn, ScheduledAt: t0, ComponentID: core.ComponentId{ComponentType: ct}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.LockOne(ctx, core.LockRequest{CreatedAt: t0, ComponentID: core.ComponentId{ComponentType: ct}, ExecutorID: exr, RunID: run,
+			LockExpiresAt: t0.Add(expires), RetryConfig: core.RetryConfigZero()}, eid, 1); err != nil {
+			t.Fatal(err)
+		}
+		return eid
+	}
+	act := start("E_01KBNHM5FQW81KP5Y3XMNX31K4", core.ComponentTypeActivity, time.Minute)
+	if !changed() || next(t0) != "1m0s" {
+		t.Fatalf("after a lock: next %s", next(t0))
+	}
+	wf := start("E_01KBNHM5FQW81KP5Y3XMNX31K5", core.ComponentTypeWorkflow, time.Hour)
+	if changed() {
+		t.Fatal("a later deadline must not signal")
+	}
+	js := mustParse(t, core.ParseJoinSetId, "o:1-sleep")
+	delay := core.NewDelayId(wf, js, 1)
+	if _, err := svc.AppendBatch(ctx, t0, []core.AppendRequest{
+		{CreatedAt: t0, Event: &core.HistoryEventRequest{Event: &core.JoinSetCreate{JoinSetID: js}}},
+		{CreatedAt: t0, Event: &core.HistoryEventRequest{Event: &core.JoinSetRequestEvent{JoinSetID: js, Request: &core.DelayRequest{DelayID: delay, ExpiresAt: t0.Add(10 * time.Second), ScheduleAt: core.ScheduleAt{Kind: "now"}}}}},
+		{CreatedAt: t0, Event: &core.HistoryEventRequest{Event: &core.JoinNext{JoinSetID: js, RunExpiresAt: t0}}},
+	}, wf, 2); err != nil {
+		t.Fatal(err)
+	}
+	if !changed() || next(t0) != "10s" {
+		t.Fatalf("after a delay: next %s", next(t0))
+	}
+	if got := next(t0.Add(10 * time.Second)); got != "1m0s" {
+		t.Fatalf("a deadline a sweep covered is dropped: next %s", got)
+	}
+	if got := next(t0); got != "1m0s" {
+		t.Fatalf("and stays dropped: next %s", got)
+	}
+	if _, err := svc.Append(ctx, act, 2, core.AppendRequest{CreatedAt: t0, Event: &core.Finished{Retval: core.RetOk(nil)}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(t0); got != "none" {
+		t.Fatalf("after the lock's release (the workflow is blocked, not locked): next %s", got)
+	}
+	// A delay answered before it is due (cancelled) is gone too.
+	delay2 := core.NewDelayId(wf, js, 2)
+	if _, err := svc.AppendBatch(ctx, t0, []core.AppendRequest{
+		{CreatedAt: t0, Event: &core.HistoryEventRequest{Event: &core.JoinSetRequestEvent{JoinSetID: js, Request: &core.DelayRequest{DelayID: delay2, ExpiresAt: t0.Add(20 * time.Second), ScheduleAt: core.ScheduleAt{Kind: "now"}}}}},
+	}, wf, 5); err != nil {
+		t.Fatal(err)
+	}
+	if !changed() || next(t0) != "20s" {
+		t.Fatalf("after a second delay: next %s", next(t0))
+	}
+	if _, err := core.CancelDelay(ctx, svc, delay2, t0); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(t0); got != "none" {
+		t.Fatalf("after the delay's cancellation: next %s", got)
+	}
+	w.Close()
+	start("E_01KBNHM5FQW81KP5Y3XMNX31K6", core.ComponentTypeActivity, time.Second)
+	if changed() || next(t0) != "none" {
+		t.Fatal("a closed watch records nothing")
+	}
+}
