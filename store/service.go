@@ -241,7 +241,7 @@ func (s *Service) respondIn(t *txn, id core.ExecutionId, createdAt core.Timestam
 		t.timers = append(t.timers, timerNote{key: delayTimerKey(d.DelayID), clear: true})
 	}
 	t.setHead(st)
-	t.notes = append(t.notes, note{kind: noteResponse, key: id.String()})
+	t.notes = append(t.notes, note{kind: noteResponse, key: responseKey(id)})
 	if unblocked {
 		t.notes = append(t.notes, stateNotes(&st, currentTime)...)
 	}

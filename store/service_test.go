@@ -275,3 +275,46 @@ func TestTimerWatch(t *testing.T) {
 		t.Fatal("a closed watch records nothing")
 	}
 }
+
+// TestResponseWakesItsSubscriber: a response wakes SubscribeToNextResponses
+// at once through the hub, not at the next poll (here: never, the poll
+// interval being an hour). Regression: responses were announced under the
+// bare execution id while subscribers listened on the response key.
+func TestResponseWakesItsSubscriber(t *testing.T) {
+	ctx := context.Background()
+	t0 := core.UnixEpoch
+	svc := store.New(mem.New(), store.Options{Clock: &fixedClock{t0}, PollInterval: time.Hour})
+	ffqn := mustParse(t, core.ParseFunctionFqn, "ns:pkg/ifc.fn")
+	id := mustParse(t, core.ParseExecutionId, "E_01KBNHM5FQW81KP5Y3XMNX31K4")
+	if _, err := svc.Create(ctx, core.CreateRequest{CreatedAt: t0, ExecutionID: id, FFQN: ffqn, ScheduledAt: t0, ComponentID: core.ComponentId{ComponentType: core.ComponentTypeWorkflow}}); err != nil {
+		t.Fatal(err)
+	}
+	js := mustParse(t, core.ParseJoinSetId, "o:1-sleep")
+	got := make(chan error, 1)
+	subscribed := make(chan struct{})
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		close(subscribed)
+		rs, err := svc.SubscribeToNextResponses(wctx, id, 0)
+		if err == nil && len(rs) != 1 {
+			err = errors.New("want one response")
+		}
+		got <- err
+	}()
+	<-subscribed
+	// Registered already (then woken by the hub) or not yet (then its first
+	// read finds the response): either way it returns without polling.
+	if err := svc.AppendResponse(ctx, t0, id, core.JoinSetResponseEvent{JoinSetID: js,
+		Event: &core.DelayFinished{DelayID: core.NewDelayId(id, js, 1), Result: true}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second): // a failure deadline, not a synchronisation delay
+		t.Fatal("the subscriber was never woken by the response")
+	}
+}
