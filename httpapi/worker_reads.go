@@ -39,33 +39,41 @@ func (j HistoryDeltaJSON) Core() core.HistoryDelta {
 	return core.HistoryDelta{Events: ev, Responses: nonNil(j.Responses), NextVersion: j.NextVersion}
 }
 
-// GET /v1/worker/executions/{execution_id}/history
-func (s *server) workerHistory(c *call) error {
+// execQuery reads the path's execution id and unsigned query parameters
+// (absent: 0).
+func (c *call) execQuery(names ...string) (core.ExecutionId, []uint64, error) {
 	id, err := pathExecutionID(c.r)
 	if err != nil {
-		return err
+		return id, nil, err
 	}
 	q, err := c.query()
 	if err != nil {
-		return err
+		return id, nil, err
 	}
-	from, err := q.optUint("from_version", 32)
+	vals := make([]uint64, len(names))
+	for i, name := range names {
+		bits := 32
+		if name == "wait_ms" {
+			bits = 64
+		}
+		v, err := q.optUint(name, bits)
+		if err != nil {
+			return id, nil, err
+		}
+		if v != nil {
+			vals[i] = *v
+		}
+	}
+	return id, vals, nil
+}
+
+// GET /v1/worker/executions/{execution_id}/history
+func (s *server) workerHistory(c *call) error {
+	id, q, err := c.execQuery("from_version", "after_cursor")
 	if err != nil {
 		return err
 	}
-	after, err := q.optUint("after_cursor", 32)
-	if err != nil {
-		return err
-	}
-	var fromVersion core.Version
-	if from != nil {
-		fromVersion = core.Version(*from)
-	}
-	var afterCursor core.ResponseCursor
-	if after != nil {
-		afterCursor = core.ResponseCursor(*after)
-	}
-	d, err := s.db.ReadHistory(c.ctx(), id, fromVersion, afterCursor)
+	d, err := s.db.ReadHistory(c.ctx(), id, core.Version(q[0]), core.ResponseCursor(q[1]))
 	if err != nil {
 		return err
 	}
@@ -88,15 +96,7 @@ func (s *server) workerCreate(c *call) error {
 
 // GET /v1/worker/executions/{execution_id}/result
 func (s *server) workerResult(c *call) error {
-	id, err := pathExecutionID(c.r)
-	if err != nil {
-		return err
-	}
-	q, err := c.query()
-	if err != nil {
-		return err
-	}
-	wait, err := q.optUint("wait_ms", 64)
+	id, q, err := c.execQuery("wait_ms")
 	if err != nil {
 		return err
 	}
@@ -107,8 +107,8 @@ func (s *server) workerResult(c *call) error {
 	if f, ok := ev.Event.(*core.Finished); ok {
 		return c.json(http.StatusOK, f.Retval)
 	}
-	if wait != nil && *wait > 0 {
-		wctx, cancel := context.WithTimeout(c.ctx(), time.Duration(s.clampWait(*wait))*time.Millisecond)
+	if wait := q[0]; wait > 0 {
+		wctx, cancel := context.WithTimeout(c.ctx(), time.Duration(s.clampWait(wait))*time.Millisecond)
 		defer cancel()
 		rv, err := s.db.WaitForFinishedResult(wctx, id)
 		switch {
