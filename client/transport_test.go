@@ -151,7 +151,7 @@ func TestRetries(t *testing.T) {
 	ctx := context.Background()
 	t.Run("GetIsRetriedOn503UntilItSucceeds", func(t *testing.T) {
 		svc := newService(t)
-		f := &faultyHandler{next: httpapi.New(svc, nil, httpapi.Options{Authorizer: httpapi.AllowAll()}), match: "/v1/executions/", status: 503, fail: 2}
+		f := &faultyHandler{next: handlerOf(svc), match: "/v1/executions/", status: 503, fail: 2}
 		c := faultyServer(t, f)
 		id := lockedWorkflow(t, svc)
 		if st, err := c.GetPendingState(ctx, id); err != nil || st.ExecutionID != id {
@@ -171,7 +171,7 @@ func TestRetries(t *testing.T) {
 	})
 	t.Run("LockIsNotRetriedAfterAnAmbiguousFailure", func(t *testing.T) {
 		svc := newService(t)
-		f := &faultyHandler{next: httpapi.New(svc, nil, httpapi.Options{Authorizer: httpapi.AllowAll()}), match: "/v1/worker/lock/", status: 502, fail: 1}
+		f := &faultyHandler{next: handlerOf(svc), match: "/v1/worker/lock/", status: 502, fail: 1}
 		c := faultyServer(t, f)
 		_, err := c.LockPendingByFFQNs(ctx, activityLock(), []core.FunctionFqn{ffqnActivity})
 		if !errors.Is(err, client.ErrUnavailable) || f.hits.Load() != 1 {
@@ -180,7 +180,7 @@ func TestRetries(t *testing.T) {
 	})
 	t.Run("TooManyRequestsIsRetriedEvenForALock", func(t *testing.T) {
 		svc := newService(t)
-		f := &faultyHandler{next: httpapi.New(svc, nil, httpapi.Options{Authorizer: httpapi.AllowAll()}), match: "/v1/worker/lock/", status: 429, fail: 2}
+		f := &faultyHandler{next: handlerOf(svc), match: "/v1/worker/lock/", status: 429, fail: 2}
 		c := faultyServer(t, f)
 		locked, err := c.LockPendingByFFQNs(ctx, activityLock(), []core.FunctionFqn{ffqnActivity})
 		if err != nil || len(locked) != 0 || f.hits.Load() != 3 {
@@ -189,7 +189,7 @@ func TestRetries(t *testing.T) {
 	})
 	t.Run("ConnectionRefusedIsRetriedEvenForALock", func(t *testing.T) {
 		svc := newService(t)
-		srv := httptest.NewServer(httpapi.New(svc, nil, httpapi.Options{Authorizer: httpapi.AllowAll()}))
+		srv := httptest.NewServer(handlerOf(svc))
 		defer srv.Close()
 		rt := &refusingTransport{next: http.DefaultTransport, refuse: 2}
 		c := newClient(t, srv.URL, fastRetry, client.WithHTTPClient(&http.Client{Transport: rt}))
@@ -202,7 +202,7 @@ func TestRetries(t *testing.T) {
 	})
 	t.Run("CommittedAppendWhoseAnswerWasLostSucceeds", func(t *testing.T) {
 		svc := newService(t)
-		f := &faultyHandler{next: httpapi.New(svc, nil, httpapi.Options{Authorizer: httpapi.AllowAll()}), match: "/v1/worker/append-batch", status: 502, fail: 1, commit: true}
+		f := &faultyHandler{next: handlerOf(svc), match: "/v1/worker/append-batch", status: 502, fail: 1, commit: true}
 		c := faultyServer(t, f)
 		id := lockedWorkflow(t, svc)
 		now := core.TS(time.Now())
@@ -221,7 +221,7 @@ func TestRetries(t *testing.T) {
 		svc := newService(t)
 		id := lockedWorkflow(t, svc)
 		now := core.TS(time.Now())
-		real := httpapi.New(svc, nil, httpapi.Options{Authorizer: httpapi.AllowAll()})
+		real := handlerOf(svc)
 		var lost atomic.Bool
 		c := faultyServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/v1/worker/append" && lost.CompareAndSwap(false, true) {
@@ -240,7 +240,7 @@ func TestRetries(t *testing.T) {
 	})
 	t.Run("CommittedCreateWhoseAnswerWasLostSucceeds", func(t *testing.T) {
 		svc := newService(t)
-		f := &faultyHandler{next: httpapi.New(svc, nil, httpapi.Options{Authorizer: httpapi.AllowAll()}), match: "/v1/worker/create", status: 504, fail: 1, commit: true}
+		f := &faultyHandler{next: handlerOf(svc), match: "/v1/worker/create", status: 504, fail: 1, commit: true}
 		c := faultyServer(t, f)
 		req := createReq(core.TS(time.Now()), newID(t), ffqnActivity, core.ComponentTypeActivity, nil)
 		req.Paused = true
@@ -379,7 +379,7 @@ func TestSigV4(t *testing.T) {
 	ctx := context.Background()
 	creds := aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", SessionToken: "session-token"}
 	svc := newService(t)
-	v := &sigV4Verifier{next: httpapi.New(svc, nil, httpapi.Options{Authorizer: httpapi.AllowAll()}), creds: creds, region: "eu-west-1"}
+	v := &sigV4Verifier{next: handlerOf(svc), creds: creds, region: "eu-west-1"}
 	srv := httptest.NewServer(v)
 	defer srv.Close()
 	provider := credentials.NewStaticCredentialsProvider(creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken)
@@ -474,4 +474,9 @@ func TestLongPolls(t *testing.T) {
 			t.Fatalf("WaitForFinishedResult = %+v, %v", rv, err)
 		}
 	})
+}
+
+// handlerOf is the real handler over svc, without auth.
+func handlerOf(svc core.DbExternalApi) http.Handler {
+	return httpapi.New(svc, nil, httpapi.Options{Authorizer: httpapi.AllowAll()})
 }
