@@ -19,7 +19,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/core"
@@ -375,6 +374,11 @@ func (v *sigV4Verifier) verify(r *http.Request) error {
 	return nil
 }
 
+// static provides fixed credentials.
+func static(c aws.Credentials) aws.CredentialsProvider {
+	return aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) { return c, nil })
+}
+
 func TestSigV4(t *testing.T) {
 	ctx := context.Background()
 	creds := aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", SessionToken: "session-token"}
@@ -382,7 +386,7 @@ func TestSigV4(t *testing.T) {
 	v := &sigV4Verifier{next: handlerOf(svc), creds: creds, region: "eu-west-1"}
 	srv := httptest.NewServer(v)
 	defer srv.Close()
-	provider := credentials.NewStaticCredentialsProvider(creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken)
+	provider := static(creds)
 
 	c := newClient(t, srv.URL, client.WithSigV4(aws.Config{Credentials: provider, Region: "eu-west-1"}, ""))
 	id := lockedWorkflow(t, svc)
@@ -407,7 +411,7 @@ func TestSigV4(t *testing.T) {
 	}
 
 	// The verifier rejects a wrong secret, and retries are signed afresh.
-	wrong := newClient(t, srv.URL, client.WithSigV4Credentials(credentials.NewStaticCredentialsProvider(creds.AccessKeyID, "not-the-secret", creds.SessionToken), "eu-west-1"))
+	wrong := newClient(t, srv.URL, client.WithSigV4Credentials(static(aws.Credentials{AccessKeyID: creds.AccessKeyID, SecretAccessKey: "not-the-secret", SessionToken: creds.SessionToken}), "eu-west-1"))
 	if _, err := wrong.GetPendingState(ctx, id); !errors.Is(err, client.ErrUnauthorized) || client.StatusOf(err) != http.StatusForbidden {
 		t.Fatalf("wrong secret: %v, want 403", err)
 	}
