@@ -169,11 +169,11 @@ func newRequest(method, path string, query url.Values, body any, s safety) (*req
 // Do sends a request with the client's auth and retry policy and returns the
 // answer whatever its status. body is encoded as JSON with core's encoder
 // unless it is nil or []byte; accept is the Accept header ("" sends none).
-// GET, HEAD and PUT are retried as idempotent, other methods only when they
-// certainly were not processed.
+// GET and HEAD are retried as idempotent, other methods only when they
+// certainly were not processed (the typed methods know better).
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body any, accept string) (*Response, error) {
 	s := unsafe
-	if method == http.MethodGet || method == http.MethodHead || method == http.MethodPut {
+	if method == http.MethodGet || method == http.MethodHead {
 		s = idempotent
 	}
 	var r *request

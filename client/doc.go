@@ -56,6 +56,9 @@
 //     returned; otherwise the 409 is returned. Create is resolved the same way
 //     (an existing id whose creation request equals the one sent).
 //
+// Do, the raw escape hatch, retries GET and HEAD as idempotent and other
+// methods only when they were certainly not processed.
+//
 // Not retried after an ambiguous failure, the error is returned: the lock
 // routes (a lock whose answer was lost leaves those executions locked by this
 // executor and run until lock_expires_at, when the timers sweep unlocks
@@ -67,6 +70,6 @@
 // WithToken sends a bearer token (`stela dev --token`, an API Gateway JWT
 // authorizer). WithSigV4 signs every attempt with AWS Signature Version 4 for
 // an IAM-authorised API Gateway (service execute-api), hashing the body;
-// credentials come from an aws.Config (config.LoadDefaultConfig, the SDK's
-// default chain) or any aws.CredentialsProvider.
+// credentials come from the SDK's default chain (WithSigV4DefaultCredentials),
+// an aws.Config or any aws.CredentialsProvider.
 package client

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/config"
 )
 
 // SigV4Service is the signing name of API Gateway's IAM authorization.
@@ -33,6 +34,19 @@ func WithSigV4(cfg aws.Config, region string) Option {
 		region = cfg.Region
 	}
 	return WithSigV4Credentials(cfg.Credentials, region)
+}
+
+// WithSigV4DefaultCredentials is WithSigV4 with the AWS SDK's default
+// credential chain (environment, shared config and credentials files, SSO,
+// web identity, container and instance roles), loaded by New.
+func WithSigV4DefaultCredentials(region string) Option {
+	return func(c *Client) error {
+		cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion(region))
+		if err != nil {
+			return fmt.Errorf("client: load AWS configuration: %w", err)
+		}
+		return WithSigV4(cfg, region)(c)
+	}
 }
 
 // WithSigV4Credentials is WithSigV4 with a credentials provider; it is

@@ -415,6 +415,17 @@ func TestSigV4(t *testing.T) {
 	if _, err := wrong.GetPendingState(ctx, id); !errors.Is(err, client.ErrUnauthorized) || client.StatusOf(err) != http.StatusForbidden {
 		t.Fatalf("wrong secret: %v, want 403", err)
 	}
+	// The SDK's default chain: here, the environment.
+	t.Setenv("AWS_ACCESS_KEY_ID", creds.AccessKeyID)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", creds.SecretAccessKey)
+	t.Setenv("AWS_SESSION_TOKEN", creds.SessionToken)
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	t.Setenv("AWS_PROFILE", "")
+	chain := newClient(t, srv.URL, client.WithSigV4DefaultCredentials("eu-west-1"))
+	if st, err := chain.GetPendingState(ctx, id); err != nil || st.ExecutionID != id {
+		t.Fatalf("default chain: %+v, %v", st, err)
+	}
 	if _, err := client.New(srv.URL, client.WithSigV4(aws.Config{}, "eu-west-1")); err == nil {
 		t.Fatal("SigV4 without credentials must be rejected")
 	}
