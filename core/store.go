@@ -114,6 +114,17 @@ type LockedExecution struct {
 	IntermittentEventCount uint32
 }
 
+// HistoryDelta is the part of an execution's history a worker lacks:
+// what ReadHistory(id, fromVersion, afterCursor) returns, read consistently.
+type HistoryDelta struct {
+	// Events are the history events with version >= fromVersion, ascending.
+	Events []HistoryEventWithVersion
+	// Responses are the responses with cursor > afterCursor, ascending.
+	Responses []ResponseWithCursor
+	// NextVersion is the execution's next version (not advanced once finished).
+	NextVersion Version
+}
+
 // LockRequest carries the parameters shared by every lock method.
 type LockRequest struct {
 	// BatchSize bounds the number of executions locked (lock_pending_* only).
@@ -127,6 +138,11 @@ type LockRequest struct {
 	RunID             RunId
 	LockExpiresAt     Timestamp
 	RetryConfig       ComponentRetryConfig
+	// SkipHistory, when true, leaves LockedExecution.EventHistory and
+	// Responses empty; everything else is filled. A worker that keeps the
+	// history it has seen asks for what it lacks with ReadHistory instead of
+	// receiving the whole history with every lock.
+	SkipHistory bool
 }
 
 // ValidateExpiry rejects a request whose lock would expire at or before its
@@ -761,6 +777,11 @@ type DbConnection interface {
 	AppendLog(ctx context.Context, row LogInfoAppendRow) error
 	// AppendLogBatch stores log rows; fire-and-forget.
 	AppendLogBatch(ctx context.Context, rows []LogInfoAppendRow) error
+	// ReadHistory (a Stela extension) returns, in one consistent read, the
+	// history events with version >= fromVersion, the responses with cursor >
+	// afterCursor and the next version; ErrNotFound. Workers that lock with
+	// LockRequest.SkipHistory read only what they lack with it.
+	ReadHistory(ctx context.Context, id ExecutionId, fromVersion Version, afterCursor ResponseCursor) (HistoryDelta, error)
 }
 
 // DeploymentStore holds deployments and component metadata (part of DbExternalApi).

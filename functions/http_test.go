@@ -1,6 +1,7 @@
 package functions_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -105,7 +106,10 @@ func TestWorkerFunctions(t *testing.T) {
 
 	t.Run("LockFunctionLocksThePendingExecution", func(t *testing.T) {
 		resp := lambdatest.MustInvokeHTTP(t, ctx, lock.Handle, "lock/testdata/lock-pending-by-ffqns.json")
-		if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Body, `"next_version": 2`) {
+		var locked []struct {
+			NextVersion int `json:"next_version"`
+		}
+		if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(resp.Body), &locked) != nil || len(locked) != 1 || locked[0].NextVersion != 2 {
 			t.Fatalf("lock: %d %s", resp.StatusCode, resp.Body)
 		}
 	})
@@ -123,7 +127,10 @@ func TestWorkerFunctions(t *testing.T) {
 	})
 	t.Run("AppendFunctionFinishesTheLockedExecution", func(t *testing.T) {
 		resp := lambdatest.MustInvokeHTTP(t, ctx, appendFn.Handle, "append/testdata/append-finished.json")
-		if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Body, `"next_version": 2`) {
+		var next struct {
+			NextVersion int `json:"next_version"`
+		}
+		if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(resp.Body), &next) != nil || next.NextVersion != 2 {
 			t.Fatalf("append: %d %s", resp.StatusCode, resp.Body)
 		}
 		st, err := svc.GetPendingState(ctx, mustID(t, "E_01KBNHM5FQW81KP5Y3XMNX31K4"))

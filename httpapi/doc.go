@@ -12,8 +12,10 @@
 //
 // # Representations
 //
-// JSON bodies are pretty-printed with core.MarshalJSONIndent (serde's
-// to_string_pretty). Routes negotiate Accept between application/json and
+// JSON bodies of the public routes are pretty-printed with
+// core.MarshalJSONIndent (serde's to_string_pretty, as Obelisk's API); the
+// worker routes answer compact JSON (core.MarshalJSON), which only programs
+// read. Routes negotiate Accept between application/json and
 // text/plain; a missing Accept or */* gives the route's default (text for
 // /v1/execution-id, /v1/deployment-id and …/backtrace/source, JSON
 // elsewhere); an Accept naming neither gives 406. The retval, stub and
@@ -100,7 +102,12 @@
 // using core's JSON (LockPendingBody, AppendBatchBody, … in worker.go are the
 // contract). Server-owned times (created_at, current_time) default to the
 // handler clock. Batches are capped (MaxLockBatch, MaxAppendBatch, …), and
-// wait_ms long polls are clamped to FollowWait.
+// wait_ms long polls are clamped to FollowWait. A lock with skip_history
+// answers without the history and responses, which the history route
+// (ReadHistory) returns from a version and after a cursor; the create and
+// result routes serve core's Create and WaitForFinishedResult. Package client
+// is the Go client of all of it, with core.DbConnection's method names. The
+// OpenAPI document types every body and answer (openapi_types.go).
 //
 // # Logs
 //

@@ -187,20 +187,27 @@ func desc(d string, s map[string]any) map[string]any {
 	return s
 }
 
-// schemas returns components.schemas: the top-level bodies exactly, nested
-// core types as documented objects.
+// schemas returns components.schemas: the routes' bodies and answers, and
+// core's wire types (coreSchemas), all typed.
 func schemas() map[string]any {
 	str := func(d string) map[string]any { return typ("string", d) }
 	integer := func(d string) map[string]any { return typ("integer", d) }
+	uint := func(d string) map[string]any {
+		m := typ("integer", d)
+		m["minimum"] = 0
+		return m
+	}
 	boolean := func(d string) map[string]any { return typ("boolean", d) }
+	ts := ref("Timestamp")
 	lockParams := map[string]any{
-		"created_at":      str("RFC 3339; default: server clock"),
+		"created_at":      desc("default: server clock", ref("Timestamp")),
 		"component_id":    ref("ComponentId"),
-		"deployment_id":   str("Dep_<ULID>"),
-		"executor_id":     str("Exr_<ULID>"),
-		"run_id":          str("Run_<ULID>"),
-		"lock_expires_at": str("RFC 3339"),
+		"deployment_id":   ref("DeploymentId"),
+		"executor_id":     ref("ExecutorId"),
+		"run_id":          ref("RunId"),
+		"lock_expires_at": ts,
 		"retry_config":    ref("RetryConfig"),
+		"skip_history":    boolean("answer with empty event_history and responses (read them with the history route)"),
 	}
 	lockReq := []string{"component_id", "deployment_id", "executor_id", "run_id", "lock_expires_at", "retry_config"}
 	with := func(base map[string]any, extra map[string]any) map[string]any {
@@ -213,168 +220,144 @@ func schemas() map[string]any {
 		}
 		return out
 	}
+	batch := desc("events, at most 90 per request (with create-children: events + children)", arr(ref("AppendRequest")))
 	batchProps := map[string]any{
-		"current_time": str("RFC 3339; default: server clock"),
-		"batch":        arr(ref("AppendRequest")),
-		"execution_id": str("execution id"),
-		"version":      integer("version to append at"),
+		"current_time": desc("default: server clock", ref("Timestamp")),
+		"batch":        batch,
+		"execution_id": ref("ExecutionId"),
+		"version":      desc("the version to append at (the fencing token)", ref("Version")),
 	}
-	closed := func(s map[string]any) map[string]any {
-		s["additionalProperties"] = false
-		return s
-	}
-	return map[string]any{
+	fileRecord := closedObj([]string{"path", "digest", "size"}, map[string]any{"path": str(""), "digest": ref("Digest"), "size": uint("")})
+	out := map[string]any{
 		"OpenAPI":         typ("object", "an OpenAPI 3.1 document"),
-		"Err":             obj([]string{"err"}, map[string]any{"err": str("error message")}),
-		"Ok":              obj([]string{"ok"}, map[string]any{"ok": str("success message or execution id")}),
-		"ExecutionId":     str("E_<ULID> (text/plain: bare; JSON: a string)"),
-		"DeploymentId":    str("Dep_<ULID> (text/plain: bare; JSON: a string)"),
-		"ExecutionIdList": arr(str("execution id")),
-		"ComponentId": obj([]string{"component_type", "name", "component_digest"}, map[string]any{
-			"component_type":   map[string]any{"type": "string", "enum": []string{"activity", "activity_stub", "workflow", "webhook_endpoint", "cron"}},
-			"name":             str(""),
-			"component_digest": str("sha256:<hex>"),
-		}),
-		"RetryConfig": obj([]string{"retry_exp_backoff"}, map[string]any{
-			"max_retries":       nullable(integer("null = retry forever")),
-			"retry_exp_backoff": ref("Duration"),
-		}),
-		"Duration": obj([]string{"secs", "nanos"}, map[string]any{"secs": integer(""), "nanos": integer("")}),
-		"PendingState": desc("internally tagged by status: locked, pending_at, blocked_by_join_set, paused, cancelling, finished",
-			obj([]string{"status"}, map[string]any{"status": map[string]any{"type": "string",
-				"enum": []string{"locked", "pending_at", "blocked_by_join_set", "paused", "cancelling", "finished"}}})),
-		"ExecutionWithState": obj([]string{"execution_id", "ffqn", "pending_state", "created_at", "first_scheduled_at", "component_digest", "component_type", "deployment_id"},
+		"Err":             closedObj([]string{"err"}, map[string]any{"err": str("error message")}),
+		"Ok":              closedObj([]string{"ok"}, map[string]any{"ok": str("success message or execution id")}),
+		"ExecutionIdList": arr(ref("ExecutionId")),
+		"ExecutionWithState": closedObj([]string{"execution_id", "ffqn", "pending_state", "created_at", "first_scheduled_at", "component_digest", "component_type", "deployment_id"},
 			map[string]any{
-				"execution_id": str(""), "ffqn": str(""), "pending_state": ref("PendingState"), "created_at": str("RFC 3339"),
-				"first_scheduled_at": str("RFC 3339"), "component_digest": str(""), "component_type": str(""), "deployment_id": str(""),
+				"execution_id": ref("ExecutionId"), "ffqn": ref("FunctionFqn"), "pending_state": ref("PendingState"), "created_at": ts,
+				"first_scheduled_at": ts, "component_digest": ref("Digest"), "component_type": str(""), "deployment_id": ref("DeploymentId"),
 			}),
 		"ExecutionWithStateList": arr(ref("ExecutionWithState")),
-		"SubmitRequest": closed(obj([]string{"ffqn", "params"}, map[string]any{
-			"ffqn":           str("ns:pkg/ifc.fn"),
-			"params":         arr(map[string]any{}),
+		"SubmitRequest": closedObj([]string{"ffqn", "params"}, map[string]any{
+			"ffqn":           ref("FunctionFqn"),
+			"params":         ref("Params"),
 			"paused":         boolean("create paused (default false)"),
 			"component_type": str("unmanaged mode only (no deployment in storage); default activity"),
-		})),
-		"RetVal": desc("untyped result: {\"ok\": v|null}, {\"err\": v|null} or {\"execution_failed\": {kind, reason?, detail?}}",
-			typ("object", "")),
-		"ReturnValue": desc("storage return value: {\"ok\": {\"type\",\"value\"}|null}, {\"err\": …} or {\"execution_failure\": {kind, reason?, detail?}}",
-			typ("object", "")),
-		"ExecutionRequest": desc("externally tagged event payload (created, locked, unlocked, finished, history_event, …) or the strings paused, unpaused, cancellation_requested",
-			map[string]any{"oneOf": []any{typ("object", ""), typ("string", "")}}),
-		"HistoryEvent": desc("internally tagged by type (persist, join_set_create, join_set_request, join_next, …)", typ("object", "")),
-		"ExecutionEvent": obj([]string{"created_at", "event", "version"}, map[string]any{
-			"created_at": str("RFC 3339"), "event": ref("ExecutionRequest"), "backtrace_id": integer("when requested"), "version": integer(""),
 		}),
-		"AppendRequest": obj([]string{"created_at", "event"}, map[string]any{"created_at": str("RFC 3339"), "event": ref("ExecutionRequest")}),
-		"ListExecutionEventsResponse": obj([]string{"events", "max_version"}, map[string]any{
-			"events": arr(ref("ExecutionEvent")), "max_version": integer(""),
+		"ListExecutionEventsResponse": closedObj([]string{"events", "max_version"}, map[string]any{
+			"events": arr(ref("ExecutionEvent")), "max_version": ref("Version"),
 		}),
-		"ResponseWithCursor": obj([]string{"event", "cursor"}, map[string]any{
-			"event":  desc("{created_at, event: {join_set_id, event: {type: child_execution_finished|delay_finished, …}}}", typ("object", "")),
-			"cursor": integer("per-execution, 1-based"),
+		"ListResponsesResponse": closedObj([]string{"responses", "max_cursor", "scan_cursor"}, map[string]any{
+			"responses": arr(ref("ResponseWithCursor")), "max_cursor": uint(""), "scan_cursor": uint(""),
 		}),
-		"ListResponsesResponse": obj([]string{"responses", "max_cursor", "scan_cursor"}, map[string]any{
-			"responses": arr(ref("ResponseWithCursor")), "max_cursor": integer(""), "scan_cursor": integer(""),
-		}),
-		"LogEntry": obj([]string{"cursor", "run_id", "execution_id", "type", "created_at"}, map[string]any{
-			"cursor": str("opaque"), "run_id": str(""), "execution_id": str(""), "type": map[string]any{"type": "string", "enum": []string{"log", "stream"}},
-			"created_at": str("RFC 3339"), "level": str("log only"), "message": str("log only"), "payload": str("stream only, base64"),
-			"stream_type": str("stream only"),
+		"LogEntry": closedObj([]string{"cursor", "run_id", "execution_id", "type", "created_at"}, map[string]any{
+			"cursor": str("opaque"), "run_id": ref("RunId"), "execution_id": ref("ExecutionId"), "type": map[string]any{"type": "string", "enum": []string{"log", "stream"}},
+			"created_at": ts, "level": map[string]any{"type": "string", "enum": []string{"trace", "debug", "info", "warn", "error"}, "description": "log only"},
+			"message": str("log only"), "payload": str("stream only, base64"),
+			"stream_type": map[string]any{"type": "string", "enum": []string{"stdout", "stderr"}, "description": "stream only"},
 		}),
 		"LogEntryList": arr(ref("LogEntry")),
-		"BacktraceInfo": obj([]string{"execution_id", "component_id", "version_min_including", "version_max_excluding", "wasm_backtrace"}, map[string]any{
-			"execution_id": str(""), "component_id": ref("ComponentId"), "version_min_including": integer(""),
-			"version_max_excluding": integer(""), "wasm_backtrace": typ("object", "{frames: [{module, func_name, symbols: [{func_name, file, line, col}]}]}"),
+		"UpgradeRequest": closedObj([]string{"old", "new"}, map[string]any{
+			"old": ref("Digest"), "new": ref("Digest"), "skip_determinism_check": boolean("must be true on this server"),
 		}),
-		"UpgradeRequest": closed(obj([]string{"old", "new"}, map[string]any{
-			"old": str("sha256:<hex>"), "new": str("sha256:<hex>"), "skip_determinism_check": boolean("must be true on this server"),
-		})),
-		"DeploymentState": obj([]string{"deployment_id", "digest", "status", "created_at"}, map[string]any{
-			"deployment_id": str(""), "description": nullable(str("")), "digest": str(""), "status": str("inactive|enqueued|active"),
-			"created_at": str(""), "last_active_at": nullable(str("")), "locked": integer(""), "pending": integer(""), "scheduled": integer(""),
-			"blocked": integer(""), "paused": integer(""), "cancelling": integer(""), "finished_ok": integer(""), "finished_error": integer(""),
-			"finished_execution_failure": integer(""), "component_summary": nullable(typ("object", "{components: [{component_type, count}]}")),
+		"DeploymentState": closedObj([]string{"deployment_id", "digest", "status", "created_at"}, map[string]any{
+			"deployment_id": ref("DeploymentId"), "description": nullable(str("")), "digest": ref("Digest"),
+			"status":     map[string]any{"type": "string", "enum": []string{"inactive", "enqueued", "active"}},
+			"created_at": ts, "last_active_at": nullable(ts), "locked": uint(""), "pending": uint(""), "scheduled": uint(""),
+			"blocked": uint(""), "paused": uint(""), "cancelling": uint(""), "finished_ok": uint(""), "finished_error": uint(""),
+			"finished_execution_failure": uint(""),
+			"component_summary": nullable(closedObj([]string{"components"}, map[string]any{"components": arr(closedObj([]string{"component_type", "count"},
+				map[string]any{"component_type": str(""), "count": uint("")}))})),
 		}),
 		"DeploymentStateList": arr(ref("DeploymentState")),
-		"Deployment": obj([]string{"deployment_id", "digest", "status", "created_at", "deployment_toml", "files"}, map[string]any{
-			"deployment_id": str(""), "description": nullable(str("")), "digest": str(""), "status": str(""), "created_at": str(""),
-			"last_active_at": nullable(str("")), "deployment_toml": str(""), "files": arr(typ("object", "{path, digest, size}")),
+		"Deployment": closedObj([]string{"deployment_id", "digest", "status", "created_at", "deployment_toml", "files"}, map[string]any{
+			"deployment_id": ref("DeploymentId"), "description": nullable(str("")), "digest": ref("Digest"),
+			"status": map[string]any{"type": "string", "enum": []string{"inactive", "enqueued", "active"}}, "created_at": ts,
+			"last_active_at": nullable(ts), "deployment_toml": str(""), "files": arr(fileRecord),
 		}),
-		"Component": obj([]string{"component_id", "files"}, map[string]any{
-			"component_id": ref("ComponentId"), "files": arr(typ("object", "{file: {path, digest, size}, role}")),
+		"Component": closedObj([]string{"component_id", "files"}, map[string]any{
+			"component_id": ref("ComponentId"), "files": arr(closedObj([]string{"file", "role"}, map[string]any{"file": fileRecord, "role": str("")})),
 			"exports": arr(ref("FunctionMetadata")), "imports": arr(ref("FunctionMetadata")),
 		}),
-		"FunctionMetadata": obj([]string{"ffqn", "parameter_types", "return_type", "submittable"}, map[string]any{
-			"ffqn": str(""), "parameter_types": arr(typ("object", "{name, wit_type}")), "return_type": str(""),
-			"extension": str("omitted when none"), "submittable": boolean(""),
+		"FunctionMetadata": closedObj([]string{"ffqn", "parameter_types", "return_type", "submittable"}, map[string]any{
+			"ffqn": ref("FunctionFqn"), "parameter_types": arr(closedObj([]string{"name", "wit_type"}, map[string]any{"name": str(""), "wit_type": str("")})),
+			"return_type": str(""), "extension": str("omitted when none"), "submittable": boolean(""),
 		}),
 		"ComponentList": arr(ref("Component")),
-		"CreateRequest": obj([]string{"created_at", "execution_id", "ffqn", "params", "scheduled_at", "component_id", "deployment_id", "metadata"}, map[string]any{
-			"created_at": str(""), "execution_id": str(""), "ffqn": str(""), "params": arr(map[string]any{}), "parent": nullable(arr(str("[execution_id, join_set_id]"))),
-			"scheduled_at": str(""), "component_id": ref("ComponentId"), "deployment_id": str(""), "metadata": typ("object", "string map"),
-			"scheduled_by": nullable(str("")), "paused": boolean("default false"),
-		}),
-		"AppendResponseToExecution": obj([]string{"parent_execution_id", "created_at", "join_set_id", "child_execution_id", "finished_version", "result"}, map[string]any{
-			"parent_execution_id": str(""), "created_at": str(""), "join_set_id": str(""), "child_execution_id": str(""),
-			"finished_version": integer(""), "result": ref("ReturnValue"),
-		}),
 		// worker bodies
-		"LockPendingRequest": closed(obj(append([]string{"batch_size"}, lockReq...), with(lockParams, map[string]any{
+		"LockPendingRequest": closedObj(append([]string{"batch_size"}, lockReq...), with(lockParams, map[string]any{
 			"batch_size":           integer("1..25"),
-			"pending_at_or_sooner": str("RFC 3339; default: created_at"),
-			"ffqns":                arr(str("function name; required except for pending-by-component-digest, where it must be absent")),
-			"wait_ms":              integer("if nothing is pending, wait (bounded) and try once more"),
-		}))),
-		"LockOneRequest": closed(obj(append([]string{"execution_id", "version"}, lockReq...), with(lockParams, map[string]any{
-			"execution_id": str(""), "version": integer(""),
-		}))),
-		"HistoryEventWithVersion": obj([]string{"event", "version"}, map[string]any{"event": ref("HistoryEvent"), "version": integer("")}),
-		"LockedExecution": obj([]string{"execution_id", "next_version", "metadata", "component_digest", "locked_event", "ffqn", "params",
+			"pending_at_or_sooner": desc("default: created_at", ref("Timestamp")),
+			"ffqns":                desc("required except for pending-by-component-digest, where it must be absent", arr(ref("FunctionFqn"))),
+			"wait_ms":              uint("if nothing is pending, wait (bounded) and try once more"),
+		})),
+		"LockOneRequest": closedObj(append([]string{"execution_id", "version"}, lockReq...), with(lockParams, map[string]any{
+			"execution_id": ref("ExecutionId"), "version": ref("Version"),
+		})),
+		"LockedExecution": closedObj([]string{"execution_id", "next_version", "metadata", "component_digest", "locked_event", "ffqn", "params",
 			"event_history", "responses", "parent", "intermittent_event_count"}, map[string]any{
-			"execution_id": str(""), "next_version": integer(""), "metadata": typ("object", "string map"), "component_digest": str(""),
-			"locked_event": typ("object", "the Locked event payload"), "ffqn": str(""), "params": arr(map[string]any{}),
-			"event_history": arr(ref("HistoryEventWithVersion")), "responses": arr(ref("ResponseWithCursor")),
-			"parent": nullable(arr(str("[execution_id, join_set_id]"))), "intermittent_event_count": integer(""),
+			"execution_id": ref("ExecutionId"), "next_version": desc("the version to append at next", ref("Version")), "metadata": ref("Metadata"),
+			"component_digest": ref("Digest"), "locked_event": ref("Locked"), "ffqn": ref("FunctionFqn"), "params": ref("Params"),
+			"event_history": desc("empty with skip_history", arr(ref("HistoryEventWithVersion"))),
+			"responses":     desc("empty with skip_history", arr(ref("ResponseWithCursor"))),
+			"parent":        nullable(ref("Parent")), "intermittent_event_count": uint(""),
 		}),
 		"LockedExecutionList": arr(ref("LockedExecution")),
-		"AppendBody": closed(obj([]string{"execution_id", "version", "req"}, map[string]any{
-			"execution_id": str(""), "version": integer(""), "req": ref("AppendRequest"),
-		})),
-		"AppendBatchBody": closed(obj([]string{"batch", "execution_id", "version"}, batchProps)),
-		"CreateChildrenBody": closed(obj([]string{"batch", "execution_id", "version", "children"}, with(batchProps, map[string]any{
+		"AppendBody": closedObj([]string{"execution_id", "version", "req"}, map[string]any{
+			"execution_id": ref("ExecutionId"), "version": ref("Version"), "req": ref("AppendRequest"),
+		}),
+		"AppendBatchBody": closedObj([]string{"batch", "execution_id", "version"}, batchProps),
+		"CreateChildrenBody": closedObj([]string{"batch", "execution_id", "version", "children"}, with(batchProps, map[string]any{
 			"children": arr(ref("CreateRequest")), "backtraces": arr(ref("BacktraceInfo")),
-		}))),
-		"DelayResponseBody": closed(obj([]string{"batch", "execution_id", "version", "join_set_id", "delay_id"}, with(batchProps, map[string]any{
-			"join_set_id": str(""), "delay_id": str(""),
-		}))),
-		"RespondToParentBody": closed(obj([]string{"events", "response"}, map[string]any{
-			"events":       obj([]string{"execution_id", "version", "batch"}, map[string]any{"execution_id": str(""), "version": integer(""), "batch": arr(ref("AppendRequest"))}),
+		})),
+		"DelayResponseBody": closedObj([]string{"batch", "execution_id", "version", "join_set_id", "delay_id"}, with(batchProps, map[string]any{
+			"join_set_id": ref("JoinSetId"), "delay_id": ref("DelayId"),
+		})),
+		"RespondToParentBody": closedObj([]string{"events", "response"}, map[string]any{
+			"events": closedObj([]string{"execution_id", "version", "batch"}, map[string]any{
+				"execution_id": ref("DerivedExecutionId"), "version": ref("Version"), "batch": batch}),
 			"response":     ref("AppendResponseToExecution"),
-			"current_time": str("RFC 3339; default: server clock"),
-		})),
-		"StubResponseBody": closed(obj([]string{"execution_id", "version", "req", "response"}, map[string]any{
-			"execution_id": str("derived id"), "version": integer(""), "req": ref("AppendRequest"),
-			"response": ref("AppendResponseToExecution"), "current_time": str("RFC 3339; default: server clock"),
-		})),
-		"NextVersion": obj([]string{"next_version"}, map[string]any{"next_version": integer("")}),
-		"ExecutionLog": obj([]string{"execution_id", "events", "responses", "next_version", "pending_state", "component_digest", "component_type", "deployment_id"},
+			"current_time": desc("default: server clock", ref("Timestamp")),
+		}),
+		"StubResponseBody": closedObj([]string{"execution_id", "version", "req", "response"}, map[string]any{
+			"execution_id": ref("DerivedExecutionId"), "version": ref("Version"), "req": ref("AppendRequest"),
+			"response": ref("AppendResponseToExecution"), "current_time": desc("default: server clock", ref("Timestamp")),
+		}),
+		"NextVersion": closedObj([]string{"next_version"}, map[string]any{"next_version": ref("Version")}),
+		"ExecutionLog": closedObj([]string{"execution_id", "events", "responses", "next_version", "pending_state", "component_digest", "component_type", "deployment_id"},
 			map[string]any{
-				"execution_id": str(""), "events": arr(ref("ExecutionEvent")), "responses": arr(ref("ResponseWithCursor")),
-				"next_version": integer(""), "pending_state": ref("PendingState"), "component_digest": str(""),
-				"component_type": str(""), "deployment_id": str(""),
+				"execution_id": ref("ExecutionId"), "events": arr(ref("ExecutionEvent")), "responses": arr(ref("ResponseWithCursor")),
+				"next_version": ref("Version"), "pending_state": ref("PendingState"), "component_digest": ref("Digest"),
+				"component_type": str(""), "deployment_id": ref("DeploymentId"),
 			}),
-		"Responses":      obj([]string{"responses"}, map[string]any{"responses": arr(ref("ResponseWithCursor"))}),
-		"AppendLogsBody": closed(obj([]string{"logs"}, map[string]any{"logs": arr(ref("LogRow"))})),
-		"LogRow": obj([]string{"execution_id", "run_id", "created_at", "type"}, map[string]any{
-			"execution_id": str(""), "run_id": str(""), "created_at": str(""), "type": map[string]any{"type": "string", "enum": []string{"log", "stream"}},
+		"HistoryDelta": closedObj([]string{"events", "responses", "next_version"}, map[string]any{
+			"events":    desc("history events with version >= from_version", arr(ref("HistoryEventWithVersion"))),
+			"responses": desc("responses with cursor > after_cursor", arr(ref("ResponseWithCursor"))), "next_version": ref("Version"),
+		}),
+		"Responses":      closedObj([]string{"responses"}, map[string]any{"responses": arr(ref("ResponseWithCursor"))}),
+		"AppendLogsBody": closedObj([]string{"logs"}, map[string]any{"logs": arr(ref("LogRow"))}),
+		"LogRow": closedObj([]string{"execution_id", "run_id", "created_at", "type"}, map[string]any{
+			"execution_id": ref("ExecutionId"), "run_id": ref("RunId"), "created_at": ts, "type": map[string]any{"type": "string", "enum": []string{"log", "stream"}},
 			"level": str("log: trace|debug|info|warn|error"), "message": str("log"), "stream_type": str("stream: stdout|stderr"), "payload": str("stream: base64"),
 		}),
-		"AppendBacktracesBody": closed(obj([]string{"backtraces"}, map[string]any{"backtraces": arr(ref("BacktraceInfo"))})),
-		"Inserted":             obj([]string{"inserted"}, map[string]any{"inserted": integer("")}),
-		"ExpiredTimer": desc("{type: lock, execution_id, locked_at_version, next_version, intermittent_event_count, max_retries, retry_exp_backoff, locked_by} or {type: delay, execution_id, join_set_id, delay_id}",
-			obj([]string{"type", "execution_id"}, map[string]any{"type": map[string]any{"type": "string", "enum": []string{"lock", "delay"}}, "execution_id": str("")})),
+		"AppendBacktracesBody": closedObj([]string{"backtraces"}, map[string]any{"backtraces": arr(ref("BacktraceInfo"))}),
+		"Inserted":             closedObj([]string{"inserted"}, map[string]any{"inserted": uint("")}),
+		"ExpiredTimer": oneOf(
+			variant("type", "lock", []string{"execution_id", "locked_at_version", "next_version", "intermittent_event_count", "max_retries", "retry_exp_backoff", "locked_by"},
+				map[string]any{"execution_id": ref("ExecutionId"), "locked_at_version": ref("Version"), "next_version": ref("Version"),
+					"intermittent_event_count": uint(""), "max_retries": nullable(uint("")), "retry_exp_backoff": ref("Duration"), "locked_by": ref("LockedBy")}),
+			variant("type", "delay", []string{"execution_id", "join_set_id", "delay_id"}, map[string]any{
+				"execution_id": ref("ExecutionId"), "join_set_id": ref("JoinSetId"), "delay_id": ref("DelayId")})),
 		"ExpiredTimerList": arr(ref("ExpiredTimer")),
-		"SweepBody":        closed(obj(nil, map[string]any{"at": str("RFC 3339; default: server clock")})),
+		"SweepBody":        closedObj(nil, map[string]any{"at": desc("default: server clock", ref("Timestamp"))}),
 		"SweepResult":      typ("object", "whatever the configured sweep reports"),
 	}
+	for k, v := range coreSchemas() {
+		if _, dup := out[k]; dup {
+			panic("httpapi: schema " + k + " defined twice")
+		}
+		out[k] = v
+	}
+	return out
 }

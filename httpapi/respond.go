@@ -105,11 +105,15 @@ type call struct {
 	w http.ResponseWriter
 	r *http.Request
 	f format
+	// compact writes JSON without indentation: the worker routes, whose
+	// answers only programs read (Obelisk's public API pretty-prints, and so
+	// do Stela's public routes).
+	compact bool
 }
 
 func (c *call) ctx() context.Context { return c.r.Context() }
 
-// reply writes v as pretty JSON, or text() as plain text, per the negotiated format.
+// reply writes v as JSON, or text() as plain text, per the negotiated format.
 func (c *call) reply(status int, v any, text func() string) error {
 	if c.f == fmtText && text != nil {
 		return c.text(status, text())
@@ -117,9 +121,14 @@ func (c *call) reply(status int, v any, text func() string) error {
 	return c.json(status, v)
 }
 
-// json writes v as pretty-printed JSON regardless of the negotiated format.
+// json writes v as JSON (pretty-printed unless the call is compact)
+// regardless of the negotiated format.
 func (c *call) json(status int, v any) error {
-	b, err := core.MarshalJSONIndent(v)
+	marshal := core.MarshalJSONIndent
+	if c.compact {
+		marshal = core.MarshalJSON
+	}
+	b, err := marshal(v)
 	if err != nil {
 		return fmt.Errorf("httpapi: encode response: %w", err)
 	}

@@ -57,7 +57,7 @@ func (rt *route) pathParams() []string {
 func (s *server) routeHandler(rt *route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, ok := negotiate(r, rt.format)
-		c := &call{s: s, w: w, r: r, f: f}
+		c := &call{s: s, w: w, r: r, f: f, compact: rt.tag == tagWorker}
 		if !ok {
 			c.fail(httpErr(http.StatusNotAcceptable, "not acceptable: supported types are application/json and text/plain"))
 			return
@@ -292,6 +292,19 @@ var routes = []route{
 		summary: "Responses after a cursor; with wait_ms, wait (bounded) for the next ones.", format: jsonOnly,
 		query: []param{{name: "last_response", typ: "integer", desc: "cursor of the last response seen (default 0)"}, qWaitMs},
 		resp:  []response{{200, "Responses", "responses after the cursor (empty when the wait elapsed)"}}, handle: (*server).workerNextResponses},
+	{method: "GET", path: "/v1/worker/executions/{execution_id}/history", op: "worker_read_history", tag: tagWorker,
+		summary: "History events from a version on and responses after a cursor, read consistently.", format: jsonOnly,
+		query: []param{{name: "from_version", typ: "integer", desc: "first version of interest (default 0)"},
+			{name: "after_cursor", typ: "integer", desc: "cursor of the last response held (default 0)"}},
+		resp: []response{{200, "HistoryDelta", "what the worker lacks"}, respNotFound}, handle: (*server).workerHistory},
+	{method: "GET", path: "/v1/worker/executions/{execution_id}/result", op: "worker_wait_for_finished_result", tag: tagWorker,
+		summary: "The storage return value of a finished execution; with wait_ms, wait (bounded) for it.", format: jsonOnly,
+		query:  []param{qWaitMs},
+		resp:   []response{{200, "ReturnValue", "the return value"}, respNotFound, {425, "Err", "not finished (within the wait)"}},
+		handle: (*server).workerResult},
+	{method: "POST", path: "/v1/worker/create", op: "worker_create", tag: tagWorker,
+		summary: "Create an execution from a CreateRequest (ids, component and schedule chosen by the caller).", format: jsonOnly, body: "CreateRequest",
+		resp: []response{respNextVersion, {409, "Err", "the id exists"}}, handle: (*server).workerCreate},
 	{method: "POST", path: "/v1/worker/logs", op: "worker_append_logs", tag: tagWorker,
 		summary: "Append log rows (fire-and-forget).", format: jsonOnly, body: "AppendLogsBody",
 		resp: []response{respNoContent}, handle: (*server).workerAppendLogs},

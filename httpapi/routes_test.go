@@ -45,6 +45,7 @@ func runRouteTests(t *testing.T, newDB func(t *testing.T) core.DbExternalApi) {
 	t.Run("WorkerChildChecks", func(t *testing.T) { testWorkerChildChecks(t, fresh) })
 	t.Run("WorkerReads", func(t *testing.T) { testWorkerReads(t, fresh(t)) })
 	t.Run("WorkerTimers", func(t *testing.T) { testWorkerTimers(t, newDB) })
+	t.Run("WorkerSDKRoutes", func(t *testing.T) { testWorkerSDKRoutes(t, fresh) })
 	t.Run("Logging", func(t *testing.T) { testLogging(t, newDB) })
 }
 

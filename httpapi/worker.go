@@ -29,6 +29,9 @@ type LockParams struct {
 	RunID         core.RunId                `json:"run_id" required:"true"`
 	LockExpiresAt core.Timestamp            `json:"lock_expires_at" required:"true"`
 	RetryConfig   core.ComponentRetryConfig `json:"retry_config" required:"true"`
+	// SkipHistory leaves event_history and responses of the answer empty
+	// (core.LockRequest.SkipHistory); read them with the history route.
+	SkipHistory bool `json:"skip_history,omitempty"`
 }
 
 // LockPendingBody is the body of POST /v1/worker/lock/pending-by-ffqns,
@@ -63,7 +66,7 @@ func (p LockParams) request(now core.Timestamp, batch uint32, pendingAtOrSooner 
 	}
 	return core.LockRequest{BatchSize: batch, PendingAtOrSooner: pending, CreatedAt: created,
 		ComponentID: p.ComponentID, DeploymentID: p.DeploymentID, ExecutorID: p.ExecutorID, RunID: p.RunID,
-		LockExpiresAt: p.LockExpiresAt, RetryConfig: p.RetryConfig}
+		LockExpiresAt: p.LockExpiresAt, RetryConfig: p.RetryConfig, SkipHistory: p.SkipHistory}
 }
 
 // HistoryEventJSON is a history event with its version: {"event":…,"version":n}.

@@ -78,6 +78,8 @@ type txn struct {
 	created map[core.ExecutionId]bool
 	dirty   []core.ExecutionId
 	notes   []note
+	// timers records delays written and answered, for TimerWatch.
+	timers []timerNote
 }
 
 func newTxn(tx Tx) *txn {
@@ -129,6 +131,7 @@ func (t *txn) flush() error {
 // update runs fn in a backend transaction with head caching and notifications.
 func (s *Service) update(ctx context.Context, fn func(t *txn) error) error {
 	var notes []note
+	var timers []timerNote
 	err := s.b.Update(ctx, func(tx Tx) error {
 		t := newTxn(tx)
 		if err := fn(t); err != nil {
@@ -137,13 +140,21 @@ func (s *Service) update(ctx context.Context, fn func(t *txn) error) error {
 		if err := t.flush(); err != nil {
 			return err
 		}
-		notes = t.notes
+		notes, timers = t.notes, t.timers
+		if s.hub.watchingTimers() {
+			for id := range t.heads {
+				if t.created[id] || t.isDirty(id) {
+					timers = append(timers, lockTimerNote(t.heads[id]))
+				}
+			}
+		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	s.hub.emit(notes)
+	s.hub.emitTimers(timers)
 	return nil
 }
 
@@ -201,6 +212,9 @@ func (s *Service) appendIn(t *txn, id core.ExecutionId, version core.Version, ba
 		if err := t.tx.PutDelay(d); err != nil {
 			return core.AppendResult{}, err
 		}
+		if !d.Paused {
+			t.timers = append(t.timers, timerNote{key: delayTimerKey(d.DelayID), at: d.ExpiresAt})
+		}
 	}
 	t.setHead(res.State)
 	t.notes = append(t.notes, stateNotes(&res.State, currentTime)...)
@@ -225,9 +239,10 @@ func (s *Service) respondIn(t *txn, id core.ExecutionId, createdAt core.Timestam
 		if err := t.tx.DeleteDelay(id, ev.JoinSetID, d.DelayID); err != nil {
 			return err
 		}
+		t.timers = append(t.timers, timerNote{key: delayTimerKey(d.DelayID), clear: true})
 	}
 	t.setHead(st)
-	t.notes = append(t.notes, note{kind: noteResponse, key: id.String()})
+	t.notes = append(t.notes, note{kind: noteResponse, key: responseKey(id)})
 	if unblocked {
 		t.notes = append(t.notes, stateNotes(&st, currentTime)...)
 	}
@@ -405,21 +420,56 @@ func (s *Service) lockIn(t *txn, req core.LockRequest, id core.ExecutionId, vers
 	if !ok {
 		return core.LockedExecution{}, fmt.Errorf("execution log of %s must start with Created", id)
 	}
+	le := core.LockedExecution{
+		ExecutionID: id, NextVersion: res.NextVersion, Metadata: c.Metadata,
+		ComponentDigest: res.State.ComponentDigest, LockedEvent: *locked, FFQN: c.FFQN, Params: c.Params,
+		Parent: c.Parent, IntermittentEventCount: res.State.IntermittentEventCount,
+	}
+	if req.SkipHistory {
+		return le, nil
+	}
 	history, err := t.tx.Events(id, 1, version)
 	if err != nil {
 		return core.LockedExecution{}, err
 	}
 	h := t.heads[id]
-	responses, err := t.tx.Responses(id, 1, h.MaxCursor+1)
-	if err != nil {
+	if le.Responses, err = t.tx.Responses(id, 1, h.MaxCursor+1); err != nil {
 		return core.LockedExecution{}, err
 	}
-	return core.LockedExecution{
-		ExecutionID: id, NextVersion: res.NextVersion, Metadata: c.Metadata,
-		ComponentDigest: res.State.ComponentDigest, LockedEvent: *locked, FFQN: c.FFQN, Params: c.Params,
-		EventHistory: core.EventHistoryOf(history), Responses: responses, Parent: c.Parent,
-		IntermittentEventCount: res.State.IntermittentEventCount,
-	}, nil
+	le.EventHistory = core.EventHistoryOf(history)
+	return le, nil
+}
+
+// ReadHistory returns, in one consistent read, the history events of id with
+// version >= fromVersion, its responses with cursor > afterCursor and its next
+// version: what a worker that locked with core.LockRequest.SkipHistory and
+// holds the history below fromVersion lacks. core.ErrNotFound for an unknown
+// execution.
+func (s *Service) ReadHistory(ctx context.Context, id core.ExecutionId, fromVersion core.Version, afterCursor core.ResponseCursor) (core.HistoryDelta, error) {
+	out := core.HistoryDelta{Events: []core.HistoryEventWithVersion{}, Responses: []core.ResponseWithCursor{}}
+	err := s.view(ctx, func(tx ReadTx) error {
+		h, err := tx.Head(id)
+		if err != nil {
+			return err
+		}
+		out.NextVersion = h.NextVersion()
+		if fromVersion <= h.Version {
+			events, err := tx.Events(id, fromVersion, h.Version+1)
+			if err != nil {
+				return err
+			}
+			if hist := core.EventHistoryOf(events); hist != nil {
+				out.Events = hist
+			}
+		}
+		if afterCursor < h.MaxCursor {
+			if out.Responses, err = tx.Responses(id, afterCursor+1, h.MaxCursor+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
 }
 
 // LockOne implements core.DbExecutor.

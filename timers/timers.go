@@ -3,6 +3,11 @@
 // driver. The dev server runs it in-process; the `timers` Lambda runs it
 // for most of each EventBridge-scheduled invocation.
 //
+// Between passes the loop waits for the next Interval, or — given the
+// store's TimerWatch as Options.Deadlines, as `stela dev` does — until the
+// earliest delay or lock expiry it knows of, so in-process timers fire at
+// their deadline while Interval paces a safety sweep.
+//
 // Every write a pass makes is version-guarded or unique per delay (see
 // store.Sweep and store.DriveCancellations), so any number of loops may run
 // at once, late or duplicated, against one store: each due delay fires once
@@ -42,9 +47,10 @@ const (
 // Options configure Run. The zero value runs a pass every second, sweeping
 // at "now", until ctx is done.
 type Options struct {
-	// Interval is the time from the start of one pass to the start of the
-	// next (a pass that takes longer is followed immediately by the next).
-	// Default DefaultInterval.
+	// Interval is the longest time from the start of one pass to the start
+	// of the next (a pass that takes longer is followed immediately by the
+	// next); with Deadlines a pass also starts at each deadline. Default
+	// DefaultInterval.
 	Interval time.Duration
 	// Leeway is subtracted from the clock's now for the sweep, so that a
 	// worker finishing right at its lock deadline wins the race
@@ -61,6 +67,41 @@ type Options struct {
 	// failed pass (Error) and a summary when the loop stops (Debug).
 	// Default slog.Default().
 	Logger *slog.Logger
+	// Deadlines, when set, makes the loop wake at the earliest deadline it
+	// reports (plus Leeway) instead of waiting for the next Interval, which
+	// then only paces a safety sweep: the in-process server sets it to its
+	// store's TimerWatch so delays fire at their deadline. Nil: every
+	// Interval (the Lambda's level-triggered sweep).
+	Deadlines Deadlines
+	// Alarms arms the loop's wake-ups. Default: real timers measured against
+	// clock. Tests with a simulated clock inject their own.
+	Alarms Alarms
+}
+
+// Deadlines reports the deadlines of known timers (store.TimerWatch).
+type Deadlines interface {
+	// Next returns the earliest deadline strictly after `after`, the time
+	// up to which a sweep already ran.
+	Next(after core.Timestamp) (core.Timestamp, bool)
+	// Changed receives when an earlier deadline than Next last returned was
+	// recorded.
+	Changed() <-chan struct{}
+}
+
+// Alarms arms wake-ups at points in time.
+type Alarms interface {
+	// At returns a channel that receives once the clock reads at or after
+	// t, and a function that releases the alarm.
+	At(t core.Timestamp) (<-chan struct{}, func())
+}
+
+// clockAlarms are real timers set for t minus the clock's now.
+type clockAlarms struct{ clock core.Clock }
+
+func (a clockAlarms) At(t core.Timestamp) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	timer := time.AfterFunc(t.Sub(a.clock.Now().Time), func() { ch <- struct{}{} })
+	return ch, func() { timer.Stop() }
 }
 
 // Stats counts what Run did over its lifetime.
@@ -106,16 +147,19 @@ func Run(ctx context.Context, db core.DbConnection, clock core.Clock, opts Optio
 	}
 	log = log.WithGroup("timers")
 
+	alarms := opts.Alarms
+	if alarms == nil {
+		alarms = clockAlarms{clock}
+	}
 	var budget <-chan time.Time
 	if opts.Budget > 0 {
 		t := time.NewTimer(opts.Budget)
 		defer t.Stop()
 		budget = t.C
 	}
-	ticker := time.NewTicker(opts.Interval)
-	defer ticker.Stop()
 	for ctx.Err() == nil {
 		st.Passes++
+		start := clock.Now()
 		p := pass(ctx, db, clock, opts)
 		st.add(p)
 		switch {
@@ -130,24 +174,54 @@ func Run(ctx context.Context, db core.DbConnection, clock core.Clock, opts Optio
 				slog.Int(logKeyExpiredLocks, p.sweep.ExpiredLocks), slog.Int(logKeyExpiredDelays, p.sweep.ExpiredDelays),
 				slog.Int(logKeySkipped, p.sweep.Skipped), slog.Int(logKeyCancelled, p.cancelled))
 		}
-		select {
-		case <-ctx.Done():
-		case <-budget:
+		if !wait(ctx, budget, alarms, opts, start.Add(opts.Interval), p.sweptAt) {
 			return st.done(ctx, log), nil
-		case <-ticker.C:
-			select { // a spent budget wins over a due tick
-			case <-budget:
-				return st.done(ctx, log), nil
-			default:
-			}
 		}
 	}
 	return st.done(ctx, log), nil
 }
 
+// wait blocks until the next pass is due: the safety sweep at `safety`, or
+// the earliest known deadline after `swept` plus the leeway, re-evaluated
+// whenever an earlier deadline is recorded. It returns false when the budget
+// is spent (ctx being done is checked by the caller).
+func wait(ctx context.Context, budget <-chan time.Time, alarms Alarms, opts Options, safety, swept core.Timestamp) bool {
+	for {
+		wake := safety
+		var changed <-chan struct{}
+		if opts.Deadlines != nil {
+			changed = opts.Deadlines.Changed()
+			if d, ok := opts.Deadlines.Next(swept); ok && d.Add(opts.Leeway).Before(wake) {
+				wake = d.Add(opts.Leeway)
+			}
+		}
+		alarm, release := alarms.At(wake)
+		select {
+		case <-ctx.Done():
+			release()
+			return true
+		case <-budget:
+			release()
+			return false
+		case <-changed:
+			release()
+		case <-alarm:
+			release()
+			select { // a spent budget wins over a due pass
+			case <-budget:
+				return false
+			default:
+				return true
+			}
+		}
+	}
+}
+
 // passResult is what one pass did; err is the first failure, in phase.
 type passResult struct {
-	sweep     store.SweepResult
+	sweep store.SweepResult
+	// sweptAt is the time the sweep ran at: every timer due then was handled.
+	sweptAt   core.Timestamp
 	cancelled int
 	phase     string
 	err       error
@@ -157,7 +231,8 @@ type passResult struct {
 // when the sweep failed, so one broken timer cannot starve cancellations.
 func pass(ctx context.Context, db core.DbConnection, clock core.Clock, opts Options) passResult {
 	var p passResult
-	sweep, err := store.Sweep(ctx, db, clock.Now().Add(-opts.Leeway))
+	p.sweptAt = clock.Now().Add(-opts.Leeway)
+	sweep, err := store.Sweep(ctx, db, p.sweptAt)
 	p.sweep = sweep
 	if err != nil {
 		p.phase, p.err = "sweep", fmt.Errorf("timers: sweep: %w", err)

@@ -490,3 +490,114 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// simAlarms are alarms on the test's clock: they fire when advance moves the
+// clock to or past them, and report every alarm armed.
+type simAlarms struct {
+	clock   *fixedClock
+	mu      sync.Mutex
+	pending map[*simAlarm]struct{}
+	armed   chan core.Timestamp
+}
+
+type simAlarm struct {
+	at core.Timestamp
+	ch chan struct{}
+}
+
+func newSimAlarms(clock *fixedClock) *simAlarms {
+	return &simAlarms{clock: clock, pending: map[*simAlarm]struct{}{}, armed: make(chan core.Timestamp, 1024)}
+}
+
+func (a *simAlarms) At(t core.Timestamp) (<-chan struct{}, func()) {
+	al := &simAlarm{at: t, ch: make(chan struct{}, 1)}
+	a.mu.Lock()
+	if t.After(a.clock.Now()) {
+		a.pending[al] = struct{}{}
+	} else {
+		al.ch <- struct{}{}
+	}
+	a.mu.Unlock()
+	a.armed <- t
+	return al.ch, func() {
+		a.mu.Lock()
+		delete(a.pending, al)
+		a.mu.Unlock()
+	}
+}
+
+// advance sets the clock to to and fires the alarms due.
+func (a *simAlarms) advance(to core.Timestamp) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.clock.set(to)
+	for al := range a.pending {
+		if !al.at.After(to) {
+			al.ch <- struct{}{}
+			delete(a.pending, al)
+		}
+	}
+}
+
+// waitArmed waits until the loop arms an alarm at exactly at.
+func (a *simAlarms) waitArmed(tb testing.TB, at core.Timestamp) {
+	tb.Helper()
+	limit := time.NewTimer(waitLimit)
+	defer limit.Stop()
+	for {
+		select {
+		case got := <-a.armed:
+			if got.Equal(at) {
+				return
+			}
+		case <-limit.C:
+			tb.Fatalf("the loop never armed an alarm at %s", at)
+		}
+	}
+}
+
+// TestWakesAtTheEarliestDeadline: with the store's TimerWatch, the loop
+// sleeps until the earliest delay or lock expiry — including timers created
+// while it sleeps — instead of the next safety sweep (simulated clock, no
+// sleeps).
+func TestWakesAtTheEarliestDeadline(t *testing.T) {
+	f := newFixture(t)
+	watch := f.svc.WatchTimers()
+	defer watch.Close()
+	alarms := newSimAlarms(f.clock)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var st timers.Stats
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		st, _ = timers.Run(ctx, f.svc, f.clock, timers.Options{Interval: time.Second, Deadlines: watch, Alarms: alarms, Logger: quietLogger()})
+	}()
+	alarms.waitArmed(t, t0.Add(time.Second)) // nothing known: the safety sweep
+
+	f.delayDur = 300 * time.Millisecond
+	f.addDelayed(t) // written while the loop sleeps
+	alarms.waitArmed(t, t0.Add(300*time.Millisecond))
+	act := f.create(t, f.act, core.ComponentTypeActivity)
+	f.lock(t, act, core.ComponentTypeActivity, t0.Add(500*time.Millisecond))
+
+	alarms.advance(t0.Add(300 * time.Millisecond))
+	wctx, wcancel := context.WithTimeout(context.Background(), waitLimit)
+	defer wcancel()
+	rs, err := f.svc.SubscribeToNextResponses(wctx, f.delays[0], 0)
+	if err != nil || len(rs) != 1 || !rs[0].Event.CreatedAt.Equal(t0.Add(300*time.Millisecond)) {
+		t.Fatalf("delay response = %+v, %v; want one fired at t0+300ms", rs, err)
+	}
+	alarms.waitArmed(t, t0.Add(500*time.Millisecond)) // next: the lock expiry
+	alarms.advance(t0.Add(500 * time.Millisecond))
+	rv, err := f.svc.WaitForFinishedResult(wctx, act)
+	if err != nil || rv.Failure == nil || rv.Failure.Kind != core.FailureTimedOut {
+		t.Fatalf("expired lock: %+v, %v; want timed out", rv, err)
+	}
+	alarms.waitArmed(t, t0.Add(1500*time.Millisecond)) // nothing left: the next safety sweep
+	cancel()
+	<-done
+	if st.Passes != 3 || st.ExpiredDelays != 1 || st.ExpiredLocks != 1 {
+		t.Fatalf("stats %+v; want exactly 3 passes (t0, +300ms, +500ms)", st)
+	}
+}

@@ -37,8 +37,8 @@ func TestOptionsComeFromTheFunctionsConfiguration(t *testing.T) {
 }
 
 // STELA_DIGEST_INDEX=off STELA_DEPLOYMENT_COUNTS=off reach the measurement:
-// a created activity then has 2 index entries (pending-ffqn, list) instead
-// of 4 (+ pending-digest, deployments), and the report names the layout.
+// a created activity then has 3 index entries (pending-ffqn, list, list-id)
+// instead of 5 (+ pending-digest, deployments), and the report names the layout.
 func TestLeanLayoutIsMeasured(t *testing.T) {
 	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
 		const how = `no DynamoDB endpoint: run eval "$(scripts/ci/start-dynamodb-local.sh)" first`
@@ -53,8 +53,8 @@ func TestLeanLayoutIsMeasured(t *testing.T) {
 		layout  string
 		entries int
 	}{
-		{map[string]string{"STELA_DIGEST_INDEX": "", "STELA_DEPLOYMENT_COUNTS": ""}, "layout: default (", 4},
-		{map[string]string{"STELA_DIGEST_INDEX": "off", "STELA_DEPLOYMENT_COUNTS": "off"}, "layout: lean (", 2},
+		{map[string]string{"STELA_DIGEST_INDEX": "", "STELA_DEPLOYMENT_COUNTS": ""}, "layout: default (", 5},
+		{map[string]string{"STELA_DIGEST_INDEX": "off", "STELA_DEPLOYMENT_COUNTS": "off"}, "layout: lean (", 3},
 	} {
 		var out bytes.Buffer
 		res, err := run(context.Background(), args, env(tc.env), &out)

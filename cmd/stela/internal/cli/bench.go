@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stela-dev/stela/cmd/stela/internal/client"
+	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/httpapi"
 	"github.com/stela-dev/stela/sqlite"
@@ -265,14 +265,14 @@ func (b *benchRun) lockRequest(ct core.ComponentType, batch int) core.LockReques
 
 func now() core.Timestamp { return core.TS(time.Now()) }
 
-// lockBody is a lock-pending body that long-polls for wait. Like Obelisk's
+// lockWait locks executions of f, long-polling for wait. Like Obelisk's
 // executor, it asks to be woken by executions pending up to the end of the
 // wait (pending_at_or_sooner = now + wait); the server still locks only
-// those already due.
-func (b *benchRun) lockBody(ct core.ComponentType, batch int, f core.FunctionFqn, wait time.Duration) httpapi.LockPendingBody {
-	until := now().Add(wait)
-	return httpapi.LockPendingBody{LockParams: b.lockParams(ct), BatchSize: uint32(batch), FFQNs: []core.FunctionFqn{f},
-		WaitMs: uint64(wait.Milliseconds()), PendingAtOrSooner: &until}
+// those already due, and stamps the lock with its clock.
+func (b *benchRun) lockWait(ctx context.Context, c *client.Client, ct core.ComponentType, batch int, f core.FunctionFqn, wait time.Duration) ([]core.LockedExecution, error) {
+	req := b.lockRequest(ct, batch)
+	req.CreatedAt, req.PendingAtOrSooner = core.Timestamp{}, now().Add(wait)
+	return c.LockPendingWait(ctx, req, client.ByFFQNs(f), wait)
 }
 
 func newID() (core.ExecutionId, error) {
@@ -403,12 +403,12 @@ type httpRoundTrips struct {
 }
 
 func (h *httpRoundTrips) submit(ctx context.Context, id core.ExecutionId) error {
-	_, err := h.c.Submit(ctx, id, client.SubmitBody{FFQN: h.ffqn.String()})
+	_, err := h.c.Submit(ctx, id, client.SubmitRequest{FFQN: h.ffqn})
 	return err
 }
 
 func (h *httpRoundTrips) lock(ctx context.Context, batch int) ([]lockedRef, error) {
-	locked, err := h.c.LockPendingByFFQNs(ctx, h.run.lockBody(core.ComponentTypeActivity, batch, h.ffqn, 100*time.Millisecond))
+	locked, err := h.run.lockWait(ctx, h.c, core.ComponentTypeActivity, batch, h.ffqn, 100*time.Millisecond)
 	refs := make([]lockedRef, len(locked))
 	for i, l := range locked {
 		refs[i] = lockedRef{l.ExecutionID, l.NextVersion}
@@ -417,7 +417,7 @@ func (h *httpRoundTrips) lock(ctx context.Context, batch int) ([]lockedRef, erro
 }
 
 func (h *httpRoundTrips) finish(ctx context.Context, ref lockedRef) error {
-	_, err := h.c.Append(ctx, httpapi.AppendBody{ExecutionID: ref.id, Version: ref.next, Req: finishedOK(now())})
+	_, err := h.c.Append(ctx, ref.id, ref.next, finishedOK(now()))
 	return err
 }
 
@@ -426,7 +426,11 @@ func benchRoundTrip(ctx context.Context, e *Env, o *benchOptions) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := &httpRoundTrips{c: o.cf.client(), run: run, ffqn: run.ffqn("roundtrip")}
+	c, err := o.cf.client()
+	if err != nil {
+		return nil, err
+	}
+	rt := &httpRoundTrips{c: c, run: run, ffqn: run.ffqn("roundtrip")}
 	meter := startCost(ctx, rt.c)
 	res, err := runRoundTrips(ctx, rt, o.executions, o.workers, o.batch)
 	if err != nil {
@@ -569,7 +573,10 @@ func benchFanOut(ctx context.Context, e *Env, o *benchOptions) (any, error) {
 	if o.children < 1 || o.iterations < 1 {
 		return nil, usagef("--children and --iterations must be positive")
 	}
-	c := o.cf.client()
+	c, err := o.cf.client()
+	if err != nil {
+		return nil, err
+	}
 	run, err := newBenchRun()
 	if err != nil {
 		return nil, err
@@ -584,7 +591,7 @@ func benchFanOut(ctx context.Context, e *Env, o *benchOptions) (any, error) {
 		children.Go(func() error {
 			for cctx.Err() == nil {
 				childLocks.Add(1)
-				locked, err := c.LockPendingByFFQNs(cctx, run.lockBody(core.ComponentTypeActivity, httpapi.MaxLockBatch, childF, 200*time.Millisecond))
+				locked, err := run.lockWait(cctx, c, core.ComponentTypeActivity, httpapi.MaxLockBatch, childF, 200*time.Millisecond)
 				if err != nil {
 					if cctx.Err() != nil {
 						return nil
@@ -642,16 +649,16 @@ func benchFanOut(ctx context.Context, e *Env, o *benchOptions) (any, error) {
 	return res, nil
 }
 
-func finishChild(ctx context.Context, c *client.Client, l httpapi.LockedExecutionJSON) error {
+func finishChild(ctx context.Context, c *client.Client, l core.LockedExecution) error {
 	if l.Parent == nil {
 		return fmt.Errorf("child %s has no parent", l.ExecutionID)
 	}
 	t := now()
-	_, err := c.RespondToParent(ctx, httpapi.RespondToParentBody{
-		Events: core.AppendEventsToExecution{ExecutionID: l.ExecutionID, Version: l.NextVersion, Batch: []core.AppendRequest{finishedOK(t)}},
-		Response: core.AppendResponseToExecution{ParentExecutionID: l.Parent.ExecutionID, CreatedAt: t, JoinSetID: l.Parent.JoinSetID,
+	_, err := c.AppendBatchRespondToParent(ctx,
+		core.AppendEventsToExecution{ExecutionID: l.ExecutionID, Version: l.NextVersion, Batch: []core.AppendRequest{finishedOK(t)}},
+		core.AppendResponseToExecution{ParentExecutionID: l.Parent.ExecutionID, CreatedAt: t, JoinSetID: l.Parent.JoinSetID,
 			ChildExecutionID: core.ExecutionIdDerived{ExecutionId: l.ExecutionID}, FinishedVersion: l.NextVersion, Result: core.RetOk(nil)},
-	})
+		core.Timestamp{})
 	if err != nil {
 		return fmt.Errorf("finish child %s: %w", l.ExecutionID, err)
 	}
@@ -670,7 +677,7 @@ func fanOutOnce(ctx context.Context, c *client.Client, run *benchRun, parentF, c
 		return 0, 0, err
 	}
 	start := time.Now()
-	if _, err := c.Submit(ctx, parent, client.SubmitBody{FFQN: parentF.String(), ComponentType: string(core.ComponentTypeWorkflow)}); err != nil {
+	if _, err := c.Submit(ctx, parent, client.SubmitRequest{FFQN: parentF, ComponentType: core.ComponentTypeWorkflow}); err != nil {
 		return 0, locks, fmt.Errorf("submit parent: %w", err)
 	}
 	locked, err := lockParent(ctx, c, run, parentF, parent)
@@ -702,8 +709,7 @@ func fanOutOnce(ctx context.Context, c *client.Client, run *benchRun, parentF, c
 		if created == n { // the first await goes with the last children
 			batch = append(batch, historyEvent(t, &core.JoinNext{JoinSetID: js, RunExpiresAt: t}))
 		}
-		next, err = c.CreateChildren(ctx, httpapi.CreateChildrenBody{AppendBatchBody: httpapi.AppendBatchBody{
-			Batch: batch, ExecutionID: parent, Version: next}, Children: reqs})
+		next, err = c.AppendBatchCreateNewExecution(ctx, core.Timestamp{}, batch, parent, next, reqs, nil)
 		if err != nil {
 			return 0, locks, fmt.Errorf("create children: %w", err)
 		}
@@ -730,7 +736,7 @@ func fanOutOnce(ctx context.Context, c *client.Client, run *benchRun, parentF, c
 			batch = append(batch, finishedOK(t))
 		}
 		if len(batch) > 0 {
-			if _, err := c.AppendBatch(ctx, httpapi.AppendBatchBody{Batch: batch, ExecutionID: parent, Version: next}); err != nil {
+			if _, err := c.AppendBatch(ctx, core.Timestamp{}, batch, parent, next); err != nil {
 				return 0, locks, fmt.Errorf("join: %w", err)
 			}
 		}
@@ -741,21 +747,21 @@ func fanOutOnce(ctx context.Context, c *client.Client, run *benchRun, parentF, c
 }
 
 // lockParent locks the parent workflow as soon as it is pending.
-func lockParent(ctx context.Context, c *client.Client, run *benchRun, parentF core.FunctionFqn, parent core.ExecutionId) (httpapi.LockedExecutionJSON, error) {
+func lockParent(ctx context.Context, c *client.Client, run *benchRun, parentF core.FunctionFqn, parent core.ExecutionId) (core.LockedExecution, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		locked, err := c.LockPendingByFFQNs(ctx, run.lockBody(core.ComponentTypeWorkflow, 1, parentF, time.Second))
+		locked, err := run.lockWait(ctx, c, core.ComponentTypeWorkflow, 1, parentF, time.Second)
 		if err != nil {
-			return httpapi.LockedExecutionJSON{}, fmt.Errorf("lock parent: %w", err)
+			return core.LockedExecution{}, fmt.Errorf("lock parent: %w", err)
 		}
 		if len(locked) == 1 {
 			if locked[0].ExecutionID != parent {
-				return httpapi.LockedExecutionJSON{}, fmt.Errorf("locked %s, expected parent %s", locked[0].ExecutionID, parent)
+				return core.LockedExecution{}, fmt.Errorf("locked %s, expected parent %s", locked[0].ExecutionID, parent)
 			}
 			return locked[0], nil
 		}
 	}
-	return httpapi.LockedExecutionJSON{}, errors.New("parent workflow never became pending")
+	return core.LockedExecution{}, errors.New("parent workflow never became pending")
 }
 
 // --- delays ----------------------------------------------------------------------------------
@@ -775,7 +781,10 @@ func benchDelays(ctx context.Context, e *Env, o *benchOptions) (any, error) {
 	if o.delays < 1 || o.delay <= 0 {
 		return nil, usagef("--delays and --delay must be positive")
 	}
-	c := o.cf.client()
+	c, err := o.cf.client()
+	if err != nil {
+		return nil, err
+	}
 	run, err := newBenchRun()
 	if err != nil {
 		return nil, err
@@ -790,14 +799,14 @@ func benchDelays(ctx context.Context, e *Env, o *benchOptions) (any, error) {
 			return err
 		}
 		ids[i] = id
-		_, err = c.Submit(ctx, id, client.SubmitBody{FFQN: f.String(), ComponentType: string(core.ComponentTypeWorkflow)})
+		_, err = c.Submit(ctx, id, client.SubmitRequest{FFQN: f, ComponentType: core.ComponentTypeWorkflow})
 		return err
 	}); err != nil {
 		return nil, fmt.Errorf("submit: %w", err)
 	}
-	var locked []httpapi.LockedExecutionJSON
+	var locked []core.LockedExecution
 	for len(locked) < o.delays {
-		batch, err := c.LockPendingByFFQNs(ctx, run.lockBody(core.ComponentTypeWorkflow, httpapi.MaxLockBatch, f, time.Second))
+		batch, err := run.lockWait(ctx, c, core.ComponentTypeWorkflow, httpapi.MaxLockBatch, f, time.Second)
 		if err != nil {
 			return nil, fmt.Errorf("lock: %w", err)
 		}
@@ -813,29 +822,24 @@ func benchDelays(ctx context.Context, e *Env, o *benchOptions) (any, error) {
 	// Once its delay is requested, each workflow's responses are long-polled.
 	watch := func(i int, id core.ExecutionId) {
 		g.Go(func() error {
-			for {
-				rs, err := c.NextResponses(gctx, id, 0, 25*time.Second)
-				if err != nil {
-					return fmt.Errorf("wait for the delay of %s: %w", id, err)
-				}
-				if len(rs) > 0 {
-					lat.add(time.Since(requested[i]))
-					return nil
-				}
+			if _, err := c.SubscribeToNextResponses(gctx, id, 0); err != nil {
+				return fmt.Errorf("wait for the delay of %s: %w", id, err)
 			}
+			lat.add(time.Since(requested[i]))
+			return nil
 		})
 	}
 	if err := forEach(gctx, len(locked), setupWorkers, func(ctx context.Context, i int) error {
 		l := locked[i]
 		t := now()
 		requested[i] = time.Now()
-		_, err := c.AppendBatch(ctx, httpapi.AppendBatchBody{ExecutionID: l.ExecutionID, Version: l.NextVersion, Batch: []core.AppendRequest{
+		_, err := c.AppendBatch(ctx, core.Timestamp{}, []core.AppendRequest{
 			historyEvent(t, &core.JoinSetCreate{JoinSetID: js}),
 			historyEvent(t, &core.JoinSetRequestEvent{JoinSetID: js, Request: &core.DelayRequest{
 				DelayID: core.NewDelayId(l.ExecutionID, js, 1), ExpiresAt: t.Add(o.delay),
 				ScheduleAt: core.ScheduleAt{Kind: "in", In: core.DurationOf(o.delay)}}}),
 			historyEvent(t, &core.JoinNext{JoinSetID: js, RunExpiresAt: t}),
-		}})
+		}, l.ExecutionID, l.NextVersion)
 		if err == nil {
 			watch(i, l.ExecutionID)
 		}

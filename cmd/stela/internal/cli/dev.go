@@ -64,8 +64,9 @@ func devCommand() *command {
 			"--backend auto, when STELA_TABLE is set) the server uses the\n" +
 			"DynamoDB table $STELA_TABLE (default \"stela\", created if absent) and, when STELA_BUCKET is\n" +
 			"set, that S3 bucket as CAS; AWS credentials, region and endpoints come from the usual AWS_*\n" +
-			"variables. Timers (delays, expired locks, cancellations) run in-process every\n" +
-			"--timers-interval. SIGINT/SIGTERM stop it gracefully.\n\n" +
+			"variables. Timers run in-process: due delays and expired locks are handled at their\n" +
+			"deadline, and a safety sweep (with the cancellation driver) runs every --timers-interval.\n" +
+			"SIGINT/SIGTERM stop it gracefully.\n\n" +
 			"The embedded store fsyncs every acknowledged write before answering (--durability fsync,\n" +
 			"shared by the writes committed together); --durability os-crash-unsafe skips the fsync.\n\n" +
 			"Example:\n  stela dev --data-dir ./.stela --addr 127.0.0.1:8080",
@@ -76,7 +77,7 @@ func devCommand() *command {
 			fs.StringVar(&o.token, "token", "", "require this bearer token on every request (default: no auth)")
 			fs.StringVar(&o.backend, "backend", backendAuto, "store: auto, embedded (SQLite) or dynamo (DynamoDB + S3)")
 			fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr)")
-			fs.DurationVar(&o.timersInterval, "timers-interval", timers.DefaultInterval, "how often timers are swept")
+			fs.DurationVar(&o.timersInterval, "timers-interval", timers.DefaultInterval, "safety sweep period (timers written through this server fire at their deadline)")
 			fs.StringVar(&o.durability, "durability", sqlite.DurabilityFsyncName, durabilityUsage)
 			return func(ctx context.Context, _ []string) error { return runDev(ctx, e, o) }
 		},
@@ -161,9 +162,14 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 		ErrorLog:    slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 
 	timersCtx, stopTimers := context.WithCancel(context.WithoutCancel(ctx))
+	// The timers wake at the earliest delay or lock expiry this server wrote;
+	// --timers-interval paces a safety sweep for the rest (timers from before
+	// the start, other processes, unpaused delays, cancellations).
+	deadlines := st.svc.WatchTimers()
+	defer deadlines.Close()
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		stats, err := timers.Run(timersCtx, st.svc, clock, timers.Options{Interval: o.timersInterval, Logger: logger})
+		stats, err := timers.Run(timersCtx, st.svc, clock, timers.Options{Interval: o.timersInterval, Logger: logger, Deadlines: deadlines})
 		if err != nil {
 			logger.Error("timers stopped", "err", err)
 			return
@@ -329,7 +335,7 @@ func printBanner(w io.Writer, st *devStack, url string, o *devOptions, mode stri
 	for _, l := range st.describe {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
-	fmt.Fprintf(w, "  timers: in-process, every %s\n", o.timersInterval)
+	fmt.Fprintf(w, "  timers: in-process, at each deadline (safety sweep every %s)\n", o.timersInterval)
 	authHdr := ""
 	if o.token != "" {
 		fmt.Fprintf(w, "  API:    %s (bearer token required)\n", url)

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/stela-dev/stela/cmd/stela/internal/client"
+	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/httpapi"
 	"github.com/stela-dev/stela/sqlite"
 )
@@ -122,7 +122,7 @@ type costMeter struct {
 func startCost(ctx context.Context, c *client.Client) *costMeter {
 	m := &costMeter{c: c, cpu0: processCPU()}
 	var s devStats
-	if err := c.JSON(ctx, http.MethodGet, devStatsPath, nil, nil, &s); err == nil {
+	if err := getDevStats(ctx, c, &s); err == nil {
 		m.srv0 = &s
 	}
 	return m
@@ -147,7 +147,7 @@ func (m *costMeter) stop(ctx context.Context, ops int) benchCost {
 	case m.srv0 != nil:
 		out.ClientCPUms = per(cpu)
 		var s devStats
-		if err := m.c.JSON(ctx, http.MethodGet, devStatsPath, nil, nil, &s); err != nil {
+		if err := getDevStats(ctx, m.c, &s); err != nil {
 			return out
 		}
 		out.Durability, out.ServerCPUms = s.Durability, per(s.CPUms-m.srv0.CPUms)
@@ -185,4 +185,13 @@ func printCost(w io.Writer, c benchCost, op string) {
 	default:
 		fmt.Fprintf(w, "  CPU per %s: server %.3f ms + client %.3f ms\n", op, c.ServerCPUms, c.ClientCPUms)
 	}
+}
+
+// getDevStats reads the server's devStatsPath into s.
+func getDevStats(ctx context.Context, c *client.Client, s *devStats) error {
+	resp, err := c.Call(ctx, http.MethodGet, devStatsPath, nil, nil, client.JSON)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(resp.Body, s)
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stela-dev/stela/cmd/stela/internal/client"
+	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/sqlite"
 )
 
@@ -72,7 +72,11 @@ func TestDevDurability(t *testing.T) {
 			var st devStats
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if err := client.New(url, "").JSON(ctx, "GET", devStatsPath, nil, nil, &st); err != nil {
+			c, err := client.New(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := getDevStats(ctx, c, &st); err != nil {
 				t.Fatal(err)
 			}
 			if st.Durability != tc.want.String() || st.Store == nil {

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stela-dev/stela/cmd/stela/internal/client"
+	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/core"
 )
 
@@ -44,7 +44,78 @@ func addClientFlags(fs *flag.FlagSet, e *Env) *clientFlags {
 	return cf
 }
 
-func (cf *clientFlags) client() *client.Client { return client.New(cf.url, cf.token) }
+func (cf *clientFlags) client() (*client.Client, error) {
+	c, err := client.New(cf.url, client.WithToken(cf.token))
+	if err != nil {
+		return nil, usagef("invalid --url: %v", err)
+	}
+	return c, nil
+}
+
+// printCall calls a route with the flags' client and prints its answer.
+func (cf *clientFlags) printCall(ctx context.Context, w io.Writer, method, path string, q url.Values, accept string) error {
+	c, err := cf.client()
+	if err != nil {
+		return err
+	}
+	resp, err := c.Call(ctx, method, path, q, nil, accept)
+	if err != nil {
+		return err
+	}
+	printBody(w, resp.Body)
+	return nil
+}
+
+// printOK calls a route answering {"ok": msg} and prints msg.
+func (cf *clientFlags) printOK(ctx context.Context, w io.Writer, method, path string) error {
+	c, err := cf.client()
+	if err != nil {
+		return err
+	}
+	msg, err := okMessage(ctx, c, method, path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, msg)
+	return nil
+}
+
+// status returns the execution's status and its JSON.
+func status(ctx context.Context, c *client.Client, id string) (core.ExecutionWithState, []byte, error) {
+	resp, err := c.Call(ctx, http.MethodGet, client.ExecPath(id, "status"), nil, nil, client.JSON)
+	if err != nil {
+		return core.ExecutionWithState{}, nil, err
+	}
+	var st core.ExecutionWithState
+	if err := json.Unmarshal(resp.Body, &st); err != nil {
+		return st, resp.Body, fmt.Errorf("decode status of %s: %w", id, err)
+	}
+	return st, resp.Body, nil
+}
+
+// result returns the result JSON of a finished execution.
+func result(ctx context.Context, c *client.Client, id string) ([]byte, error) {
+	resp, err := c.Call(ctx, http.MethodGet, client.ExecPath(id, ""), nil, nil, client.JSON)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// okMessage calls a route answering {"ok": msg} and returns msg.
+func okMessage(ctx context.Context, c *client.Client, method, path string) (string, error) {
+	resp, err := c.Call(ctx, method, path, nil, nil, client.JSON)
+	if err != nil {
+		return "", err
+	}
+	var env struct {
+		OK string `json:"ok"`
+	}
+	if err := json.Unmarshal(resp.Body, &env); err != nil {
+		return "", fmt.Errorf("decode answer of %s: %w", path, err)
+	}
+	return env.OK, nil
+}
 
 // errorText renders a command's failure: the server's message and status,
 // or a hint when the server cannot be reached.
@@ -129,7 +200,7 @@ func submitCommand() *command {
 				if err != nil {
 					return usagef("invalid ffqn %q: %v", args[0], err)
 				}
-				params := []json.RawMessage{}
+				params := core.Params{}
 				if len(args) == 2 {
 					if err := json.Unmarshal([]byte(args[1]), &params); err != nil {
 						return usagef("params must be a JSON array, e.g. '[1, \"two\"]': %v", err)
@@ -143,9 +214,13 @@ func submitCommand() *command {
 				} else if eid, err = core.NewExecutionId(uint64(time.Now().UnixMilli()), rand.Reader); err != nil {
 					return err
 				}
-				c := cf.client()
-				body := client.SubmitBody{FFQN: ffqn.String(), Params: params, Paused: *paused, ComponentType: *ctype}
-				resp, err := submitWithRetry(ctx, c, eid, body, e.Stderr)
+				c, err := cf.client()
+				if err != nil {
+					return err
+				}
+				// A PUT with the id: the client retries it while the server is unreachable.
+				body := client.SubmitRequest{FFQN: ffqn, Params: params, Paused: *paused, ComponentType: core.ComponentType(*ctype)}
+				resp, err := c.Call(ctx, http.MethodPut, client.ExecPath(eid.String(), ""), nil, body, client.JSON)
 				if err != nil {
 					return err
 				}
@@ -154,7 +229,7 @@ func submitCommand() *command {
 					if _, err := followStatus(ctx, c, eid.String(), *interval, nil, e.Stderr); err != nil {
 						return err
 					}
-					raw, err := c.Result(ctx, eid.String())
+					raw, err := result(ctx, c, eid.String())
 					if err != nil {
 						return err
 					}
@@ -176,23 +251,8 @@ func submitCommand() *command {
 	}
 }
 
-// submitWithRetry PUTs the execution, retrying while the server is
-// unreachable (at most 5 times, 1 s apart): the PUT is idempotent.
-func submitWithRetry(ctx context.Context, c *client.Client, id core.ExecutionId, body client.SubmitBody, stderr io.Writer) (*client.Response, error) {
-	for attempt := 1; ; attempt++ {
-		resp, err := c.Call(ctx, http.MethodPut, client.ExecPath(id.String(), ""), nil, body, client.JSON)
-		if err == nil || !client.IsUnreachable(err) || attempt == 5 {
-			return resp, err
-		}
-		fmt.Fprintf(stderr, "submit: %v; retrying\n", err)
-		if err := sleepCtx(ctx, time.Second); err != nil {
-			return nil, err
-		}
-	}
-}
-
 func printResult(ctx context.Context, c *client.Client, id string, w io.Writer) error {
-	raw, err := c.Result(ctx, id)
+	raw, err := result(ctx, c, id)
 	if err != nil {
 		return err
 	}
@@ -222,12 +282,7 @@ func listCommand() *command {
 				if *hide {
 					q.Set("hide_finished", "true")
 				}
-				resp, err := cf.client().Call(ctx, http.MethodGet, "/v1/executions", q, nil, accept(*asJSON))
-				if err != nil {
-					return err
-				}
-				printBody(e.Stdout, resp.Body)
-				return nil
+				return cf.printCall(ctx, e.Stdout, http.MethodGet, "/v1/executions", q, accept(*asJSON))
 			}
 		},
 	}
@@ -244,15 +299,13 @@ func statusCommand() *command {
 			asJSON := fs.Bool("json", false, "print JSON")
 			interval := fs.Duration("interval", defaultPollInterval, "poll interval of --follow")
 			return func(ctx context.Context, args []string) error {
-				c := cf.client()
 				id := args[0]
 				if !*follow {
-					resp, err := c.Call(ctx, http.MethodGet, client.ExecPath(id, "status"), nil, nil, accept(*asJSON))
-					if err != nil {
-						return err
-					}
-					printBody(e.Stdout, resp.Body)
-					return nil
+					return cf.printCall(ctx, e.Stdout, http.MethodGet, client.ExecPath(id, "status"), nil, accept(*asJSON))
+				}
+				c, err := cf.client()
+				if err != nil {
+					return err
 				}
 				if *asJSON {
 					_, err := followStatus(ctx, c, id, *interval, jsonLines{e.Stdout}, e.Stderr)
@@ -279,7 +332,7 @@ func followStatus(ctx context.Context, c *client.Client, id string, interval tim
 	var last string
 	unchanged := 0
 	for {
-		st, raw, err := c.Status(ctx, id)
+		st, raw, err := status(ctx, c, id)
 		switch {
 		case err != nil && client.StatusOf(err) >= 400 && client.StatusOf(err) < 500:
 			return st, err
@@ -321,7 +374,10 @@ func resultCommand() *command {
 			cf := addClientFlags(fs, e)
 			follow := fs.Bool("follow", false, "wait until the execution finishes")
 			return func(ctx context.Context, args []string) error {
-				c := cf.client()
+				c, err := cf.client()
+				if err != nil {
+					return err
+				}
 				for {
 					q := url.Values{}
 					if *follow {
@@ -362,12 +418,7 @@ func eventsCommand() *command {
 				} else {
 					q.Set("direction", "older")
 				}
-				resp, err := cf.client().Call(ctx, http.MethodGet, client.ExecPath(args[0], "events"), q, nil, accept(*asJSON))
-				if err != nil {
-					return err
-				}
-				printBody(e.Stdout, resp.Body)
-				return nil
+				return cf.printCall(ctx, e.Stdout, http.MethodGet, client.ExecPath(args[0], "events"), q, accept(*asJSON))
 			}
 		},
 	}
@@ -390,12 +441,7 @@ func responsesCommand() *command {
 				} else {
 					q.Set("direction", "older")
 				}
-				resp, err := cf.client().Call(ctx, http.MethodGet, client.ExecPath(args[0], "responses"), q, nil, accept(*asJSON))
-				if err != nil {
-					return err
-				}
-				printBody(e.Stdout, resp.Body)
-				return nil
+				return cf.printCall(ctx, e.Stdout, http.MethodGet, client.ExecPath(args[0], "responses"), q, accept(*asJSON))
 			}
 		},
 	}
@@ -455,12 +501,19 @@ func logsCommand() *command {
 				if *derived {
 					q.Set("show_derived", "true")
 				}
-				c := cf.client()
+				c, err := cf.client()
+				if err != nil {
+					return err
+				}
 				id := args[0]
 				for {
-					var items []logItem
-					if err := c.JSON(ctx, http.MethodGet, client.ExecPath(id, "logs"), q, nil, &items); err != nil {
+					resp, err := c.Call(ctx, http.MethodGet, client.ExecPath(id, "logs"), q, nil, client.JSON)
+					if err != nil {
 						return err
+					}
+					var items []logItem
+					if err := json.Unmarshal(resp.Body, &items); err != nil {
+						return fmt.Errorf("decode logs of %s: %w", id, err)
 					}
 					for _, it := range items {
 						printLog(e.Stdout, it, *asJSON, *runID, *derived)
@@ -475,7 +528,7 @@ func logsCommand() *command {
 					if !*follow {
 						return nil
 					}
-					st, _, err := c.Status(ctx, id)
+					st, _, err := status(ctx, c, id)
 					if err != nil {
 						return err
 					}
@@ -533,12 +586,7 @@ func simplePut(name, summary, args, action string) *command {
 		flags: func(fs *flag.FlagSet, e *Env) func(context.Context, []string) error {
 			cf := addClientFlags(fs, e)
 			return func(ctx context.Context, a []string) error {
-				msg, err := cf.client().OK(ctx, http.MethodPut, client.ExecPath(a[0], action), nil, nil)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(e.Stdout, msg)
-				return nil
+				return cf.printOK(ctx, e.Stdout, http.MethodPut, client.ExecPath(a[0], action))
 			}
 		},
 	}
@@ -551,12 +599,7 @@ func delayCommand() *command {
 			flags: func(fs *flag.FlagSet, e *Env) func(context.Context, []string) error {
 				cf := addClientFlags(fs, e)
 				return func(ctx context.Context, a []string) error {
-					msg, err := cf.client().OK(ctx, http.MethodPut, "/v1/delays/"+url.PathEscape(a[0])+"/"+action, nil, nil)
-					if err != nil {
-						return err
-					}
-					fmt.Fprintln(e.Stdout, msg)
-					return nil
+					return cf.printOK(ctx, e.Stdout, http.MethodPut, "/v1/delays/"+url.PathEscape(a[0])+"/"+action)
 				}
 			},
 		}
@@ -584,13 +627,8 @@ func deploymentCommand() *command {
 					limit := fs.Int("limit", 20, "maximum number of deployments")
 					asJSON := fs.Bool("json", false, "print JSON")
 					return func(ctx context.Context, _ []string) error {
-						resp, err := cf.client().Call(ctx, http.MethodGet, "/v1/deployments",
-							url.Values{"length": {strconv.Itoa(*limit)}}, nil, accept(*asJSON))
-						if err != nil {
-							return err
-						}
-						printBody(e.Stdout, resp.Body)
-						return nil
+						return cf.printCall(ctx, e.Stdout, http.MethodGet, "/v1/deployments",
+							url.Values{"length": {strconv.Itoa(*limit)}}, accept(*asJSON))
 					}
 				},
 			},
@@ -600,12 +638,7 @@ func deploymentCommand() *command {
 					cf := addClientFlags(fs, e)
 					asJSON := fs.Bool("json", false, "print JSON")
 					return func(ctx context.Context, a []string) error {
-						resp, err := cf.client().Call(ctx, http.MethodGet, "/v1/deployments/"+url.PathEscape(a[0]), nil, nil, accept(*asJSON))
-						if err != nil {
-							return err
-						}
-						printBody(e.Stdout, resp.Body)
-						return nil
+						return cf.printCall(ctx, e.Stdout, http.MethodGet, "/v1/deployments/"+url.PathEscape(a[0]), nil, accept(*asJSON))
 					}
 				},
 			},

@@ -1,0 +1,411 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stela-dev/stela/core"
+)
+
+// Accept values of Do.
+const (
+	JSON = "application/json"
+	Text = "text/plain"
+)
+
+// DefaultMaxWait bounds one long-poll request (API Gateway ends requests
+// after 30 s; the server clamps waits to its own follow bound).
+const DefaultMaxWait = 20 * time.Second
+
+// RetryPolicy is how failed requests are retried (see the package
+// documentation for which failures and which requests).
+type RetryPolicy struct {
+	// MaxAttempts is the total number of attempts (1 disables retries).
+	MaxAttempts int
+	// BaseDelay is the backoff before the first retry; it doubles per retry.
+	BaseDelay time.Duration
+	// MaxDelay caps one backoff (and a server's Retry-After).
+	MaxDelay time.Duration
+}
+
+// DefaultRetry is the policy of New: 4 attempts, 100 ms doubling up to 2 s,
+// each backoff drawn uniformly from [0, bound) (full jitter).
+var DefaultRetry = RetryPolicy{MaxAttempts: 4, BaseDelay: 100 * time.Millisecond, MaxDelay: 2 * time.Second}
+
+// Client calls one Stela server. It is safe for concurrent use.
+type Client struct {
+	base    *url.URL
+	http    *http.Client
+	token   string
+	signer  *sigV4
+	retry   RetryPolicy
+	maxWait time.Duration
+}
+
+// Option configures New.
+type Option func(*Client) error
+
+// WithToken sends `Authorization: Bearer <token>` (no header when empty).
+func WithToken(token string) Option {
+	return func(c *Client) error { c.token = token; return nil }
+}
+
+// WithHTTPClient sends the requests with h (default: a client with a
+// 256-connection pool and no overall timeout; contexts bound the calls).
+func WithHTTPClient(h *http.Client) Option {
+	return func(c *Client) error {
+		if h == nil {
+			return errors.New("client: nil http.Client")
+		}
+		c.http = h
+		return nil
+	}
+}
+
+// WithRetry replaces DefaultRetry.
+func WithRetry(p RetryPolicy) Option {
+	return func(c *Client) error {
+		if p.MaxAttempts < 1 || p.BaseDelay < 0 || p.MaxDelay < p.BaseDelay {
+			return fmt.Errorf("client: invalid retry policy %+v", p)
+		}
+		c.retry = p
+		return nil
+	}
+}
+
+// WithMaxWait bounds the wait one long-poll request asks the server for
+// (default DefaultMaxWait); longer waits are made of several requests.
+func WithMaxWait(d time.Duration) Option {
+	return func(c *Client) error {
+		if d <= 0 {
+			return errors.New("client: max wait must be positive")
+		}
+		c.maxWait = d
+		return nil
+	}
+}
+
+// New returns a client of the server at baseURL (e.g. http://127.0.0.1:8080,
+// or an API Gateway stage URL; a path prefix is kept).
+func New(baseURL string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("client: invalid base URL %q: want http(s)://host[:port][/prefix]", baseURL)
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 256
+	c := &Client{base: u, http: &http.Client{Transport: t}, retry: DefaultRetry, maxWait: DefaultMaxWait}
+	for _, o := range opts {
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	if c.signer != nil && c.token != "" {
+		return nil, errors.New("client: WithToken and WithSigV4 are exclusive (both use the Authorization header)")
+	}
+	return c, nil
+}
+
+// BaseURL returns the server URL.
+func (c *Client) BaseURL() string { return c.base.String() }
+
+// --- requests -------------------------------------------------------------------------
+
+// safety says which failures a request may be retried after.
+type safety uint8
+
+const (
+	// unsafe: retried only when it certainly was not processed (no
+	// connection, 429).
+	unsafe safety = iota
+	// idempotent: also retried after ambiguous failures.
+	idempotent
+)
+
+// request is one API call.
+type request struct {
+	method string
+	path   string // escaped, relative to the base URL
+	query  url.Values
+	body   []byte // JSON; nil = no body
+	accept string
+	safety safety
+}
+
+// Response is a raw answer of Do.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	// Ambiguous is true when an earlier attempt failed in a way that may have
+	// reached the store (the answer belongs to a retry).
+	Ambiguous bool
+}
+
+func newRequest(method, path string, query url.Values, body any, s safety) (*request, error) {
+	r := &request{method: method, path: path, query: query, accept: JSON, safety: s}
+	if body != nil {
+		raw, err := core.MarshalJSON(body)
+		if err != nil {
+			return nil, fmt.Errorf("client: encode %s %s: %w", method, path, err)
+		}
+		r.body = raw
+	}
+	return r, nil
+}
+
+// Do sends a request with the client's auth and retry policy and returns the
+// answer whatever its status. body is encoded as JSON with core's encoder
+// unless it is nil or []byte; accept is the Accept header ("" sends none).
+// GET and HEAD are retried as idempotent, other methods only when they
+// certainly were not processed (the typed methods know better).
+func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body any, accept string) (*Response, error) {
+	s := unsafe
+	if method == http.MethodGet || method == http.MethodHead {
+		s = idempotent
+	}
+	var r *request
+	if raw, ok := body.([]byte); ok {
+		r = &request{method: method, path: path, query: query, body: raw, safety: s}
+	} else {
+		var err error
+		if r, err = newRequest(method, path, query, body, s); err != nil {
+			return nil, err
+		}
+	}
+	r.accept = accept
+	return c.send(ctx, r)
+}
+
+// Call is Do that turns a non-2xx answer into an *Error (the answer is
+// still returned).
+func (c *Client) Call(ctx context.Context, method, path string, query url.Values, body any, accept string) (*Response, error) {
+	resp, err := c.Do(ctx, method, path, query, body, accept)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Status < 200 || resp.Status > 299 {
+		return resp, errorOf(&request{method: method, path: path}, resp)
+	}
+	return resp, nil
+}
+
+// send runs the attempts of r.
+func (c *Client) send(ctx context.Context, r *request) (*Response, error) {
+	ambiguous := false
+	for attempt := 1; ; attempt++ {
+		resp, err := c.attempt(ctx, r)
+		last := attempt >= c.retry.MaxAttempts
+		var retryAfter time.Duration
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("client: %s %s: %w", r.method, r.path, ctx.Err())
+			}
+			unsent := notSent(err)
+			if last || (!unsent && r.safety != idempotent) {
+				return nil, fmt.Errorf("client: %s %s: %w", r.method, r.path, err)
+			}
+			ambiguous = ambiguous || !unsent
+		case resp.Status == http.StatusTooManyRequests:
+			if last {
+				resp.Ambiguous = ambiguous
+				return resp, nil
+			}
+			retryAfter = parseRetryAfter(resp.Header)
+		case resp.Status == http.StatusBadGateway || resp.Status == http.StatusServiceUnavailable || resp.Status == http.StatusGatewayTimeout:
+			if last || r.safety != idempotent {
+				resp.Ambiguous = ambiguous
+				return resp, nil
+			}
+			ambiguous = true
+			retryAfter = parseRetryAfter(resp.Header)
+		default:
+			resp.Ambiguous = ambiguous
+			return resp, nil
+		}
+		if err := sleep(ctx, max(c.backoff(attempt), min(retryAfter, c.retry.MaxDelay))); err != nil {
+			return nil, fmt.Errorf("client: %s %s: %w", r.method, r.path, err)
+		}
+	}
+}
+
+// backoff returns the full-jitter delay before retry number attempt (1-based).
+func (c *Client) backoff(attempt int) time.Duration {
+	bound := c.retry.BaseDelay << min(attempt-1, 30)
+	if bound <= 0 || bound > c.retry.MaxDelay {
+		bound = c.retry.MaxDelay
+	}
+	if bound <= 0 {
+		return 0
+	}
+	return time.Duration(rand.Int64N(int64(bound)))
+}
+
+func parseRetryAfter(h http.Header) time.Duration {
+	n, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After")))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return time.Duration(n) * time.Second
+}
+
+// notSent reports whether err proves the request never reached the server:
+// the connection could not be established.
+func notSent(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var dns *net.DNSError
+	return errors.As(err, &dns)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// attempt sends r once.
+func (c *Client) attempt(ctx context.Context, r *request) (*Response, error) {
+	u := c.base.String() + r.path
+	if len(r.query) > 0 {
+		u += "?" + r.query.Encode()
+	}
+	var rd io.Reader
+	if r.body != nil {
+		rd = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, u, rd)
+	if err != nil {
+		return nil, err
+	}
+	if r.body != nil {
+		req.Header.Set("Content-Type", JSON)
+	}
+	if r.accept != "" {
+		req.Header.Set("Accept", r.accept)
+	}
+	switch {
+	case c.token != "":
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	case c.signer != nil:
+		if err := c.signer.sign(ctx, req, r.body); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}
+
+// call sends r and decodes a 2xx JSON answer into out (when not nil); other
+// answers become errors (see errorOf).
+func (c *Client) call(ctx context.Context, r *request, out any) (*Response, error) {
+	resp, err := c.send(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Status < 200 || resp.Status > 299 {
+		return resp, errorOf(r, resp)
+	}
+	if out != nil && len(resp.Body) > 0 {
+		if err := json.Unmarshal(resp.Body, out); err != nil {
+			return resp, fmt.Errorf("client: decode %s %s: %w", r.method, r.path, err)
+		}
+	}
+	return resp, nil
+}
+
+// get calls a GET route (idempotent) and decodes its JSON answer.
+func (c *Client) get(ctx context.Context, path string, query url.Values, out any) error {
+	_, err := c.call(ctx, &request{method: http.MethodGet, path: path, query: query, accept: JSON, safety: idempotent}, out)
+	return err
+}
+
+// send JSON body to a route and decode the answer.
+func (c *Client) post(ctx context.Context, method, path string, body any, s safety, out any) (*Response, error) {
+	r, err := newRequest(method, path, nil, body, s)
+	if err != nil {
+		return nil, err
+	}
+	return c.call(ctx, r, out)
+}
+
+// okMessage decodes {"ok": msg}.
+type okMessage struct {
+	OK string `json:"ok"`
+}
+
+// --- paths ---------------------------------------------------------------------------
+
+// ExecPath returns /v1/executions/{id}[/suffix] with the id escaped.
+func ExecPath(id string, suffix string) string {
+	p := "/v1/executions/" + url.PathEscape(id)
+	if suffix != "" {
+		p += "/" + suffix
+	}
+	return p
+}
+
+func workerExecPath(id core.ExecutionId, suffix string) string {
+	return "/v1/worker/executions/" + url.PathEscape(id.String()) + "/" + suffix
+}
+
+func delayPath(d core.DelayId, action string) string {
+	return "/v1/delays/" + url.PathEscape(d.String()) + "/" + action
+}
+
+// --- waits ------------------------------------------------------------------------------
+
+// waitSlice returns how long the next long-poll request may ask the server
+// to wait: until shortly before ctx's deadline (so the answer arrives before
+// ctx ends), at most max; ok is false when too little time is left.
+func waitSlice(ctx context.Context, limit time.Duration) (time.Duration, bool) {
+	deadline, has := ctx.Deadline()
+	if !has {
+		return limit, true
+	}
+	left := time.Until(deadline)
+	margin := min(max(left/10, 5*time.Millisecond), time.Second)
+	w := min(left-margin, limit)
+	return w, w >= time.Millisecond
+}
+
+// timeoutErr is the error of a wait that ended because ctx was done, as the
+// store reports it.
+func timeoutErr(ctx context.Context) error {
+	err := ctx.Err()
+	if err == nil {
+		err = context.DeadlineExceeded
+	}
+	return fmt.Errorf("%w: %w", core.ErrTimeout, err)
+}

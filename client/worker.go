@@ -1,0 +1,481 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/httpapi"
+)
+
+// Store is the part of core.DbConnection that the worker routes serve, plus
+// ReadHistory: what an executor needs. *Client implements it over HTTP and
+// *store.Service in-process, with the same semantics and errors, so a worker
+// written against Store runs on either.
+type Store interface {
+	LockPendingByFFQNs(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn) ([]core.LockedExecution, error)
+	LockPendingByFFQNsAuto(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn) ([]core.LockedExecution, error)
+	LockPendingByComponentDigest(ctx context.Context, req core.LockRequest) ([]core.LockedExecution, error)
+	LockOne(ctx context.Context, req core.LockRequest, id core.ExecutionId, version core.Version) (core.LockedExecution, error)
+	Append(ctx context.Context, id core.ExecutionId, version core.Version, req core.AppendRequest) (core.Version, error)
+	AppendBatch(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version) (core.Version, error)
+	AppendBatchCreateNewExecution(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo) (core.Version, error)
+	AppendBatchRespondToParent(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, error)
+	AppendBatchWithDelayResponse(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, js core.JoinSetId, delay core.DelayId) (core.Version, error)
+	UpsertStubResponse(ctx context.Context, id core.ExecutionIdDerived, version core.Version, req core.AppendRequest, resp core.AppendResponseToExecution, currentTime core.Timestamp) error
+	Create(ctx context.Context, req core.CreateRequest) (core.Version, error)
+	Get(ctx context.Context, id core.ExecutionId) (*core.ExecutionLog, error)
+	GetExecutionEvent(ctx context.Context, id core.ExecutionId, version core.Version) (core.ExecutionEvent, error)
+	GetLastExecutionEvent(ctx context.Context, id core.ExecutionId) (core.ExecutionEvent, error)
+	GetCreateRequest(ctx context.Context, id core.ExecutionId) (core.CreateRequest, error)
+	GetPendingState(ctx context.Context, id core.ExecutionId) (core.ExecutionWithState, error)
+	GetExpiredTimers(ctx context.Context, at core.Timestamp) ([]core.ExpiredTimer, error)
+	GetCancelling(ctx context.Context, batchSize uint32) ([]core.ExecutionId, error)
+	SubscribeToNextResponses(ctx context.Context, id core.ExecutionId, lastResponse core.ResponseCursor) ([]core.ResponseWithCursor, error)
+	WaitForFinishedResult(ctx context.Context, id core.ExecutionId) (core.ReturnValue, error)
+	ReadHistory(ctx context.Context, id core.ExecutionId, fromVersion core.Version, afterCursor core.ResponseCursor) (core.HistoryDelta, error)
+	AppendBacktrace(ctx context.Context, bt core.BacktraceInfo) error
+	AppendBacktraceBatch(ctx context.Context, batch []core.BacktraceInfo) (int, error)
+	AppendLog(ctx context.Context, row core.LogInfoAppendRow) error
+	AppendLogBatch(ctx context.Context, rows []core.LogInfoAppendRow) error
+}
+
+var _ Store = (*Client)(nil)
+
+// --- locks ----------------------------------------------------------------------------------
+
+// LockSelector chooses which pending executions LockPendingWait locks.
+type LockSelector struct {
+	path  string
+	ffqns []core.FunctionFqn
+}
+
+// ByFFQNs selects executions of ffqns (LockPendingByFFQNs).
+func ByFFQNs(ffqns ...core.FunctionFqn) LockSelector {
+	return LockSelector{path: "/v1/worker/lock/pending-by-ffqns", ffqns: ffqns}
+}
+
+// ByFFQNsAuto selects executions of ffqns for an auto-upgrading workflow
+// component (LockPendingByFFQNsAuto).
+func ByFFQNsAuto(ffqns ...core.FunctionFqn) LockSelector {
+	return LockSelector{path: "/v1/worker/lock/pending-by-ffqns-auto", ffqns: ffqns}
+}
+
+// ByComponentDigest selects executions whose current digest is the lock
+// request's req.ComponentID.ComponentDigest (LockPendingByComponentDigest).
+func ByComponentDigest() LockSelector {
+	return LockSelector{path: "/v1/worker/lock/pending-by-component-digest"}
+}
+
+func lockParams(req core.LockRequest) httpapi.LockParams {
+	p := httpapi.LockParams{ComponentID: req.ComponentID, DeploymentID: req.DeploymentID, ExecutorID: req.ExecutorID,
+		RunID: req.RunID, LockExpiresAt: req.LockExpiresAt, RetryConfig: req.RetryConfig, SkipHistory: req.SkipHistory}
+	p.CreatedAt = timePtr(req.CreatedAt)
+	return p
+}
+
+// timePtr returns &t, or nil for the zero time (the server's clock).
+func timePtr(t core.Timestamp) *core.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func lockedOf(js []httpapi.LockedExecutionJSON) []core.LockedExecution {
+	out := make([]core.LockedExecution, len(js))
+	for i, l := range js {
+		out[i] = l.Core()
+	}
+	return out
+}
+
+// lockPending sends one lock-pending request that waits up to wait.
+func (c *Client) lockPending(ctx context.Context, req core.LockRequest, sel LockSelector, wait time.Duration) ([]core.LockedExecution, error) {
+	if req.BatchSize == 0 || (sel.ffqns != nil && len(sel.ffqns) == 0) {
+		return []core.LockedExecution{}, nil // as in-process: nothing to lock
+	}
+	b := httpapi.LockPendingBody{LockParams: lockParams(req), BatchSize: min(req.BatchSize, httpapi.MaxLockBatch),
+		PendingAtOrSooner: timePtr(req.PendingAtOrSooner), FFQNs: sel.ffqns, WaitMs: uint64(wait.Milliseconds())}
+	var out []httpapi.LockedExecutionJSON
+	if _, err := c.post(ctx, http.MethodPost, sel.path, b, unsafe, &out); err != nil {
+		return []core.LockedExecution{}, err
+	}
+	return lockedOf(out), nil
+}
+
+// LockPendingByFFQNs implements core.DbExecutor. A zero req.CreatedAt or
+// req.PendingAtOrSooner means "now" on the server's clock; BatchSize is
+// capped at httpapi.MaxLockBatch (fewer locked is allowed by the contract).
+func (c *Client) LockPendingByFFQNs(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn) ([]core.LockedExecution, error) {
+	return c.lockPending(ctx, req, ByFFQNs(ffqns...), 0)
+}
+
+// LockPendingByFFQNsAuto implements core.DbExecutor (see LockPendingByFFQNs).
+func (c *Client) LockPendingByFFQNsAuto(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn) ([]core.LockedExecution, error) {
+	return c.lockPending(ctx, req, ByFFQNsAuto(ffqns...), 0)
+}
+
+// LockPendingByComponentDigest implements core.DbExecutor (see LockPendingByFFQNs).
+func (c *Client) LockPendingByComponentDigest(ctx context.Context, req core.LockRequest) ([]core.LockedExecution, error) {
+	return c.lockPending(ctx, req, ByComponentDigest(), 0)
+}
+
+// LockPendingWait locks what sel selects, and when nothing is pending waits
+// up to wait (bounded by ctx) for an execution to become pending and locks
+// it: the server long-polls (WaitForPending… then lock again), so a worker
+// is woken as soon as work arrives. Leave req.CreatedAt and
+// req.PendingAtOrSooner zero to have the server stamp the lock and select
+// due executions at the moment it locks (not when the call started); choose
+// req.LockExpiresAt with the wait in mind. An empty result after wait is not
+// an error.
+func (c *Client) LockPendingWait(ctx context.Context, req core.LockRequest, sel LockSelector, wait time.Duration) ([]core.LockedExecution, error) {
+	end := time.Now().Add(wait)
+	for {
+		slice, ok := waitSlice(ctx, min(time.Until(end), c.maxWait))
+		if !ok {
+			slice = 0
+		}
+		locked, err := c.lockPending(ctx, req, sel, slice)
+		if err != nil || len(locked) > 0 || time.Until(end) <= time.Millisecond || slice == 0 {
+			return locked, err
+		}
+	}
+}
+
+// LockOne implements core.DbExecutor (a zero req.CreatedAt is the server's clock).
+func (c *Client) LockOne(ctx context.Context, req core.LockRequest, id core.ExecutionId, version core.Version) (core.LockedExecution, error) {
+	var out httpapi.LockedExecutionJSON
+	if _, err := c.post(ctx, http.MethodPost, "/v1/worker/lock/one",
+		httpapi.LockOneBody{LockParams: lockParams(req), ExecutionID: id, Version: version}, unsafe, &out); err != nil {
+		return core.LockedExecution{}, err
+	}
+	return out.Core(), nil
+}
+
+// --- version-guarded writes ----------------------------------------------------------------
+
+// appendCall posts a version-guarded write of batch to id at version and
+// returns the next version. A 409 answering a retry after an ambiguous
+// failure is resolved by reading the events back (see the package
+// documentation).
+func (c *Client) appendCall(ctx context.Context, path string, body any, id core.ExecutionId, version core.Version, batch []core.AppendRequest) (core.Version, error) {
+	var out httpapi.NextVersionJSON
+	resp, err := c.post(ctx, http.MethodPost, path, body, idempotent, &out)
+	if err == nil {
+		return out.NextVersion, nil
+	}
+	if resp == nil || !resp.Ambiguous || resp.Status != http.StatusConflict {
+		return 0, err
+	}
+	if next, ok := c.committed(ctx, id, version, batch); ok {
+		return next, nil
+	}
+	return 0, err
+}
+
+// committed reports whether the events of id from version on are batch (the
+// write of a lost answer committed) and, if so, the version the write
+// returned: after the batch, or the Finished event's own version.
+func (c *Client) committed(ctx context.Context, id core.ExecutionId, version core.Version, batch []core.AppendRequest) (core.Version, bool) {
+	if len(batch) == 0 || len(batch) > httpapi.MaxPageLength {
+		return 0, false
+	}
+	page, err := c.ListExecutionEvents(ctx, id, core.Pagination[core.Version]{Direction: core.NewerThan,
+		Length: uint16(len(batch)), Cursor: version, IncludingCursor: true}, false)
+	if err != nil || len(page.Events) != len(batch) {
+		return 0, false
+	}
+	for i, ev := range page.Events {
+		if ev.Version != version+core.Version(i) || !sameRequest(core.AppendRequest{CreatedAt: ev.CreatedAt, Event: ev.Event}, batch[i]) {
+			return 0, false
+		}
+	}
+	next := version + core.Version(len(batch))
+	if _, fin := batch[len(batch)-1].Event.(*core.Finished); fin {
+		next--
+	}
+	return next, true
+}
+
+// sameRequest compares two requests in core's JSON, the form the store keeps.
+func sameRequest(a, b core.AppendRequest) bool {
+	ja, err1 := core.MarshalJSON(a)
+	jb, err2 := core.MarshalJSON(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+}
+
+func batchBody(currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version) httpapi.AppendBatchBody {
+	return httpapi.AppendBatchBody{CurrentTime: timePtr(currentTime), Batch: batch, ExecutionID: id, Version: version}
+}
+
+// Append implements core.DbExecutor.
+func (c *Client) Append(ctx context.Context, id core.ExecutionId, version core.Version, req core.AppendRequest) (core.Version, error) {
+	return c.appendCall(ctx, "/v1/worker/append", httpapi.AppendBody{ExecutionID: id, Version: version, Req: req},
+		id, version, []core.AppendRequest{req})
+}
+
+// AppendBatch implements core.DbConnection (a zero currentTime is the server's clock).
+func (c *Client) AppendBatch(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version) (core.Version, error) {
+	return c.appendCall(ctx, "/v1/worker/append-batch", batchBody(currentTime, batch, id, version), id, version, batch)
+}
+
+// AppendBatchCreateNewExecution implements core.DbConnection.
+func (c *Client) AppendBatchCreateNewExecution(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo) (core.Version, error) {
+	if children == nil {
+		children = []core.CreateRequest{}
+	}
+	return c.appendCall(ctx, "/v1/worker/append-batch/create-children", httpapi.CreateChildrenBody{
+		AppendBatchBody: batchBody(currentTime, batch, id, version), Children: children, Backtraces: backtraces}, id, version, batch)
+}
+
+// AppendBatchRespondToParent implements core.DbExecutor.
+func (c *Client) AppendBatchRespondToParent(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, error) {
+	return c.appendCall(ctx, "/v1/worker/append-batch/respond-to-parent", httpapi.RespondToParentBody{
+		Events: events, Response: resp, CurrentTime: timePtr(currentTime)}, events.ExecutionID, events.Version, events.Batch)
+}
+
+// AppendBatchWithDelayResponse implements core.DbConnection.
+func (c *Client) AppendBatchWithDelayResponse(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, js core.JoinSetId, delay core.DelayId) (core.Version, error) {
+	return c.appendCall(ctx, "/v1/worker/append-batch/delay-response", httpapi.DelayResponseBody{
+		AppendBatchBody: batchBody(currentTime, batch, id, version), JoinSetID: js, DelayID: delay}, id, version, batch)
+}
+
+// UpsertStubResponse implements core.DbConnection: an equal return value
+// already stored succeeds, a different one is core.ErrStubConflict.
+func (c *Client) UpsertStubResponse(ctx context.Context, id core.ExecutionIdDerived, version core.Version, req core.AppendRequest, resp core.AppendResponseToExecution, currentTime core.Timestamp) error {
+	_, err := c.post(ctx, http.MethodPost, "/v1/worker/stub-response", httpapi.StubResponseBody{
+		ExecutionID: id, Version: version, Req: req, Response: resp, CurrentTime: timePtr(currentTime)}, idempotent, nil)
+	var e *Error
+	if errors.As(err, &e) && errors.Is(e.cause, core.ErrConflict) {
+		e.cause = core.ErrStubConflict
+	}
+	return err
+}
+
+// Create implements core.DbConnection (POST /v1/worker/create): it returns 1,
+// or 2 when req.Paused. An id that exists is core.ErrConflict, unless the
+// answer of an earlier attempt was lost and the stored creation equals req.
+func (c *Client) Create(ctx context.Context, req core.CreateRequest) (core.Version, error) {
+	var out httpapi.NextVersionJSON
+	resp, err := c.post(ctx, http.MethodPost, "/v1/worker/create", req, idempotent, &out)
+	if err == nil {
+		return out.NextVersion, nil
+	}
+	if resp != nil && resp.Ambiguous && resp.Status == http.StatusConflict {
+		stored, gerr := c.GetCreateRequest(ctx, req.ExecutionID)
+		sent := req
+		sent.Paused = false // GetCreateRequest does not report it
+		a, err1 := core.MarshalJSON(stored)
+		b, err2 := core.MarshalJSON(sent)
+		if gerr == nil && err1 == nil && err2 == nil && bytes.Equal(a, b) {
+			if req.Paused {
+				return 2, nil
+			}
+			return 1, nil
+		}
+	}
+	return 0, err
+}
+
+// --- reads ------------------------------------------------------------------------------------
+
+// Get implements core.DbConnection (GET /v1/worker/executions/{id}/log).
+func (c *Client) Get(ctx context.Context, id core.ExecutionId) (*core.ExecutionLog, error) {
+	var out httpapi.ExecutionLogJSON
+	if err := c.get(ctx, workerExecPath(id, "log"), nil, &out); err != nil {
+		return nil, err
+	}
+	l := out.Core()
+	return &l, nil
+}
+
+// ReadHistory returns the history events of id with version >= fromVersion,
+// its responses with cursor > afterCursor and its next version, read
+// consistently (GET /v1/worker/executions/{id}/history); see
+// core.DbConnection.
+func (c *Client) ReadHistory(ctx context.Context, id core.ExecutionId, fromVersion core.Version, afterCursor core.ResponseCursor) (core.HistoryDelta, error) {
+	q := url.Values{"from_version": {strconv.FormatUint(uint64(fromVersion), 10)}, "after_cursor": {strconv.FormatUint(uint64(afterCursor), 10)}}
+	var out httpapi.HistoryDeltaJSON
+	if err := c.get(ctx, workerExecPath(id, "history"), q, &out); err != nil {
+		return core.HistoryDelta{}, err
+	}
+	return out.Core(), nil
+}
+
+// GetExecutionEvent implements core.DbConnection (through the events route).
+func (c *Client) GetExecutionEvent(ctx context.Context, id core.ExecutionId, version core.Version) (core.ExecutionEvent, error) {
+	page, err := c.ListExecutionEvents(ctx, id, core.Pagination[core.Version]{Direction: core.NewerThan, Length: 1,
+		Cursor: version, IncludingCursor: true}, false)
+	if err != nil {
+		return core.ExecutionEvent{}, err
+	}
+	if len(page.Events) != 1 || page.Events[0].Version != version {
+		return core.ExecutionEvent{}, fmt.Errorf("client: event %d of %s: %w", version, id, core.ErrNotFound)
+	}
+	return page.Events[0], nil
+}
+
+// GetLastExecutionEvent implements core.DbExecutor (through the events route).
+func (c *Client) GetLastExecutionEvent(ctx context.Context, id core.ExecutionId) (core.ExecutionEvent, error) {
+	page, err := c.ListExecutionEvents(ctx, id, core.Pagination[core.Version]{Direction: core.OlderThan, Length: 1,
+		Cursor: core.Version(^uint32(0)), IncludingCursor: true}, false)
+	if err != nil {
+		return core.ExecutionEvent{}, err
+	}
+	if len(page.Events) == 0 {
+		return core.ExecutionEvent{}, fmt.Errorf("client: last event of %s: %w", id, core.ErrNotFound)
+	}
+	return page.Events[len(page.Events)-1], nil
+}
+
+// GetCreateRequest implements core.DbConnection (from the event at version 0).
+func (c *Client) GetCreateRequest(ctx context.Context, id core.ExecutionId) (core.CreateRequest, error) {
+	ev, err := c.GetExecutionEvent(ctx, id, 0)
+	if err != nil {
+		return core.CreateRequest{}, err
+	}
+	created, ok := ev.Event.(*core.Created)
+	if !ok {
+		return core.CreateRequest{}, fmt.Errorf("client: execution log of %s must start with creation", id)
+	}
+	return core.CreateRequestFrom(id, ev.CreatedAt, created), nil
+}
+
+// GetPendingState implements core.DbConnection (GET /v1/executions/{id}/status).
+func (c *Client) GetPendingState(ctx context.Context, id core.ExecutionId) (core.ExecutionWithState, error) {
+	var out core.ExecutionWithState
+	err := c.get(ctx, ExecPath(id.String(), "status"), nil, &out)
+	return out, err
+}
+
+// GetExpiredTimers implements core.DbConnection (GET /v1/worker/expired-timers).
+func (c *Client) GetExpiredTimers(ctx context.Context, at core.Timestamp) ([]core.ExpiredTimer, error) {
+	var q url.Values
+	if !at.IsZero() {
+		q = url.Values{"at": {at.String()}}
+	}
+	var out []httpapi.ExpiredTimerJSON
+	if err := c.get(ctx, "/v1/worker/expired-timers", q, &out); err != nil {
+		return nil, err
+	}
+	timers := make([]core.ExpiredTimer, len(out))
+	for i, t := range out {
+		timers[i] = core.ExpiredTimer(t)
+	}
+	return timers, nil
+}
+
+// GetCancelling implements core.DbConnection (GET /v1/worker/cancelling;
+// batchSize is capped at httpapi.MaxCancellingBatch).
+func (c *Client) GetCancelling(ctx context.Context, batchSize uint32) ([]core.ExecutionId, error) {
+	if batchSize == 0 {
+		return []core.ExecutionId{}, nil
+	}
+	q := url.Values{"batch_size": {strconv.Itoa(int(min(batchSize, httpapi.MaxCancellingBatch)))}}
+	var out []core.ExecutionId
+	err := c.get(ctx, "/v1/worker/cancelling", q, &out)
+	return out, err
+}
+
+// --- waits ---------------------------------------------------------------------------------------
+
+// SubscribeToNextResponses implements core.DbConnection: it long-polls
+// GET …/next-responses until a response after lastResponse exists or ctx is
+// done (then the error wraps core.ErrTimeout). An unknown execution waits.
+func (c *Client) SubscribeToNextResponses(ctx context.Context, id core.ExecutionId, lastResponse core.ResponseCursor) ([]core.ResponseWithCursor, error) {
+	for {
+		wait, ok := waitSlice(ctx, c.maxWait)
+		if !ok || ctx.Err() != nil {
+			return nil, timeoutErr(ctx)
+		}
+		q := url.Values{"last_response": {strconv.FormatUint(uint64(lastResponse), 10)}, "wait_ms": {strconv.FormatInt(wait.Milliseconds(), 10)}}
+		var out httpapi.ResponsesJSON
+		if err := c.get(ctx, workerExecPath(id, "next-responses"), q, &out); err != nil {
+			if ctx.Err() != nil {
+				return nil, timeoutErr(ctx)
+			}
+			return nil, err
+		}
+		if len(out.Responses) > 0 {
+			return out.Responses, nil
+		}
+	}
+}
+
+// WaitForFinishedResult implements core.DbConnection: it long-polls
+// GET …/result until the execution finished (its storage return value) or
+// ctx is done (an error wrapping core.ErrTimeout); core.ErrNotFound for an
+// unknown execution.
+func (c *Client) WaitForFinishedResult(ctx context.Context, id core.ExecutionId) (core.ReturnValue, error) {
+	for {
+		wait, ok := waitSlice(ctx, c.maxWait)
+		if !ok || ctx.Err() != nil {
+			return core.ReturnValue{}, timeoutErr(ctx)
+		}
+		var rv core.ReturnValue
+		err := c.get(ctx, workerExecPath(id, "result"), url.Values{"wait_ms": {strconv.FormatInt(wait.Milliseconds(), 10)}}, &rv)
+		switch {
+		case err == nil:
+			return rv, nil
+		case errors.Is(err, ErrNotFinished):
+		case ctx.Err() != nil:
+			return core.ReturnValue{}, timeoutErr(ctx)
+		default:
+			return core.ReturnValue{}, err
+		}
+	}
+}
+
+// --- logs, backtraces, sweep -------------------------------------------------------------------------
+
+// AppendBacktrace implements core.DbConnection. Unlike the store, which logs
+// failures and returns nil, it returns the error (callers may ignore it).
+func (c *Client) AppendBacktrace(ctx context.Context, bt core.BacktraceInfo) error {
+	_, err := c.AppendBacktraceBatch(ctx, []core.BacktraceInfo{bt})
+	return err
+}
+
+// AppendBacktraceBatch implements core.DbConnection (POST /v1/worker/backtraces).
+func (c *Client) AppendBacktraceBatch(ctx context.Context, batch []core.BacktraceInfo) (int, error) {
+	if len(batch) == 0 {
+		return 0, nil
+	}
+	var out httpapi.InsertedJSON
+	_, err := c.post(ctx, http.MethodPost, "/v1/worker/backtraces", httpapi.AppendBacktracesBody{Backtraces: batch}, idempotent, &out)
+	return out.Inserted, err
+}
+
+// AppendLog implements core.DbConnection.
+func (c *Client) AppendLog(ctx context.Context, row core.LogInfoAppendRow) error {
+	return c.AppendLogBatch(ctx, []core.LogInfoAppendRow{row})
+}
+
+// AppendLogBatch implements core.DbConnection (POST /v1/worker/logs).
+func (c *Client) AppendLogBatch(ctx context.Context, rows []core.LogInfoAppendRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	body := httpapi.AppendLogsBody{Logs: make([]httpapi.LogRowJSON, len(rows))}
+	for i, r := range rows {
+		body.Logs[i] = httpapi.NewLogRowJSON(r)
+	}
+	_, err := c.post(ctx, http.MethodPost, "/v1/worker/logs", body, unsafe, nil)
+	return err
+}
+
+// Sweep runs one timer sweep at at (zero: the server's clock) through
+// POST /v1/worker/sweep and returns the server's report (with stela dev and
+// the Lambdas, store.SweepResult: expired_locks, expired_delays, skipped).
+func (c *Client) Sweep(ctx context.Context, at core.Timestamp) (json.RawMessage, error) {
+	var out json.RawMessage
+	_, err := c.post(ctx, http.MethodPost, "/v1/worker/sweep", httpapi.SweepBody{At: timePtr(at)}, idempotent, &out)
+	return out, err
+}
