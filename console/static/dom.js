@@ -108,7 +108,7 @@ export function copyButton(text, label) {
         toast(ok ? 'Copied ' + (label || text) : 'Copy failed: select the text instead', ok ? '' : 'error');
       }
     },
-  }, '⧉');
+  }, h('span', { class: 'offscreen', text: 'copy' }));
 }
 
 // id renders an id as monospace text with a copy button.
@@ -140,6 +140,9 @@ export function errorBox(err, what) {
     h('span', { class: 'error-message', text: (err && err.message ? err.message : String(err)) }),
     status);
 }
+
+// plural returns "1 child", "2 children".
+export const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
 
 export const loading = (what) => h('p', { class: 'loading', text: `Loading ${what || ''}…` });
 export const empty = (text) => h('p', { class: 'empty', text });

@@ -7,7 +7,7 @@
 
 import { api, query, okMessage, ApiError } from './api.js';
 import {
-  h, replace, time, duration, parseTime, json, idText, execHref, copyButton, errorBox, empty, toast, confirm, dialog, shortDigest,
+  h, replace, time, duration, parseTime, json, idText, execHref, copyButton, errorBox, empty, toast, confirm, dialog, shortDigest, plural,
 } from './dom.js';
 import { badge, isFinished } from './states.js';
 import { joinSets, ancestors, parentOf, responseInfo, retvalSummary, delayOutcome } from './events.js';
@@ -237,12 +237,12 @@ export function executionPage(main, ctx, id) {
           h('td', null, exp ? ['until ', time(d.expiresAt)] : '—'),
           h('td', null, pending
             ? h('span', { class: 'time-left', dataset: { expires: String(exp) }, text: timeLeft(exp, now) })
-            : h('span', { class: 'muted', text: delayOutcome(d.response.result) })),
+            : null),
           h('td', null, d.response ? [h('span', { class: 'small', text: delayOutcome(d.response.result) + ' ' }), time(d.response.createdAt)] : h('span', { class: 'muted', text: 'no response yet' })),
           h('td', { class: 'row-actions' }, pending ? [delayAct('Pause', 'pause'), delayAct('Unpause', 'unpause'), delayAct('Cancel', 'cancel', true)] : null)));
       }
       return h('div', { class: 'joinset card' },
-        h('h3', null, h('span', { class: 'mono', text: js.id }), h('span', { class: 'muted small', text: ` — ${js.children.length} children, ${js.delays.length} delays, awaited ${js.awaits}×` })),
+        h('h3', null, h('span', { class: 'mono', text: js.id }), h('span', { class: 'muted small', text: ` — ${plural(js.children.length, 'child', 'children')}, ${plural(js.delays.length, 'delay', 'delays')}, awaited ${plural(js.awaits, 'time', 'times')}` })),
         rows.length ? h('table', { class: 'members' }, h('tbody', null, rows)) : empty('No requests.'));
     });
     replace(setsBox, h('h2', { id: 'h-joinsets', text: 'Join sets' }), blocks,
