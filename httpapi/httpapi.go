@@ -50,7 +50,9 @@ type Options struct {
 	// Logger receives one line per request plus details of server errors.
 	// Default: discard.
 	Logger *slog.Logger
-	// Authorizer checks every request before routing (openapi.json included).
+	// Authorizer checks every API request before routing (openapi.json
+	// included); the web console's static files (console.Owns) are served
+	// without it.
 	Authorizer Authorizer
 	// MaxBodyBytes bounds request bodies (413 beyond). Default 1 MiB.
 	MaxBodyBytes int64

@@ -57,6 +57,7 @@ func benchCommand() *command {
 				benchDelays),
 			benchLeaf("all", "roundtrip, fanout and delays against one server", "", benchAll),
 			benchEmbedded(),
+			benchConsole(),
 		},
 	}
 }
