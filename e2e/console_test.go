@@ -300,6 +300,7 @@ func TestConsoleInTheBrowser(t *testing.T) {
 		if left := b.str(`document.querySelector('tr.delay .time-left').textContent`); !strings.Contains(left, "left") {
 			t.Errorf("time left = %q", left)
 		}
+		b.screenshot(shots, "execution-delay.png")
 		b.click(`tr.delay button[data-delay-action="cancel"]`)
 		b.confirmDialog()
 		b.waitFor("the cancelled delay", `document.querySelector('tr.delay') && document.querySelector('tr.delay').textContent.includes('cancelled')`)

@@ -70,7 +70,7 @@ export function duration(ms) {
   let out;
   if (ms < 1000) out = `${Math.round(ms)} ms`;
   else if (ms < 60e3) out = `${(ms / 1000).toFixed(ms < 10e3 ? 1 : 0)} s`;
-  else if (ms < 3600e3) out = `${Math.floor(ms / 60e3)} min ${Math.floor((ms % 60e3) / 1000)} s`;
+  else if (ms < 3600e3) out = `${Math.floor(ms / 60e3)} min` + (ms % 60e3 >= 1000 ? ` ${Math.floor((ms % 60e3) / 1000)} s` : '');
   else if (ms < 86400e3) out = `${Math.floor(ms / 3600e3)} h ${Math.floor((ms % 3600e3) / 60e3)} min`;
   else out = `${Math.floor(ms / 86400e3)} d ${Math.floor((ms % 86400e3) / 3600e3)} h`;
   return neg ? '-' + out : out;

@@ -122,6 +122,8 @@ export function listPage(main, ctx) {
 
   let timer = null;
   let inFlight = false;
+  let lastList = '';
+  let lastCounts = '';
   async function refresh() {
     if (inFlight || ctx.signal.aborted) return;
     inFlight = true;
@@ -131,13 +133,23 @@ export function listPage(main, ctx) {
         api('GET', '/v1/execution-counts' + query({ ffqn_prefix: filters.ffqn, execution_id_prefix: filters.id, show_derived: filters.derived ? 'true' : '', deployment_id: filters.dep }), { signal: ctx.signal })
           .catch((e) => ({ error: e })),
       ]);
-      renderTable(list);
-      renderPager(list);
-      if (counts.error) replace(countsBox, errorBox(counts.error, 'Counts'));
-      else renderCounts(counts);
+      // Re-render only what changed, so a live refresh keeps the keyboard focus.
+      const listKey = JSON.stringify(list);
+      if (listKey !== lastList) {
+        lastList = listKey;
+        renderTable(list);
+        renderPager(list);
+      }
+      const countsKey = JSON.stringify(counts.error ? String(counts.error.message) : counts);
+      if (countsKey !== lastCounts) {
+        lastCounts = countsKey;
+        if (counts.error) replace(countsBox, errorBox(counts.error, 'Counts'));
+        else renderCounts(counts);
+      }
       updated.textContent = 'updated ' + localTime(Date.now()).slice(11);
     } catch (e) {
       if (e.name === 'AbortError') return;
+      lastList = '';
       replace(tableBox, errorBox(e, 'Could not list executions'));
     } finally {
       inFlight = false;
