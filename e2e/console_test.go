@@ -20,10 +20,10 @@ const (
 // consoleSeed is what the console tests look at, created by a worker over
 // the /v1/worker routes of a `stela dev` server.
 type consoleSeed struct {
-	parent, child, failed, paused, running, sleeper, xss core.ExecutionId
-	delay                                                core.DelayId
-	parentF, childF, runningF                            core.FunctionFqn
-	runningNext                                          core.Version // the version the running one's worker appends at
+	parent, child, failed, paused, running, sleeper, stub, xss core.ExecutionId
+	delay                                                      core.DelayId
+	parentF, childF, runningF                                  core.FunctionFqn
+	runningNext                                                core.Version // the version the running one's worker appends at
 }
 
 func seedConsole(t *testing.T, d *devServer) consoleSeed {
@@ -127,19 +127,30 @@ func seedConsole(t *testing.T, d *devServer) consoleSeed {
 	s.runningNext = lockOne(s.runningF, core.ComponentTypeActivity, s.running).NextVersion
 	logLine(s.running, "working on it "+xssImg)
 
-	// A workflow sleeping on a one-hour delay.
+	// A workflow sleeping on a one-hour delay, with a stub child no worker runs.
 	sleeperF := mustFFQN(t, "e2e:console/workflow.sleeper")
+	stubF := mustFFQN(t, "e2e:console/stub.answer")
 	s.sleeper = submit(sleeperF, core.ComponentTypeWorkflow, `[]`)
 	l = lockOne(sleeperF, core.ComponentTypeWorkflow, s.sleeper)
 	jsLong, _ := core.NewJoinSetId(core.JoinSetKindOneOff, "long")
+	jsStub, _ := core.NewJoinSetId(core.JoinSetKindGenerated, "1")
 	s.delay = core.NewDelayId(s.sleeper, jsLong, 1)
-	d.call(t, http.MethodPost, "/v1/worker/append-batch", httpapi.AppendBatchBody{ExecutionID: s.sleeper, Version: l.NextVersion,
-		Batch: []core.AppendRequest{
+	s.stub = s.sleeper.NextLevel(jsStub)
+	t1 = now()
+	d.call(t, http.MethodPost, "/v1/worker/append-batch/create-children", httpapi.CreateChildrenBody{
+		AppendBatchBody: httpapi.AppendBatchBody{ExecutionID: s.sleeper, Version: l.NextVersion, Batch: []core.AppendRequest{
+			history(&core.JoinSetCreate{JoinSetID: jsStub}),
+			history(&core.JoinSetRequestEvent{JoinSetID: jsStub, Request: &core.ChildExecutionRequest{
+				ChildExecutionID: core.ExecutionIdDerived{ExecutionId: s.stub}, TargetFFQN: stubF, Params: core.Params{}}}),
 			history(&core.JoinSetCreate{JoinSetID: jsLong}),
 			history(&core.JoinSetRequestEvent{JoinSetID: jsLong, Request: &core.DelayRequest{DelayID: s.delay,
-				ExpiresAt: now().Add(time.Hour), ScheduleAt: core.ScheduleAt{Kind: "in", In: core.DurationOf(time.Hour)}}}),
-			history(&core.JoinNext{JoinSetID: jsLong, RunExpiresAt: now()}),
-		}}, &next)
+				ExpiresAt: t1.Add(time.Hour), ScheduleAt: core.ScheduleAt{Kind: "in", In: core.DurationOf(time.Hour)}}}),
+			history(&core.JoinNext{JoinSetID: jsLong, RunExpiresAt: t1}),
+		}},
+		Children: []core.CreateRequest{{CreatedAt: t1, ExecutionID: s.stub, FFQN: stubF, Params: core.Params{},
+			Parent: &core.Parent{ExecutionID: s.sleeper, JoinSetID: jsStub}, ScheduledAt: t1,
+			ComponentID: core.ComponentId{ComponentType: core.ComponentTypeActivityStub}, Metadata: core.ExecutionMetadata{}}},
+	}, &next)
 
 	// A pending one whose ffqn and params are markup.
 	s.xss = submit(mustFFQN(t, `e2e:xss/`+xssImg+`.run`), core.ComponentTypeActivity, `[`+string(errVal)+`, {"k": "`+strings.ReplaceAll(xssImg, `"`, `\"`)+`"}]`)
@@ -305,6 +316,18 @@ func TestConsoleInTheBrowser(t *testing.T) {
 		b.confirmDialog()
 		b.waitFor("the cancelled delay", `document.querySelector('tr.delay') && document.querySelector('tr.delay').textContent.includes('cancelled')`)
 		b.waitFor("the sleeper pending again", `document.querySelector('.title-row .state-pending')`)
+
+		// Stub the activity_stub child from its row: it finishes with the value given.
+		b.click(`tr.child[data-child="` + s.stub.String() + `"] button[data-action="stub"]`)
+		b.waitFor("the stub dialog", `document.querySelector('dialog[open] #stub-value')`)
+		b.setValue("#stub-value", `{"ok": {"type": "string", "value": "stubbed"}}`)
+		b.confirmDialog()
+		b.waitFor("the stub's response", `document.querySelector('tr.child[data-child="`+s.stub.String()+`"]').textContent.includes('stubbed')`)
+		b.open(execPath(s.stub))
+		b.waitFor("the stubbed child finished", `document.querySelector('.title-row .state-finished_ok')`)
+		if b.num(`document.querySelectorAll('#act-stub').length`) != 0 {
+			t.Errorf("a finished stub still offers Stub…")
+		}
 		b.noErrors()
 	})
 

@@ -222,7 +222,7 @@ export function executionPage(main, ctx, id) {
           h('td', null, c.response ? [h('span', { class: 'small', text: 'response ' }), time(c.response.createdAt), h('div', { class: 'mono small', text: retvalSummary(res) })]
             : h('span', { class: 'muted', text: 'no response yet' })),
           h('td', null, x && x.component_type === 'activity_stub' && !isFinished(x.pending_state)
-            ? h('button', { type: 'button', class: 'small', onclick: () => stub(c.id) }, 'Stub…') : null)));
+            ? h('button', { type: 'button', class: 'small', dataset: { action: 'stub' }, onclick: () => stub(c.id) }, 'Stub…') : null)));
       }
       for (const d of js.delays) {
         const exp = parseTime(d.expiresAt);
