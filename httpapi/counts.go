@@ -67,37 +67,40 @@ func stateFilters(q query) ([]core.StateFilter, error) {
 	return out, nil
 }
 
-// listFilter parses the filters shared by GET /v1/executions and
-// GET /v1/execution-counts (everything but paging and `state`).
-func (s *server) listFilter(q query) (core.ListExecutionsFilter, error) {
+// listFilter parses the query and the filters shared by GET /v1/executions
+// and GET /v1/execution-counts (everything but paging and `state`).
+func (s *server) listFilter(c *call) (query, core.ListExecutionsFilter, error) {
 	var filter core.ListExecutionsFilter
-	var err error
+	q, err := c.query()
+	if err != nil {
+		return q, filter, err
+	}
 	if q.has("ffqn_prefix") {
 		filter.FunctionName = &core.FunctionNameFilter{Kind: "function", Value: q.str("ffqn_prefix")}
 	}
 	if filter.ShowDerived, err = q.boolean("show_derived", false); err != nil {
-		return filter, err
+		return q, filter, err
 	}
 	if filter.HideFinished, err = q.boolean("hide_finished", false); err != nil {
-		return filter, err
+		return q, filter, err
 	}
 	filter.ExecutionIDPrefix = q.str("execution_id_prefix")
 	if q.has("component_digest") {
 		d, err := core.ParseComponentDigest(q.str("component_digest"))
 		if err != nil {
-			return filter, queryErr("component_digest", "expected sha256:<64 hex digits>")
+			return q, filter, queryErr("component_digest", "expected sha256:<64 hex digits>")
 		}
 		filter.ComponentDigest = &d
 	}
 	if q.has("deployment_id") {
 		d, err := core.ParseDeploymentId(q.str("deployment_id"))
 		if err != nil {
-			return filter, queryErr("deployment_id", "expected Dep_<ULID>")
+			return q, filter, queryErr("deployment_id", "expected Dep_<ULID>")
 		}
 		filter.DeploymentID = &d
 	}
 	filter.StateFiltersNow = s.now()
-	return filter, nil
+	return q, filter, nil
 }
 
 // executionCounts is the body of GET /v1/execution-counts.
@@ -115,11 +118,7 @@ type executionCounts struct {
 // One bounded read: the newest `limit` executions matching the filters, each
 // put in the bucket whose core.StateFilter matches it. No per-row queries.
 func (s *server) countExecutions(c *call) error {
-	q, err := c.query()
-	if err != nil {
-		return err
-	}
-	filter, err := s.listFilter(q)
+	q, filter, err := s.listFilter(c)
 	if err != nil {
 		return err
 	}

@@ -23,11 +23,7 @@ func (s *server) generateExecutionID(c *call) error {
 
 // GET /v1/executions
 func (s *server) listExecutions(c *call) error {
-	q, err := c.query()
-	if err != nil {
-		return err
-	}
-	filter, err := s.listFilter(q)
+	q, filter, err := s.listFilter(c)
 	if err != nil {
 		return err
 	}

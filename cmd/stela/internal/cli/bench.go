@@ -485,17 +485,11 @@ func benchEmbedded() *command {
 			dataDir := fs.String("data-dir", "", "directory of the SQLite file (default: a temporary one, removed after)")
 			sync := fs.String("synchronous", "NORMAL", "SQLite PRAGMA synchronous: NORMAL or FULL")
 			return func(ctx context.Context, _ []string) error {
-				dir := *dataDir
-				if dir == "" {
-					tmp, err := os.MkdirTemp("", "stela-bench-")
-					if err != nil {
-						return err
-					}
-					defer os.RemoveAll(tmp)
-					dir = tmp
-				} else if err := os.MkdirAll(dir, 0o755); err != nil {
+				dir, cleanup, err := benchDir(*dataDir, "stela-bench-")
+				if err != nil {
 					return err
 				}
+				defer cleanup()
 				backend, err := sqlite.Open(filepath.Join(dir, "bench.db"), sqlite.Options{Synchronous: *sync})
 				if err != nil {
 					return err
@@ -523,6 +517,19 @@ func benchEmbedded() *command {
 			}
 		},
 	}
+}
+
+// benchDir returns dataDir (created if absent), or a new temporary directory
+// named after prefix that cleanup removes.
+func benchDir(dataDir, prefix string) (dir string, cleanup func(), err error) {
+	if dataDir != "" {
+		return dataDir, func() {}, os.MkdirAll(dataDir, 0o755)
+	}
+	tmp, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	return tmp, func() { os.RemoveAll(tmp) }, nil
 }
 
 // --- fan-out -------------------------------------------------------------------------------

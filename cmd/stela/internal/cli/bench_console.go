@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -56,17 +55,11 @@ func benchConsole() *command {
 				if *n < 200 || *iterations < 1 {
 					return usagef("--executions must be at least 200 and --iterations positive")
 				}
-				dir := *dataDir
-				if dir == "" {
-					tmp, err := os.MkdirTemp("", "stela-bench-console-")
-					if err != nil {
-						return err
-					}
-					defer os.RemoveAll(tmp)
-					dir = tmp
-				} else if err := os.MkdirAll(dir, 0o755); err != nil {
+				dir, cleanup, err := benchDir(*dataDir, "stela-bench-console-")
+				if err != nil {
 					return err
 				}
+				defer cleanup()
 				// A throwaway store: no fsync while seeding (reads are what is measured).
 				backend, err := sqlite.Open(filepath.Join(dir, "bench.db"), sqlite.Options{Synchronous: "OFF"})
 				if err != nil {
