@@ -135,7 +135,7 @@ export function executionPage(main, ctx, id) {
       h('button', { type: 'button', id: 'act-cancel', class: 'danger', onclick: () => act('Cancel', 'PUT', base + '/cancel', `Request cancellation of ${id}? Only activities and -cancellable workflows can be cancelled.`, true) }, 'Cancel'),
       isStub() && !isFinished(ps) ? h('button', { type: 'button', id: 'act-stub', onclick: () => stub(id) }, 'Stub…') : null,
       h('a', { class: 'button', href: '/console/submit' + query({ ffqn: s.st.ffqn, params: created() ? JSON.stringify(created().params) : '' }) }, 'Submit again…'),
-      h('button', { type: 'button', onclick: () => reload() }, 'Refresh'),
+      h('button', { type: 'button', title: 'Refresh (r)', 'aria-keyshortcuts': 'r', onclick: () => reload().catch(showLoadError) }, 'Refresh'),
     ];
     replace(actionsBox, buttons);
   }

@@ -25,7 +25,7 @@ export function listPage(main, ctx) {
   });
 
   // --- filter form ---
-  const ffqnIn = h('input', { type: 'search', id: 'f-ffqn', name: 'ffqn', value: filters.ffqn, placeholder: 'ns:pkg/ifc.fn prefix', size: 34 });
+  const ffqnIn = h('input', { type: 'search', id: 'f-ffqn', name: 'ffqn', value: filters.ffqn, placeholder: 'ns:pkg/ifc.fn prefix  ( / )', size: 34, 'aria-keyshortcuts': '/' });
   const idIn = h('input', { type: 'search', id: 'f-id', name: 'id', value: filters.id, placeholder: 'E_… prefix', size: 24 });
   const stateSel = h('select', { id: 'f-state', name: 'state' },
     h('option', { value: '', text: 'Any state' }),
