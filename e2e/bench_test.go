@@ -31,6 +31,11 @@ func TestBenchCommandsRunToCompletion(t *testing.T) {
 				t.Errorf("delays answered = %v, want 10", got)
 			}
 		}},
+		{"Console", true, []string{"bench", "console", "--executions", "200", "--iterations", "2", "--json"}, func(t *testing.T, out map[string]any) {
+			if reqs, _ := out["requests"].([]any); len(reqs) != 7 || out["executions"] != 200.0 {
+				t.Errorf("console bench = %v", out)
+			}
+		}},
 		{"Embedded", true, []string{"bench", "embedded", "--executions", "100", "--json"}, func(t *testing.T, out map[string]any) {
 			if got := out["latency"].(map[string]any)["count"]; got != 100.0 {
 				t.Errorf("round trips measured = %v, want 100", got)

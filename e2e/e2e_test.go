@@ -126,7 +126,8 @@ func startDev(t *testing.T, dataDir string, extra ...string) *devServer {
 	case <-time.After(deadline):
 		t.Fatalf("stela dev printed no URL\nstdout:\n%s\nstderr:\n%s", banner.String(), d.stderr)
 	}
-	for _, want := range []string{"stela dev (embedded backend)", "stela.db", "blobs", "curl -s -X POST " + d.url + "/v1/executions"} {
+	for _, want := range []string{"stela dev (embedded backend)", "stela.db", "blobs", "curl -s -X POST " + d.url + "/v1/executions",
+		"console: " + d.url + "/console/"} {
 		if !strings.Contains(banner.String(), want) {
 			t.Errorf("banner lacks %q:\n%s", want, banner.String())
 		}

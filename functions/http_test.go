@@ -85,6 +85,15 @@ func TestAPIBearerToken(t *testing.T) {
 			t.Errorf("status = %d, WWW-Authenticate %q; want 401 Bearer", resp.StatusCode, lambdatest.Header(resp, "WWW-Authenticate"))
 		}
 	})
+	t.Run("ConsoleIsServedWithoutToken", func(t *testing.T) {
+		// The web console's page loads without the token (it then asks for
+		// one); its API calls stay protected (RequestWithoutTokenIs401).
+		resp := lambdatest.MustInvokeHTTP(t, ctx, h.Handle, "api/testdata/console-deep-link.json")
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(lambdatest.Header(resp, "Content-Type"), "text/html") ||
+			!strings.Contains(resp.Body, "/console/static/app.js") || lambdatest.Header(resp, "Content-Security-Policy") == "" {
+			t.Errorf("status = %d, content-type %q, body %.200s", resp.StatusCode, lambdatest.Header(resp, "Content-Type"), resp.Body)
+		}
+	})
 	t.Run("RequestWithTokenIsServed", func(t *testing.T) {
 		resp := lambdatest.MustInvokeHTTP(t, ctx, h.Handle, "api/testdata/status-with-token.json")
 		if resp.StatusCode != http.StatusNotFound { // authorised; the execution does not exist in this store

@@ -3,8 +3,17 @@
 // shapes, content negotiation and status codes, with the deliberate
 // differences below), Stela's worker routes under /v1/worker/ that expose
 // the executor side of the store to out-of-process workers, and
-// GET /openapi.json. The local dev server serves it directly; the Lambda
-// behind API Gateway (HTTP API) serves it through aws-lambda-go-api-proxy.
+// GET /openapi.json, plus the web console (package console) at /console/
+// (GET / redirects there). The local dev server serves it directly; the
+// Lambda behind API Gateway (HTTP API) serves it through
+// aws-lambda-go-api-proxy.
+//
+// The console's static files are served before authorization (they hold no
+// data; the app asks for the token and sends it on its API calls); every
+// other path goes through Options.Authorizer. Besides Obelisk's routes, the
+// console uses two read-only Stela extensions: the `state` filter of
+// GET /v1/executions and GET /v1/execution-counts (counts per state of the
+// newest matching executions, one bounded read).
 //
 // One route table (routes.go) registers every handler on a net/http
 // ServeMux and generates the OpenAPI 3.1 document, so the two cannot drift;

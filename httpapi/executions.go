@@ -23,34 +23,12 @@ func (s *server) generateExecutionID(c *call) error {
 
 // GET /v1/executions
 func (s *server) listExecutions(c *call) error {
-	q, err := c.query()
+	q, filter, err := s.listFilter(c)
 	if err != nil {
 		return err
 	}
-	var filter core.ListExecutionsFilter
-	if q.has("ffqn_prefix") {
-		filter.FunctionName = &core.FunctionNameFilter{Kind: "function", Value: q.str("ffqn_prefix")}
-	}
-	if filter.ShowDerived, err = q.boolean("show_derived", false); err != nil {
+	if filter.StateFilters, err = stateFilters(q); err != nil {
 		return err
-	}
-	if filter.HideFinished, err = q.boolean("hide_finished", false); err != nil {
-		return err
-	}
-	filter.ExecutionIDPrefix = q.str("execution_id_prefix")
-	if q.has("component_digest") {
-		d, err := core.ParseComponentDigest(q.str("component_digest"))
-		if err != nil {
-			return queryErr("component_digest", "expected sha256:<64 hex digits>")
-		}
-		filter.ComponentDigest = &d
-	}
-	if q.has("deployment_id") {
-		d, err := core.ParseDeploymentId(q.str("deployment_id"))
-		if err != nil {
-			return queryErr("deployment_id", "expected Dep_<ULID>")
-		}
-		filter.DeploymentID = &d
 	}
 	length, err := q.length(MaxPageLength)
 	if err != nil {

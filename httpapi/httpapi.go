@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stela-dev/stela/console"
 	"github.com/stela-dev/stela/core"
 )
 
@@ -49,7 +50,9 @@ type Options struct {
 	// Logger receives one line per request plus details of server errors.
 	// Default: discard.
 	Logger *slog.Logger
-	// Authorizer checks every request before routing (openapi.json included).
+	// Authorizer checks every API request before routing (openapi.json
+	// included); the web console's static files (console.Owns) are served
+	// without it.
 	Authorizer Authorizer
 	// MaxBodyBytes bounds request bodies (413 beyond). Default 1 MiB.
 	MaxBodyBytes int64
@@ -77,6 +80,7 @@ type server struct {
 	sweep      func(ctx context.Context, at core.Timestamp) (any, error)
 	mux        *http.ServeMux
 	openapiDoc []byte
+	console    http.Handler
 }
 
 // New returns the handler serving Stela's whole HTTP API (see the package
@@ -113,6 +117,7 @@ func New(db core.DbExternalApi, cas core.Cas, opts Options) http.Handler {
 		panic(err) // the document is static; a failure is a programming error caught by the tests
 	}
 	s.openapiDoc = doc
+	s.console = console.Handler()
 	s.mux = http.NewServeMux()
 	for i := range routes {
 		rt := &routes[i]
@@ -210,7 +215,8 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // ServeHTTP runs the middleware chain: request id, access log and panic
-// recovery, authorization, body limit, routing.
+// recovery, the web console (package console: /, /console, /console/…,
+// served without authorization), authorization, body limit, routing.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	info := &reqInfo{id: s.requestID(r)}
@@ -233,6 +239,14 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			slog.Int64(logKeyDuration, time.Since(start).Milliseconds()))...)
 	}()
 
+	// The web console's files hold no data and must load before the user
+	// has entered a token, so they skip the Authorizer; every API route
+	// below stays behind it.
+	if console.Owns(r.URL.Path) {
+		info.route = "console"
+		s.console.ServeHTTP(sw, r)
+		return
+	}
 	if err := s.auth.Authorize(r); err != nil {
 		s.log.WarnContext(r.Context(), "request denied", s.attrs(info, slog.String(logKeyErr, err.Error()))...)
 		writeUnauthorized(sw)

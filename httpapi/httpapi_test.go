@@ -185,7 +185,7 @@ func TestOpenAPI(t *testing.T) {
 		walk(all)
 	})
 	t.Run("UndocumentedPathsAre404JSON", func(t *testing.T) {
-		for _, p := range []string{"/", "/v1", "/v1/", "/v2/executions", "/openapi.yaml", "/v1/worker", "/v1/worker/lock",
+		for _, p := range []string{"/v1", "/v1/", "/v2/executions", "/openapi.yaml", "/v1/worker", "/v1/worker/lock",
 			"/v1/executions/E_01KJ3ZC4Q5W8X7V6T5R4Q3P2N1/nope", "/v1/executions/E_01KJ3ZC4Q5W8X7V6T5R4Q3P2N1/status/extra",
 			"/v1/executions/", "/v1/delays/Delay_01KJ3ZC4Q5W8X7V6T5R4Q3P2N1.o:1_1"} {
 			if _, ok := doc.Paths[p]; ok {

@@ -239,6 +239,12 @@ func schemas() map[string]any {
 				"first_scheduled_at": ts, "component_digest": ref("Digest"), "component_type": str(""), "deployment_id": ref("DeploymentId"),
 			}),
 		"ExecutionWithStateList": arr(ref("ExecutionWithState")),
+		"ExecutionCounts": obj([]string{"counts", "total", "complete"}, map[string]any{
+			"counts": desc("executions per state: locked, pending, scheduled, blocked, paused, cancelling, finished_ok, finished_error, finished_execution_failure",
+				map[string]any{"type": "object", "additionalProperties": integer("")}),
+			"total":    integer("executions counted (at most limit)"),
+			"complete": boolean("false when more executions match than were counted (the counts cover the newest total)"),
+		}),
 		"SubmitRequest": closedObj([]string{"ffqn", "params"}, map[string]any{
 			"ffqn":           ref("FunctionFqn"),
 			"params":         ref("Params"),

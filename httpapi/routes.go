@@ -77,6 +77,17 @@ var (
 	qDeployID  = param{name: "deployment_id", typ: "string", desc: "Dep_<ULID>; default: the current deployment"}
 	qWaitMs    = param{name: "wait_ms", typ: "integer", desc: "wait up to this many milliseconds (clamped to the follow wait)"}
 	qBTVersion = param{name: "version", typ: "string", desc: "`first`, `last` (default) or a version number"}
+	qState     = param{name: "state", typ: "array", repeat: true, enum: stateNames(),
+		desc: "only executions in one of these states (Stela extension; Obelisk has it in gRPC only)"}
+	// qListFilters are the filters of GET /v1/executions shared with GET /v1/execution-counts.
+	qListFilters = []param{
+		{name: "ffqn_prefix", typ: "string", desc: "function name prefix"},
+		{name: "show_derived", typ: "boolean", desc: "include child executions (default false)"},
+		{name: "hide_finished", typ: "boolean", desc: "exclude finished executions (default false)"},
+		{name: "execution_id_prefix", typ: "string", desc: "execution id prefix"},
+		{name: "component_digest", typ: "string", desc: "sha256:<hex>"},
+		{name: "deployment_id", typ: "string", desc: "Dep_<ULID>"},
+	}
 )
 
 // Tags of the OpenAPI document.
@@ -114,18 +125,16 @@ var routes = []route{
 		resp: []response{{200, "ExecutionId", "a new id"}}, handle: (*server).generateExecutionID},
 	{method: "GET", path: "/v1/executions", op: "list_executions", tag: tagExecutions,
 		summary: "List executions, newest first.", format: jsonDefault,
-		query: []param{
-			{name: "ffqn_prefix", typ: "string", desc: "function name prefix"},
-			{name: "show_derived", typ: "boolean", desc: "include child executions (default false)"},
-			{name: "hide_finished", typ: "boolean", desc: "exclude finished executions (default false)"},
-			{name: "execution_id_prefix", typ: "string", desc: "execution id prefix"},
-			{name: "component_digest", typ: "string", desc: "sha256:<hex>"},
-			{name: "deployment_id", typ: "string", desc: "Dep_<ULID>"},
-			{name: "cursor", typ: "string", desc: "RFC 3339 timestamp (pages by created_at, then execution id) or an execution id (pages by id)"},
-			{name: "cursor_execution_id", typ: "string", desc: "Stela extension, with a timestamp cursor: the id of the cursor row, so that executions created at the same instant page without loss or repeats"},
-			qLength, qIncluding, {name: "direction", typ: "string", enum: []string{"older", "newer"}, desc: "default older"},
-		},
+		query: append(append([]param(nil), qListFilters...), qState,
+			param{name: "cursor", typ: "string", desc: "RFC 3339 timestamp (pages by created_at, then execution id) or an execution id (pages by id)"},
+			param{name: "cursor_execution_id", typ: "string", desc: "Stela extension, with a timestamp cursor: the id of the cursor row, so that executions created at the same instant page without loss or repeats"},
+			qLength, qIncluding, param{name: "direction", typ: "string", enum: []string{"older", "newer"}, desc: "default older"}),
 		resp: []response{{200, "ExecutionWithStateList", "executions, newest first"}}, handle: (*server).listExecutions},
+	{method: "GET", path: "/v1/execution-counts", op: "count_executions", tag: tagExecutions,
+		summary: "Count the newest executions matching the list filters, per state (Stela extension).", format: jsonDefault,
+		query: append(append([]param(nil), qListFilters...),
+			param{name: "limit", typ: "integer", desc: "count at most this many of the newest executions; default 1000, values above 10000 are clamped"}),
+		resp: []response{{200, "ExecutionCounts", "counts per state"}}, handle: (*server).countExecutions},
 	{method: "POST", path: "/v1/executions", op: "submit_execution", tag: tagExecutions,
 		summary: "Submit an execution with a server-generated id.", format: jsonDefault, query: []param{qFollow}, body: "SubmitRequest",
 		resp: []response{{201, "Ok", "created: {\"ok\":\"E_…\"}, or with follow the RetVal"}, {202, "Ok", "follow: not finished within the bound; poll Location with ?follow=true"},

@@ -27,6 +27,7 @@ func runRouteTests(t *testing.T, newDB func(t *testing.T) core.DbExternalApi) {
 	t.Run("Status", func(t *testing.T) { testStatus(t, fresh(t)) })
 	t.Run("ListExecutions", func(t *testing.T) { testListExecutions(t, fresh(t)) })
 	t.Run("ListExecutionsPaging", func(t *testing.T) { testListExecutionsPaging(t, fresh(t)) })
+	t.Run("StatesAndCounts", func(t *testing.T) { testStatesAndCounts(t, fresh(t)) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, fresh(t)) })
 	t.Run("Responses", func(t *testing.T) { testResponses(t, fresh(t)) })
 	t.Run("Logs", func(t *testing.T) { testLogs(t, fresh(t)) })

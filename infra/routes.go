@@ -18,6 +18,7 @@ var apiRoutes = []apiRoute{
 	{"/openapi.json", []string{"GET"}, "api"},
 
 	{"/v1/execution-id", []string{"GET"}, "api"},
+	{"/v1/execution-counts", []string{"GET"}, "api"},
 	{"/v1/executions", []string{"GET", "POST"}, "api"},
 	{"/v1/executions/{proxy+}", []string{"GET", "PUT"}, "api"},
 	{"/v1/delays/{proxy+}", []string{"PUT"}, "api"},
@@ -42,4 +43,21 @@ var apiRoutes = []apiRoute{
 	{"/v1/worker/logs", []string{"POST"}, "append"},
 	{"/v1/worker/backtraces", []string{"POST"}, "append"},
 	{"/v1/worker/{proxy+}", []string{"GET", "POST"}, "api"},
+}
+
+// consoleRoutes serve the web console's static files (package console: the
+// app at /console/…, a redirect at /) from the api function. They carry no
+// data; the console reads everything through apiRoutes.
+//
+// With the IAM authorizer they get it too, like every route: a browser
+// cannot sign requests with SigV4, so the console is then usable only
+// through a signing proxy (or locally with `stela dev`). With a JWT
+// authorizer they are public (no authorizer): a browser navigation cannot
+// carry a bearer token, so the page must load first; it then asks for the
+// JWT and sends it as `Authorization: Bearer` on every API call, which the
+// JWT authorizer checks (docs/console.md).
+var consoleRoutes = []apiRoute{
+	{"/", []string{"GET"}, "api"},
+	{"/console", []string{"GET"}, "api"},
+	{"/console/{proxy+}", []string{"GET"}, "api"},
 }

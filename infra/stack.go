@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -406,7 +407,8 @@ func (s *StelaStack) newFunction(stack awscdk.Stack, spec functionSpec, p StelaS
 }
 
 // newAPI creates the HTTP API, its $default stage and the routes of routes.go,
-// each with the IAM or JWT authorizer.
+// each with the IAM or JWT authorizer (the console's static routes are public
+// with JWT, see consoleRoutes).
 func (s *StelaStack) newAPI(stack awscdk.Stack, p StelaStackProps) {
 	var auth awsapigatewayv2.IHttpRouteAuthorizer
 	if p.JWTIssuer != "" {
@@ -436,7 +438,13 @@ func (s *StelaStack) newAPI(stack awscdk.Stack, p StelaStackProps) {
 	})
 
 	integrations := map[string]awsapigatewayv2integrations.HttpLambdaIntegration{}
-	for _, r := range apiRoutes {
+	// The console's static routes: with a JWT authorizer a browser must load
+	// them without a token (routes.go explains); with IAM they keep it.
+	var consoleAuth awsapigatewayv2.IHttpRouteAuthorizer
+	if p.JWTIssuer != "" {
+		consoleAuth = awsapigatewayv2.NewHttpNoneAuthorizer()
+	}
+	for i, r := range append(slices.Clone(apiRoutes), consoleRoutes...) {
 		in, ok := integrations[r.Function]
 		if !ok {
 			fn := s.Functions[r.Function]
@@ -453,9 +461,11 @@ func (s *StelaStack) newAPI(stack awscdk.Stack, p StelaStackProps) {
 		for i, m := range r.Methods {
 			methods[i] = awsapigatewayv2.HttpMethod(m)
 		}
-		s.API.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
-			Path: jsii.String(r.Path), Methods: &methods, Integration: in,
-		})
+		opts := &awsapigatewayv2.AddRoutesOptions{Path: jsii.String(r.Path), Methods: &methods, Integration: in}
+		if i >= len(apiRoutes) && consoleAuth != nil {
+			opts.Authorizer = consoleAuth
+		}
+		s.API.AddRoutes(opts)
 	}
 }
 

@@ -689,9 +689,45 @@ func TestEveryHTTPAPIRouteIsDeployedToAFunctionServingIt(t *testing.T) {
 		}
 	}
 	for _, r := range routes {
-		if !used[r.Method+" "+r.Path] {
+		if !used[r.Method+" "+r.Path] && !isConsoleRoute(r) {
 			t.Errorf("route %s %s serves no httpapi route", r.Method, r.Path)
 		}
+	}
+}
+
+// isConsoleRoute reports whether r is one of consoleRoutes.
+func isConsoleRoute(r deployedRoute) bool {
+	for _, c := range consoleRoutes {
+		if c.Path == r.Path && slices.Contains(c.Methods, r.Method) {
+			return true
+		}
+	}
+	return false
+}
+
+// The console's routes reach the api function, and the handler answers them
+// with the console (a page or a redirect), never with the API.
+func TestConsoleRoutesServeTheConsole(t *testing.T) {
+	h := httpapi.New(nil, nil, httpapi.Options{}) // fail-closed authorizer: only the console answers
+	n := 0
+	for _, r := range iamStack.routes(t) {
+		if !isConsoleRoute(r) {
+			continue
+		}
+		n++
+		if r.Function != "api" {
+			t.Errorf("%s %s goes to %s, want api", r.Method, r.Path, r.Function)
+		}
+		path := strings.ReplaceAll(r.Path, "{proxy+}", "executions/E_01KJ3ZC4Q5W8X7V6T5R4Q3P2N1")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequestWithContext(context.Background(), r.Method, path, nil))
+		if (rec.Code != http.StatusOK && rec.Code != http.StatusFound && rec.Code != http.StatusMovedPermanently) ||
+			rec.Header().Get("Content-Security-Policy") == "" {
+			t.Errorf("%s %s: %d %v, want the console", r.Method, path, rec.Code, rec.Header())
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d console routes deployed, want 3", n)
 	}
 }
 
@@ -721,6 +757,14 @@ func TestEveryRouteRequiresAuthorization(t *testing.T) {
 			t.Errorf("%d routes, want %d", len(routes), countRouteKeys())
 		}
 		for _, r := range routes {
+			if isConsoleRoute(r) {
+				// Static files only (TestConsoleRoutesServeTheConsole): a
+				// browser must load them before it has a token.
+				if got := r.Resource.Props["AuthorizationType"]; got != "NONE" || r.Resource.Props["AuthorizerId"] != nil {
+					t.Errorf("console route %s %s: AuthorizationType=%v, want NONE", r.Method, r.Path, got)
+				}
+				continue
+			}
 			if r.Resource.Props["AuthorizationType"] != "JWT" || !refersTo(r.Resource.Props["AuthorizerId"], auth.ID) {
 				t.Errorf("%s %s: AuthorizationType=%v AuthorizerId=%v, want JWT with %s", r.Method, r.Path,
 					r.Resource.Props["AuthorizationType"], r.Resource.Props["AuthorizerId"], auth.ID)
@@ -738,7 +782,7 @@ func TestEveryRouteRequiresAuthorization(t *testing.T) {
 
 func countRouteKeys() int {
 	n := 0
-	for _, r := range apiRoutes {
+	for _, r := range append(slices.Clone(apiRoutes), consoleRoutes...) {
 		n += len(r.Methods)
 	}
 	return n

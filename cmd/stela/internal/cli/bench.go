@@ -56,6 +56,7 @@ func benchCommand() *command {
 				benchDelays),
 			benchLeaf("all", "roundtrip, fanout and delays against one server", "", benchAll),
 			benchEmbedded(),
+			benchConsole(),
 		},
 	}
 }
@@ -510,17 +511,11 @@ func benchEmbedded() *command {
 				if err != nil {
 					return usagef("--durability: %v", err)
 				}
-				dir := *dataDir
-				if dir == "" {
-					tmp, err := os.MkdirTemp("", "stela-bench-")
-					if err != nil {
-						return err
-					}
-					defer os.RemoveAll(tmp)
-					dir = tmp
-				} else if err := os.MkdirAll(dir, 0o755); err != nil {
+				dir, cleanup, err := benchDir(*dataDir, "stela-bench-")
+				if err != nil {
 					return err
 				}
+				defer cleanup()
 				backend, err := openBenchStore(ctx, dir, d)
 				if err != nil {
 					return err
@@ -551,6 +546,19 @@ func benchEmbedded() *command {
 			}
 		},
 	}
+}
+
+// benchDir returns dataDir (created if absent), or a new temporary directory
+// named after prefix that cleanup removes.
+func benchDir(dataDir, prefix string) (dir string, cleanup func(), err error) {
+	if dataDir != "" {
+		return dataDir, func() {}, os.MkdirAll(dataDir, 0o755)
+	}
+	tmp, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	return tmp, func() { os.RemoveAll(tmp) }, nil
 }
 
 // --- fan-out -------------------------------------------------------------------------------

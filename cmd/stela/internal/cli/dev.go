@@ -346,6 +346,7 @@ func printBanner(w io.Writer, st *devStack, url string, o *devOptions, mode stri
 			fmt.Fprintf(w, "  WARNING: listening beyond loopback without --token\n")
 		}
 	}
+	fmt.Fprintf(w, "  console: %s/console/ (web console in a browser)\n", url)
 	fmt.Fprintf(w, "\nTry it:\n")
 	fmt.Fprintf(w, "  curl -s -X POST %s/v1/executions%s -H 'Content-Type: application/json' \\\n", url, authHdr)
 	fmt.Fprintf(w, "    -d '{\"ffqn\":\"demo:hello/greeter.greet\",\"params\":[\"World\"]}'\n")
