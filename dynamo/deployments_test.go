@@ -10,21 +10,21 @@ import (
 
 	"github.com/stela-dev/stela/cas"
 	"github.com/stela-dev/stela/core"
-	"github.com/stela-dev/stela/core/coretest"
 	"github.com/stela-dev/stela/dynamo"
 	"github.com/stela-dev/stela/store"
+	"github.com/stela-dev/stela/store/storetest"
 )
 
 // offloadFixture is a service whose payloads above 1 KiB go to a directory
 // CAS, with a SimClock at the wall clock (blob times come from the file
 // system).
-func offloadFixture(t *testing.T) (*store.Service, *dynamo.Backend, *cas.Dir, *coretest.SimClock) {
+func offloadFixture(t *testing.T) (*store.Service, *dynamo.Backend, *cas.Dir, *storetest.SimClock) {
 	t.Helper()
 	blobs, err := cas.NewDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := coretest.NewSimClock(core.TS(time.Now()))
+	clock := storetest.NewSimClock(core.TS(time.Now()))
 	b, _ := newBackend(t, dynamo.Options{Clock: clock, Cas: blobs, InlineThreshold: 1024})
 	return store.New(b, store.Options{Clock: clock, PollInterval: 20 * time.Millisecond}), b, blobs, clock
 }

@@ -5,15 +5,15 @@ import (
 	"testing"
 
 	"github.com/stela-dev/stela/core"
-	"github.com/stela-dev/stela/core/coretest"
 	"github.com/stela-dev/stela/sqlite"
 	"github.com/stela-dev/stela/store"
+	"github.com/stela-dev/stela/store/storetest"
 )
 
 // TestContract runs the backend-independent contract suite on the SQLite
 // backend, each subtest on its own database file.
 func TestContract(t *testing.T) {
-	coretest.Run(t, func(t *testing.T, clock core.Clock) coretest.Store {
+	storetest.Run(t, func(t *testing.T, clock core.Clock) storetest.Store {
 		b, err := sqlite.Open(filepath.Join(t.TempDir(), "stela.db"), sqlite.Options{Clock: clock})
 		if err != nil {
 			t.Fatalf("Open: %v", err)

@@ -3,7 +3,7 @@
 // store, DynamoDB — implements. Every decision (the state machine, version
 // checks, the unblock rule, cancellation and pause rules) is made here by
 // calling core's pure functions inside Backend.Update; adapters only read,
-// buffer and atomically commit. The contract suite in core/coretest therefore
+// buffer and atomically commit. The contract suite in store/storetest therefore
 // exercises the same logic on every backend.
 package store
 

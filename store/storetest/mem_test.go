@@ -1,4 +1,4 @@
-package coretest_test
+package storetest_test
 
 import (
 	"context"
@@ -14,15 +14,15 @@ import (
 
 	"github.com/stela-dev/stela/cas"
 	"github.com/stela-dev/stela/core"
-	"github.com/stela-dev/stela/core/coretest"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/store/mem"
+	"github.com/stela-dev/stela/store/storetest"
 )
 
 // TestMem runs the contract suite on the in-memory backend, with its blobs
 // in a directory CAS.
 func TestMem(t *testing.T) {
-	coretest.Run(t, func(t *testing.T, clock core.Clock) coretest.Store {
+	storetest.Run(t, func(t *testing.T, clock core.Clock) storetest.Store {
 		blobs, err := cas.NewDir(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
@@ -48,12 +48,12 @@ func TestMemWithS3Cas(t *testing.T) {
 		BaseEndpoint: aws.String(srv.URL),
 	}
 	n := 0
-	coretest.Run(t, func(t *testing.T, clock core.Clock) coretest.Store {
+	storetest.Run(t, func(t *testing.T, clock core.Clock) storetest.Store {
 		if !strings.Contains(t.Name(), "/Deployments/") {
 			t.Skip("only the deployment scenarios use the CAS")
 		}
 		n++
-		blobs := cas.NewS3FromConfig(cfg, "coretest", fmt.Sprintf("t%d/", n))
+		blobs := cas.NewS3FromConfig(cfg, "storetest", fmt.Sprintf("t%d/", n))
 		s := store.New(mem.NewWithOptions(mem.Options{Cas: blobs, Clock: clock}), store.Options{Clock: clock})
 		t.Cleanup(func() { _ = s.Close() })
 		return s

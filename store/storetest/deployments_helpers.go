@@ -1,4 +1,4 @@
-package coretest
+package storetest
 
 import (
 	"crypto/rand"
@@ -38,7 +38,7 @@ func (h *harness) cas() core.Cas {
 	h.t.Helper()
 	c := casOf(h.db)
 	if c == nil {
-		h.t.Skip("the store exposes no CAS (coretest.CasProvider)")
+		h.t.Skip("the store exposes no CAS (storetest.CasProvider)")
 	}
 	return c
 }

@@ -1,4 +1,4 @@
-package coretest
+package storetest
 
 import (
 	"context"
@@ -61,9 +61,9 @@ func (o RunOptions) timeout() time.Duration {
 
 // Flags of the randomized model test.
 var (
-	flagSeeds = flag.Int("coretest.seeds", 20, "number of seeds of the randomized model test (scaled by RunOptions.Scale)")
-	flagOps   = flag.Int("coretest.ops", 200, "operations per seed of the randomized model test (scaled by RunOptions.Scale)")
-	flagSeed  = flag.Int64("coretest.seed", 0, "replay only this seed of the randomized model test (0 = seeds 1..coretest.seeds)")
+	flagSeeds = flag.Int("storetest.seeds", 20, "number of seeds of the randomized model test (scaled by RunOptions.Scale)")
+	flagOps   = flag.Int("storetest.ops", 200, "operations per seed of the randomized model test (scaled by RunOptions.Scale)")
+	flagSeed  = flag.Int64("storetest.seed", 0, "replay only this seed of the randomized model test (0 = seeds 1..storetest.seeds)")
 )
 
 // contractTest is one named check run against a fresh store.

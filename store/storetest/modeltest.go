@@ -1,4 +1,4 @@
-package coretest
+package storetest
 
 import (
 	"encoding/json"
@@ -141,7 +141,7 @@ func (r *modelRun) newDep() core.DeploymentId {
 
 func (r *modelRun) fail(format string, args ...any) {
 	r.h.t.Helper()
-	r.h.t.Fatalf("seed %d, step %d (%s): %s\nreplay with -coretest.seed=%d", r.seed, r.step, r.op, fmt.Sprintf(format, args...), r.seed)
+	r.h.t.Fatalf("seed %d, step %d (%s): %s\nreplay with -storetest.seed=%d", r.seed, r.step, r.op, fmt.Sprintf(format, args...), r.seed)
 }
 
 // sameErr compares outcomes: the sentinel and, for typed errors, their details.

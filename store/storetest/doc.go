@@ -1,4 +1,4 @@
-// Package coretest is the one contract suite every Stela store must pass:
+// Package storetest is the one contract suite every Stela store must pass:
 // the storage scenarios of Obelisk's test suites (shared/spec/scenarios.md),
 // the edge cases of semantics.md §8, race tests with real goroutines, a
 // randomized comparison with a reference model built directly on core's pure
@@ -7,7 +7,7 @@
 // Backends call it from their own tests:
 //
 //	func TestContract(t *testing.T) {
-//		coretest.Run(t, func(t *testing.T, clock core.Clock) coretest.Store {
+//		storetest.Run(t, func(t *testing.T, clock core.Clock) storetest.Store {
 //			s := store.New(newBackend(t), store.Options{Clock: clock})
 //			t.Cleanup(func() { _ = s.Close() })
 //			return s
@@ -27,8 +27,8 @@
 // keeps every acknowledged write across close and reopen. Every subtest gets a
 // fresh store and a SimClock starting at the Unix epoch; the store must use
 // that clock for every time it reads itself (upgrade events, waits). The
-// randomized model test is tuned with -coretest.seeds, -coretest.ops and
-// -coretest.seed (replay one failing seed; the failure message prints it).
+// randomized model test is tuned with -storetest.seeds, -storetest.ops and
+// -storetest.seed (replay one failing seed; the failure message prints it).
 //
 // The package imports package store for the timer sweep (store.Sweep) and the
 // cancellation driver (store.DriveCancellations), so tests of package store
@@ -96,4 +96,4 @@
 // T071, T075, T079, T083, T087, T091, T095, T099, T103, T107, T111, T115,
 // T119, T123, T175, T179)
 // have no scenario to port.
-package coretest
+package storetest
