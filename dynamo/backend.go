@@ -77,10 +77,6 @@ type Options struct {
 	// lock_pending_by_component_digest) then fails with core.ErrNotImplemented.
 	// For deployments whose workers lock only by function name.
 	DisableDigestIndex bool
-	// GCGrace is how long after its last write a blob is safe from
-	// gc_orphan_files; zero means cas.DefaultGCGrace (one hour), negative
-	// none (deployments_gc.go).
-	GCGrace time.Duration
 	// DisableDeploymentCounts stops maintaining the deployments index, which
 	// costs 5 of an activity's 15 write units; list_deployment_states then
 	// fails with core.ErrNotImplemented unless its counts are skipped.
@@ -205,7 +201,7 @@ func newBackend(client api, opts Options) (*Backend, error) {
 		api: client, table: opts.Table, shards: opts.Shards, inline: opts.InlineThreshold,
 		headBudget: opts.HeadBudget, createdMax: 2 * opts.HeadBudget, maxAttempts: opts.MaxAttempts,
 		cas: opts.Cas, log: log.WithGroup("dynamo"), clock: opts.Clock, noDigestIndex: opts.DisableDigestIndex,
-		deps: deploymentOptions{gcGrace: opts.GCGrace, noCounts: opts.DisableDeploymentCounts},
+		deps: deploymentOptions{noCounts: opts.DisableDeploymentCounts},
 		optFns: []func(*dynamodb.Options){func(o *dynamodb.Options) {
 			o.Retryer = retryer
 			o.APIOptions = append(o.APIOptions, trackAttempts)

@@ -44,14 +44,6 @@ type Options struct {
 	// Logger receives diagnostics (rows skipped because they fail to decode);
 	// default slog.Default().
 	Logger *slog.Logger
-	// Cas holds the blobs deployment files and source mappings refer to
-	// (deployments.go); default a cas.Dir in "blobs" beside the database file.
-	Cas core.Cas
-	// Clock measures gc_orphan_files' grace period; default the system clock.
-	Clock core.Clock
-	// GCGrace is how long after its last write a blob is safe from
-	// gc_orphan_files; zero means cas.DefaultGCGrace (one hour), negative none.
-	GCGrace time.Duration
 }
 
 // Backend is a store.Backend on one SQLite file. It is safe for concurrent
@@ -87,8 +79,6 @@ type Backend struct {
 	createds *createdCache
 
 	batches, requests atomic.Int64
-
-	deps deploymentState // deployments.go
 }
 
 // Stats are counters of the write path.

@@ -82,3 +82,16 @@ func TestActivityRoundTripAndChildUnblocksParent(t *testing.T) {
 		t.Fatalf("child result: %+v %v", rv, err)
 	}
 }
+
+func TestGCGraceZeroIsTheDefaultAndNegativeIsNone(t *testing.T) {
+	for _, c := range []struct{ in, want time.Duration }{
+		{0, store.DefaultGCGrace},
+		{-1, 0},
+		{-time.Hour, 0},
+		{5 * time.Minute, 5 * time.Minute},
+	} {
+		if got := store.GCGraceOf(c.in); got != c.want {
+			t.Errorf("gcGrace(%v)=%v, want %v", c.in, got, c.want)
+		}
+	}
+}

@@ -1,9 +1,8 @@
 // Package mem is an in-memory store.Backend: the reference adapter for fast
 // tests. Every Update runs under one mutex (serializable by construction) and
 // events and responses are stored as JSON, so the persisted encoding is
-// exercised exactly as in the durable adapters. Deployments, component
-// metadata and source mappings are in deployments.go; their blobs live in the
-// CAS given to NewWithOptions.
+// exercised exactly as in the durable adapters. Deployment rows (deployments,
+// component metadata, source mappings) are in deployments.go.
 package mem
 
 import (
@@ -60,6 +59,7 @@ func New() *Backend {
 		delayResp: map[core.DelayId]bool{},
 		delays:    map[delayKey]core.DelayTimer{},
 		bts:       map[btKey]core.BacktraceInfo{},
+		deps:      newDeployments(),
 	}
 }
 

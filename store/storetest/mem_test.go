@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,19 +18,12 @@ import (
 	"github.com/stela-dev/stela/store/storetest"
 )
 
+func newMem(*testing.T, core.Clock, core.Cas) store.Backend { return mem.New() }
+
 // TestMem runs the contract suite on the in-memory backend, with its blobs
-// in a directory CAS.
+// in a directory CAS (the suite's default).
 func TestMem(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, clock core.Clock) storetest.Store {
-		blobs, err := cas.NewDir(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := mem.NewWithOptions(mem.Options{Cas: blobs, Clock: clock})
-		s := store.New(b, store.Options{Clock: clock, PollInterval: 5 * time.Millisecond})
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	})
+	storetest.RunWith(t, newMem, storetest.RunOptions{PollInterval: 5 * time.Millisecond})
 }
 
 // TestMemWithS3Cas runs the deployment scenarios on the in-memory backend
@@ -48,14 +40,8 @@ func TestMemWithS3Cas(t *testing.T) {
 		BaseEndpoint: aws.String(srv.URL),
 	}
 	n := 0
-	storetest.Run(t, func(t *testing.T, clock core.Clock) storetest.Store {
-		if !strings.Contains(t.Name(), "/Deployments/") {
-			t.Skip("only the deployment scenarios use the CAS")
-		}
+	storetest.RunDeployments(t, newMem, storetest.RunOptions{NewCas: func(*testing.T) core.Cas {
 		n++
-		blobs := cas.NewS3FromConfig(cfg, "storetest", fmt.Sprintf("t%d/", n))
-		s := store.New(mem.NewWithOptions(mem.Options{Cas: blobs, Clock: clock}), store.Options{Clock: clock})
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	})
+		return cas.NewS3FromConfig(cfg, "storetest", fmt.Sprintf("t%d/", n))
+	}})
 }

@@ -202,7 +202,7 @@ func openEmbedded(o *devOptions, logger *slog.Logger) (*devStack, error) {
 		return nil, fmt.Errorf("open blob dir %s: %w", blobs, err)
 	}
 	return &devStack{
-		svc: store.New(backend, store.Options{Logger: logger}),
+		svc: store.New(backend, store.Options{Logger: logger, Cas: c}),
 		cas: c,
 		describe: []string{
 			"store:  embedded SQLite " + dbPath,
