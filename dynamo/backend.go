@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -271,7 +270,10 @@ func (b *Backend) Update(ctx context.Context, fn func(tx store.Tx) error) error 
 	if err := b.checkOpen(); err != nil {
 		return err
 	}
-	for attempt := 1; ; attempt++ {
+	return store.Retry(ctx, "dynamo: update", b.maxAttempts, func(attempt int) error {
+		if attempt > 1 {
+			b.stats.retries.Add(1)
+		}
 		t := b.newTx(ctx, true)
 		if err := fn(t); err != nil {
 			return err
@@ -289,18 +291,12 @@ func (b *Backend) Update(ctx context.Context, fn func(tx store.Tx) error) error 
 			b.afterCommit(ctx, p)
 			return nil
 		}
-		if !errors.Is(err, errContention) {
-			return err
+		if errors.Is(err, errContention) {
+			b.log.DebugContext(ctx, "update retry", "attempt", attempt, "err", err)
+			return store.Again(err)
 		}
-		b.stats.retries.Add(1)
-		if attempt >= b.maxAttempts {
-			return fmt.Errorf("dynamo: update gave up after %d attempts: %w", attempt, err)
-		}
-		b.log.DebugContext(ctx, "update retry", "attempt", attempt, "err", err)
-		if err := sleepJitter(ctx, attempt); err != nil {
-			return fmt.Errorf("dynamo: update: %w", err)
-		}
-	}
+		return err
+	})
 }
 
 // View runs fn once against strongly consistent reads. Reads are anchored
@@ -311,20 +307,6 @@ func (b *Backend) View(ctx context.Context, fn func(tx store.ReadTx) error) erro
 		return err
 	}
 	return fn(b.newTx(ctx, false))
-}
-
-// sleepJitter waits a jittered, exponentially growing delay (5 ms .. 400 ms).
-func sleepJitter(ctx context.Context, attempt int) error {
-	d := 5 * time.Millisecond << min(attempt, 7)
-	d = d/2 + rand.N(d/2+1)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // newRequestID returns 16 characters of randomness identifying one commit.

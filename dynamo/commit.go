@@ -15,6 +15,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/store"
 )
 
 type opKind uint8
@@ -414,7 +415,7 @@ func (b *Backend) execute(ctx context.Context, p *plan) error {
 			}
 			b.stats.resends.Add(1)
 			b.log.DebugContext(ctx, "ambiguous commit, re-sending", "try", try, "err", err)
-			if err := sleepJitter(ctx, try); err != nil {
+			if err := store.Backoff(ctx, try); err != nil {
 				return fmt.Errorf("dynamo: commit outcome unknown: %w", err)
 			}
 		default:

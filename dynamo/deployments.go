@@ -561,7 +561,7 @@ func (t *tx) planDeployments(p *plan) error {
 	if dt == nil {
 		return nil
 	}
-	now := avS(tsText(t.b.now()))
+	now := avS(t.b.now().String())
 	for _, id := range dt.order {
 		r := dt.rows[id]
 		if !r.dirty {
@@ -659,7 +659,7 @@ func (t *tx) encodeDeployment(r *depRow) (item, error) {
 		if err != nil {
 			return nil, err
 		}
-		it[aDepCreatedAt], it[aDepToml], it[aDepVersion] = avS(tsText(d.Record.CreatedAt)), avS(toml), avS(d.Record.ObeliskVersion)
+		it[aDepCreatedAt], it[aDepToml], it[aDepVersion] = avS(d.Record.CreatedAt.String()), avS(toml), avS(d.Record.ObeliskVersion)
 		it[aDepDigest], it[aRev], it[aCreateReq] = avS(d.Record.Digest.String()), avN(0), avS(t.rq)
 		if d.Record.CreatedBy != nil {
 			it[aDepCreatedBy] = avS(*d.Record.CreatedBy)
@@ -679,7 +679,7 @@ func (t *tx) encodeDeployment(r *depRow) (item, error) {
 	}
 	it[aReq], it[aDepStatus] = avS(t.rq), avS(string(d.Record.Status))
 	if d.Record.LastActiveAt != nil {
-		it[aDepLastActive] = avS(tsText(*d.Record.LastActiveAt))
+		it[aDepLastActive] = avS((*d.Record.LastActiveAt).String())
 	}
 	comps := make([]depComponent, len(d.Components))
 	for i, c := range d.Components {

@@ -62,7 +62,7 @@ func (b *Backend) writeAhead(ctx context.Context, ahead []aheadPut) error {
 // it leaves a blob that gc keeps.
 func (b *Backend) recordPayloadRef(ctx context.Context, d core.ContentDigest) error {
 	_, err := b.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: b.tableName(), Item: item{
-		AttrPK: avS(prefixRef + d.String()), AttrSK: avS(refPayload), aRefAt: avS(tsText(b.now()))}}, b.optFns...)
+		AttrPK: avS(prefixRef + d.String()), AttrSK: avS(refPayload), aRefAt: avS(b.now().String())}}, b.optFns...)
 	if err != nil {
 		return fmt.Errorf("dynamo: record reference to payload %s: %w", d, err)
 	}

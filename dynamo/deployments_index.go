@@ -85,7 +85,7 @@ func deploymentIndex(it item, s *core.ExecutionState, id, shard string) {
 	it[AttrDeployPK] = avS(s.DeploymentID.String() + "#" + kind + "#" + string(bucket) + "#" + shard)
 	sk := id
 	if bucket == 'P' {
-		sk = fixedTS(s.At) + "#" + id
+		sk = s.At.SortableText() + "#" + id
 	}
 	it[AttrDeploySK] = avS(sk)
 }
@@ -134,7 +134,7 @@ func (b *Backend) CountDeploymentExecutions(ctx context.Context, states []core.D
 		}
 	}
 	counts := make([]int64, len(tasks))
-	bound := fixedTS(now) + "#~" // above every ds of an execution pending at now
+	bound := now.SortableText() + "#~" // above every ds of an execution pending at now
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(countParallelism)
 	for i := range tasks {

@@ -22,8 +22,11 @@
 // its list entry. Index keys whose natural partition would be hot are
 // sharded: "<value>#<s>" with s = fnv32a(execution id) mod Options.Shards
 // (default 8); queries read all shards in parallel and merge by sort key.
-// Timestamps inside index keys use a fixed width
-// ("2006-01-02T15:04:05.000000000Z") so they sort as strings.
+// Timestamps inside index keys use core's sortable form
+// (core.Timestamp.SortableText, "2006-01-02T15:04:05.000000000Z") so they
+// sort as strings; other stored timestamps use the shorter AutoSi form of
+// JSON (core.Timestamp.String; items written before carry RFC 3339 with
+// trimmed digits, which core.ParseTimestamp reads too).
 //
 // # Items
 //

@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -61,7 +61,7 @@ type merger struct {
 // pages in parallel. base is copied per partition; pkAttr is bound to :pk.
 func (b *Backend) newMerger(ctx context.Context, base dynamodb.QueryInput, sortAttr string, pks []string) *merger {
 	m := &merger{b: b, desc: base.ScanIndexForward != nil && !*base.ScanIndexForward}
-	var wg sync.WaitGroup
+	var g errgroup.Group
 	for _, pk := range pks {
 		in := base
 		vals := item{":pk": avS(pk)}
@@ -71,10 +71,9 @@ func (b *Backend) newMerger(ctx context.Context, base dynamodb.QueryInput, sortA
 		in.ExpressionAttributeValues = vals
 		s := &stream{in: &in, sort: sortAttr}
 		m.streams = append(m.streams, s)
-		wg.Add(1)
-		go func() { defer wg.Done(); s.fetch(ctx, b) }()
+		g.Go(func() error { s.fetch(ctx, b); return nil }) // a failure is the stream's, reported by next
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return m
 }
 
@@ -117,7 +116,7 @@ func (b *Backend) PendingByFFQN(ctx context.Context, ffqn core.FunctionFqn, at c
 		TableName: b.tableName(), IndexName: aws.String(IndexPendingFFQN),
 		KeyConditionExpression:    aws.String("#pk = :pk AND #sk < :hi"),
 		ExpressionAttributeNames:  map[string]string{"#pk": AttrPendingFFQN, "#sk": AttrPendingSort},
-		ExpressionAttributeValues: item{":hi": avS(fixedTS(at) + "$")},
+		ExpressionAttributeValues: item{":hi": avS(at.SortableText() + "$")},
 		Limit:                     aws.Int32(int32(min(max(limit, 1), queryPageSize))),
 	}
 	if skipIncompatible != nil {
@@ -137,7 +136,7 @@ func (b *Backend) PendingByDigest(ctx context.Context, digest core.ComponentDige
 		TableName: b.tableName(), IndexName: aws.String(IndexPendingDigest),
 		KeyConditionExpression:    aws.String("#pk = :pk AND #sk < :hi"),
 		ExpressionAttributeNames:  map[string]string{"#pk": AttrPendingDigest, "#sk": AttrPendingSort},
-		ExpressionAttributeValues: item{":hi": avS(fixedTS(at) + "$")},
+		ExpressionAttributeValues: item{":hi": avS(at.SortableText() + "$")},
 		Limit:                     aws.Int32(int32(min(max(limit, 1), queryPageSize))),
 	}
 	return b.pending(ctx, in, digest.String()+"#", limit)
@@ -178,29 +177,25 @@ func (b *Backend) timers(ctx context.Context, kind string, at core.Timestamp) ([
 	}
 	pks := b.shardKeys(kind)
 	res := make([][]item, len(pks))
-	errs := make([]error, len(pks))
-	var wg sync.WaitGroup
+	g, gctx := errgroup.WithContext(ctx)
 	for i, pk := range pks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = b.queryAll(ctx, &dynamodb.QueryInput{
+		g.Go(func() error {
+			err := b.queryAll(gctx, &dynamodb.QueryInput{
 				TableName: b.tableName(), IndexName: aws.String(IndexTimers),
 				KeyConditionExpression:    aws.String("#pk = :pk AND #sk <= :at"),
 				ExpressionAttributeNames:  map[string]string{"#pk": AttrTimerPK, "#sk": AttrTimerSK},
-				ExpressionAttributeValues: item{":pk": avS(pk), ":at": avS(fixedTS(at))},
+				ExpressionAttributeValues: item{":pk": avS(pk), ":at": avS(at.SortableText())},
 			}, func(it item) (bool, error) { res[i] = append(res[i], it); return true, nil })
-		}()
+			if err != nil {
+				return fmt.Errorf("dynamo: timers %s: %w", pk, err)
+			}
+			return nil
+		})
 	}
-	wg.Wait()
-	var all []item
-	for i := range pks {
-		if errs[i] != nil {
-			return nil, fmt.Errorf("dynamo: timers %s: %w", pks[i], errs[i])
-		}
-		all = append(all, res[i]...)
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
-	return all, nil
+	return slices.Concat(res...), nil
 }
 
 // ExpiredLocks returns the heads of locked executions whose lock expired at
@@ -327,7 +322,7 @@ func (b *Backend) ListExecutions(ctx context.Context, f core.ListExecutionsFilte
 	if c := p.CreatedBy; c != nil {
 		dir, length = c.Direction, int(c.Length)
 		if c.Cursor != nil {
-			ts := fixedTS(*c.Cursor)
+			ts := (*c.Cursor).SortableText()
 			switch c.Rel() {
 			case ">":
 				cond, vals[":b"] = cond+" AND #sk > :b", avS(ts+"$")

@@ -298,7 +298,7 @@ const currentAttempts = 8
 // the read is repeated.
 func (s *Service) current(ctx context.Context, preferEnqueued bool, what string) (core.DeploymentRecord, error) {
 	var rec core.DeploymentRecord
-	err := Retry(ctx, currentAttempts, func(int) error {
+	err := Retry(ctx, "store: read the "+what, currentAttempts, func(int) error {
 		return s.view(ctx, func(tx ReadTx) error {
 			active, enqueued, err := tx.CurrentDeployments()
 			if err != nil {
@@ -316,7 +316,7 @@ func (s *Service) current(ctx context.Context, preferEnqueued bool, what string)
 				err = core.ErrNotFound
 			}
 			if errors.Is(err, core.ErrNotFound) {
-				return Again(fmt.Errorf("store: %s: deployment %s is no longer %s", what, id, want))
+				return Again(fmt.Errorf("deployment %s is no longer %s", id, want))
 			}
 			rec = d.Record
 			return err

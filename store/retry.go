@@ -21,10 +21,11 @@ func (e *againError) Unwrap() error { return e.err }
 // Retry is the one retry loop of the store and its adapters. It calls fn
 // (attempt = 1, 2, …) until fn returns nil or an error not marked with
 // Again, at most attempts times, waiting Backoff(attempt) in between. When
-// the attempts are used up it gives up with an error wrapping both
-// core.ErrUnavailable (the HTTP edge answers 503 with Retry-After) and the
-// last error. A done ctx ends the wait with ctx.Err().
-func Retry(ctx context.Context, attempts int, fn func(attempt int) error) error {
+// the attempts are used up it gives up with "<what> gave up after <n>
+// attempts: unavailable: <last error>", wrapping both core.ErrUnavailable
+// (the HTTP edge answers 503 with Retry-After) and the last error. A done
+// ctx ends the wait with ctx.Err().
+func Retry(ctx context.Context, what string, attempts int, fn func(attempt int) error) error {
 	for attempt := 1; ; attempt++ {
 		err := fn(attempt)
 		var again *againError
@@ -32,7 +33,7 @@ func Retry(ctx context.Context, attempts int, fn func(attempt int) error) error 
 			return err
 		}
 		if attempt >= attempts {
-			return fmt.Errorf("gave up after %d attempts: %w: %w", attempt, core.ErrUnavailable, again.err)
+			return fmt.Errorf("%s gave up after %d attempts: %w: %w", what, attempt, core.ErrUnavailable, again.err)
 		}
 		if err := Backoff(ctx, attempt); err != nil {
 			return err
