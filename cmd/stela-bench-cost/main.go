@@ -241,9 +241,12 @@ func ptr[T any](v T) *T { return &v }
 // parallelDo runs fn(i) for i in [0, n) on p goroutines; the first error
 // wins and stops handing out the rest.
 func parallelDo(n, p int, fn func(i int) error) error {
-	var g errgroup.Group
+	g, ctx := errgroup.WithContext(context.Background())
 	g.SetLimit(max(p, 1))
 	for i := range n {
+		if ctx.Err() != nil {
+			break
+		}
 		g.Go(func() error { return fn(i) })
 	}
 	return g.Wait()
