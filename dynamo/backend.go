@@ -103,6 +103,7 @@ type Backend struct {
 	// skipAfterCommit leaves deferred child creations to the next reader
 	// (tests simulate a crash between the commit and the fan-out).
 	skipAfterCommit bool
+	undecodable     store.Undecodable
 }
 
 type stats struct {
@@ -126,6 +127,9 @@ type Stats struct {
 	// Deferred counts child creations deferred to an outbox; Materialised
 	// counts outbox children written afterwards.
 	Deferred, Materialised int64
+	// Undecodable counts corrupt items left out of query results (each
+	// logged at ERROR; see store.Undecodable).
+	Undecodable int64
 }
 
 // Stats returns the backend's counters.
@@ -133,7 +137,7 @@ func (b *Backend) Stats() Stats {
 	s := &b.stats
 	return Stats{Commits: s.commits.Load(), Retries: s.retries.Load(), Resends: s.resends.Load(),
 		OwnCommits: s.ownCommits.Load(), Spills: s.spills.Load(), Deferred: s.deferred.Load(),
-		Materialised: s.materialised.Load()}
+		Materialised: s.materialised.Load(), Undecodable: b.undecodable.Count()}
 }
 
 var _ store.Backend = (*Backend)(nil)
@@ -292,7 +296,7 @@ func (b *Backend) Update(ctx context.Context, fn func(tx store.Tx) error) error 
 			return nil
 		}
 		if errors.Is(err, errContention) {
-			b.log.DebugContext(ctx, "update retry", "attempt", attempt, "err", err)
+			b.log.DebugContext(ctx, "update retry", core.LogKeyAttempt, attempt, core.LogKeyErr, err)
 			return store.Again(err)
 		}
 		return err

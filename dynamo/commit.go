@@ -414,7 +414,7 @@ func (b *Backend) execute(ctx context.Context, p *plan) error {
 				return fmt.Errorf("dynamo: commit outcome unknown after %d attempts: %w", try, err)
 			}
 			b.stats.resends.Add(1)
-			b.log.DebugContext(ctx, "ambiguous commit, re-sending", "try", try, "err", err)
+			b.log.DebugContext(ctx, "ambiguous commit, re-sending", core.LogKeyAttempt, try, core.LogKeyErr, err)
 			if err := store.Backoff(ctx, try); err != nil {
 				return fmt.Errorf("dynamo: commit outcome unknown: %w", err)
 			}
@@ -691,11 +691,11 @@ func (b *Backend) afterCommit(ctx context.Context, p *plan) {
 	ctx = context.WithoutCancel(ctx)
 	if err := b.materialise(ctx, p.deferred, p.rq); err != nil {
 		b.log.ErrorContext(ctx, "fan-out materialisation incomplete; the next reader finishes it",
-			"execution_id", p.anchor.String(), "request_id", p.rq, "err", err)
+			core.LogKeyExecutionID, p.anchor.String(), core.LogKeyRequestID, p.rq, core.LogKeyErr, err)
 		return
 	}
 	if err := b.clearOutbox(ctx, p.anchor, p.rq); err != nil {
 		b.log.ErrorContext(ctx, "clearing the outbox failed; the next reader finishes it",
-			"execution_id", p.anchor.String(), "request_id", p.rq, "err", err)
+			core.LogKeyExecutionID, p.anchor.String(), core.LogKeyRequestID, p.rq, core.LogKeyErr, err)
 	}
 }

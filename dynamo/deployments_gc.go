@@ -140,7 +140,7 @@ func (b *Backend) liveRef(ctx context.Context, it item, grace time.Duration) (bo
 	_, err = b.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: b.tableName(),
 		Key: item{AttrPK: it[AttrPK], AttrSK: it[AttrSK]}}, b.optFns...)
 	if err != nil {
-		b.log.WarnContext(ctx, "delete stale blob reference", "sk", sk, "err", err)
+		b.log.WarnContext(ctx, "delete stale blob reference", core.LogKeyRow, sk, core.LogKeyErr, err)
 	}
 	return false, nil
 }

@@ -197,7 +197,7 @@ func (b *Backend) putIfAbsent(ctx context.Context, id core.ExecutionId, it item,
 		if cq != rq && orq != rq {
 			sk, _ := getS(it, AttrSK)
 			b.log.ErrorContext(ctx, "fan-out child already created by another commit",
-				"execution_id", id.String(), "sk", sk, "request_id", rq)
+				core.LogKeyExecutionID, id.String(), core.LogKeyRow, sk, core.LogKeyRequestID, rq)
 		}
 		return nil
 	}

@@ -162,7 +162,7 @@ func (b *Backend) pending(ctx context.Context, in dynamodb.QueryInput, prefix st
 		pk, _ := getS(it, AttrPK)
 		id, err := parseExecPK(pk)
 		if err != nil {
-			b.log.WarnContext(ctx, "skipping undecodable pending entry", "pk", pk, "err", err)
+			b.undecodable.Skip(ctx, b.log, "pending index entry", pk, err)
 			continue
 		}
 		ids = append(ids, id)
@@ -256,7 +256,8 @@ func (b *Backend) heads(ctx context.Context, entries []item) ([]*headRec, error)
 	for _, it := range items {
 		h, err := decodeHead(it)
 		if err != nil {
-			b.log.WarnContext(ctx, "skipping undecodable head", "err", err)
+			pk, _ := getS(it, AttrPK)
+			b.undecodable.Skip(ctx, b.log, "head", pk, err)
 			continue
 		}
 		byPK[pkExec(h.st.ExecutionID)] = h

@@ -41,8 +41,8 @@ type Options struct {
 	// MaxBatch bounds the number of Update calls committed in one SQLite
 	// transaction; default 256.
 	MaxBatch int
-	// Logger receives diagnostics (rows skipped because they fail to decode);
-	// default slog.Default().
+	// Logger receives diagnostics (corrupt rows left out of query results,
+	// at ERROR); default slog.Default().
 	Logger *slog.Logger
 }
 
@@ -79,6 +79,7 @@ type Backend struct {
 	createds *createdCache
 
 	batches, requests atomic.Int64
+	undecodable       store.Undecodable
 }
 
 // Stats are counters of the write path.
@@ -88,11 +89,14 @@ type Stats struct {
 	// Requests is the number of writes (Update calls, log and backtrace
 	// appends) they carried; Requests/Batches is the mean batch size.
 	Requests int64
+	// Undecodable counts corrupt rows left out of query results (each
+	// logged at ERROR; see store.Undecodable).
+	Undecodable int64
 }
 
 // Stats returns the write-path counters since Open.
 func (b *Backend) Stats() Stats {
-	return Stats{Batches: b.batches.Load(), Requests: b.requests.Load()}
+	return Stats{Batches: b.batches.Load(), Requests: b.requests.Load(), Undecodable: b.undecodable.Count()}
 }
 
 // request is one queued write: an Update's fn or an internal write.
@@ -437,7 +441,7 @@ func (b *Backend) runBatch(batch []*request) {
 	if committed == 0 {
 		b.heads.abort()
 		if err := w.exec(bg, "ROLLBACK"); err != nil {
-			b.log.Error("rollback failed", "err", err)
+			b.log.Error("rollback failed", core.LogKeyErr, err)
 		}
 		return
 	}
@@ -478,7 +482,7 @@ func (b *Backend) checkpointLoop() {
 		select {
 		case <-b.ckptSignal:
 			if err := b.ckpt.exec(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
-				b.log.Warn("checkpoint failed", "err", err)
+				b.log.Warn("checkpoint failed", core.LogKeyErr, err)
 			}
 		case <-b.stop:
 			return
@@ -494,7 +498,7 @@ func (b *Backend) abortBatch(batch []*request, err error) {
 		r.created = nil
 	}
 	if e := b.writer.exec(context.Background(), "ROLLBACK"); e != nil && !isNoTx(e) {
-		b.log.Error("rollback failed", "err", e)
+		b.log.Error("rollback failed", core.LogKeyErr, e)
 	}
 	for _, r := range batch {
 		if r.err == nil && r.panic == nil {
@@ -553,7 +557,7 @@ func (b *Backend) View(ctx context.Context, fn func(tx store.ReadTx) error) erro
 	defer func() {
 		tx.done = true
 		if err := c.exec(bg, "ROLLBACK"); err != nil && !isNoTx(err) {
-			b.log.Error("read rollback failed", "err", err)
+			b.log.Error("read rollback failed", core.LogKeyErr, err)
 		}
 	}()
 	return fn(tx)

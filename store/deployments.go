@@ -527,7 +527,7 @@ func (s *Service) withSizes(ctx context.Context, r core.DeploymentRecord) (core.
 	}
 	for i, f := range r.Files {
 		if !present[i] && s.cas != nil {
-			s.log.WarnContext(ctx, "deployment file blob is missing from the CAS", "path", f.Path, "digest", f.Digest.String())
+			s.log.WarnContext(ctx, "deployment file blob is missing from the CAS", core.LogKeyPath, f.Path, core.LogKeyDigest, f.Digest.String())
 		}
 	}
 	return r, nil

@@ -674,7 +674,7 @@ func (s *Service) AppendBatchCreateNewExecution(ctx context.Context, currentTime
 	}
 	if len(backtraces) > 0 {
 		if _, berr := s.b.AppendBacktraces(ctx, backtraces); berr != nil {
-			s.log.Warn("append backtraces failed", "execution_id", id.String(), "err", berr)
+			s.log.Warn("append backtraces failed", core.LogKeyExecutionID, id.String(), core.LogKeyErr, berr)
 		}
 	}
 	return next, nil
@@ -890,7 +890,7 @@ func (s *Service) WaitForFinishedResult(ctx context.Context, id core.ExecutionId
 // AppendBacktrace implements core.DbConnection (best effort: failures are logged).
 func (s *Service) AppendBacktrace(ctx context.Context, bt core.BacktraceInfo) error {
 	if _, err := s.b.AppendBacktraces(ctx, []core.BacktraceInfo{bt}); err != nil {
-		s.log.Warn("append backtrace failed", "execution_id", bt.ExecutionID.String(), "err", err)
+		s.log.Warn("append backtrace failed", core.LogKeyExecutionID, bt.ExecutionID.String(), core.LogKeyErr, err)
 	}
 	return nil
 }

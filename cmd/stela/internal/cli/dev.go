@@ -116,7 +116,7 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 	}
 	defer func() {
 		if err := st.svc.Close(); err != nil {
-			logger.Error("close store failed", "err", err)
+			logger.Error("close store failed", core.LogKeyErr, err)
 		}
 	}()
 
@@ -143,10 +143,10 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 	wg.Go(func() {
 		stats, err := timers.Run(timersCtx, st.svc, clock, timers.Options{Interval: o.timersInterval, Logger: logger})
 		if err != nil {
-			logger.Error("timers stopped", "err", err)
+			logger.Error("timers stopped", core.LogKeyErr, err)
 			return
 		}
-		logger.Debug("timers stopped", "stats", stats)
+		logger.Debug("timers stopped", slog.Any("stats", stats))
 	})
 	defer func() {
 		stopTimers()
