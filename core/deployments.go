@@ -24,6 +24,23 @@ type StoredDeployment struct {
 	ComponentFiles []DeploymentComponentFileRecord
 }
 
+// Clone returns a copy of d sharing nothing mutable with it.
+func (d StoredDeployment) Clone() StoredDeployment {
+	r := &d.Record
+	r.Description, r.LastActiveAt, r.CreatedBy = clonePtr(r.Description), clonePtr(r.LastActiveAt), clonePtr(r.CreatedBy)
+	r.Files = slices.Clone(r.Files)
+	d.Components, d.ComponentFiles = slices.Clone(d.Components), slices.Clone(d.ComponentFiles)
+	return d
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
 // Component returns the component named name.
 func (d *StoredDeployment) Component(name string) (DeploymentComponentRecord, bool) {
 	i := slices.IndexFunc(d.Components, func(c DeploymentComponentRecord) bool { return c.ComponentName == name })

@@ -28,29 +28,13 @@ func newDeployments() deployments {
 		metadata: map[core.ComponentDigest]core.ComponentMetadataRecord{}, sources: map[sourceKey]core.ContentDigest{}}
 }
 
-func cloneDeployment(d core.StoredDeployment) core.StoredDeployment {
-	r := &d.Record
-	r.Description, r.LastActiveAt, r.CreatedBy = clonePtr(r.Description), clonePtr(r.LastActiveAt), clonePtr(r.CreatedBy)
-	r.Files = slices.Clone(r.Files)
-	d.Components, d.ComponentFiles = slices.Clone(d.Components), slices.Clone(d.ComponentFiles)
-	return d
-}
-
-func clonePtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
-}
-
 // Deployment implements store.DeploymentReadTx.
 func (t *tx) Deployment(id core.DeploymentId) (core.StoredDeployment, error) {
 	d, ok := t.b.deps.byID[id]
 	if !ok {
 		return core.StoredDeployment{}, fmt.Errorf("mem: deployment %s: %w", id, core.ErrNotFound)
 	}
-	return cloneDeployment(*d), nil
+	return d.Clone(), nil
 }
 
 // CurrentDeployments implements store.DeploymentReadTx.
@@ -71,7 +55,7 @@ func (t *tx) Deployments(p core.Pagination[*core.DeploymentId], _, _ bool) ([]co
 	var out []core.StoredDeployment
 	for _, d := range t.b.deps.byID {
 		if p.Cursor == nil || p.Accepts(strings.Compare(d.Record.DeploymentID.String(), p.Cursor.String())) {
-			out = append(out, cloneDeployment(*d))
+			out = append(out, d.Clone())
 		}
 	}
 	slices.SortFunc(out, func(a, b core.StoredDeployment) int {
@@ -112,7 +96,7 @@ func (t *tx) InsertDeployment(d core.StoredDeployment) error {
 	if _, ok := t.b.deps.byID[id]; ok {
 		return fmt.Errorf("mem: insert deployment %s: %w", id, core.ErrConflict)
 	}
-	d = cloneDeployment(d)
+	d = d.Clone()
 	t.writes = append(t.writes, func() { t.b.deps.byID[id] = &d })
 	return nil
 }
@@ -125,7 +109,10 @@ func (t *tx) AddDeploymentComponents(id core.DeploymentId, records []core.Deploy
 
 // SetDeploymentStatus implements store.DeploymentTx.
 func (t *tx) SetDeploymentStatus(id core.DeploymentId, status core.DeploymentStatus, lastActiveAt *core.Timestamp) error {
-	lastActiveAt = clonePtr(lastActiveAt)
+	if lastActiveAt != nil {
+		at := *lastActiveAt
+		lastActiveAt = &at
+	}
 	return t.changeDeployment(id, func(d *core.StoredDeployment) {
 		d.Record.Status = status
 		if lastActiveAt != nil {

@@ -6,6 +6,7 @@
 package mem
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -561,22 +562,12 @@ func (b *Backend) ListLogs(_ context.Context, id core.ExecutionId, showDerived b
 			i = n - 1 - k
 		}
 		r := b.logs[i]
-		if !p.Accepts(cmpInt(int64(r.Cursor), int64(p.Cursor))) || !match(&r) || !filter.Matches(&r.Entry) {
+		if !p.Accepts(cmp.Compare(r.Cursor, p.Cursor)) || !match(&r) || !filter.Matches(&r.Entry) {
 			continue
 		}
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // AppendBacktraces implements store.Queries.
