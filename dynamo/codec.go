@@ -102,6 +102,17 @@ func shardOf(id string, n int) int {
 	return int(h.Sum32() % uint32(n))
 }
 
+// projectionExpr returns the ProjectionExpression of attrs, adding a
+// placeholder name "#a<i>" for each to names.
+func projectionExpr(names map[string]string, attrs []string) string {
+	ps := make([]string, len(attrs))
+	for i, a := range attrs {
+		ps[i] = fmt.Sprintf("#a%d", i)
+		names[ps[i]] = a
+	}
+	return strings.Join(ps, ", ")
+}
+
 // --- attribute values -----------------------------------------------------------
 
 type item = map[string]types.AttributeValue

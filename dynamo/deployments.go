@@ -151,18 +151,8 @@ func (t *tx) dep() *depTx {
 
 // --- reads -------------------------------------------------------------------------
 
-func (t *tx) getItem(key item, projection ...string) (item, error) {
+func (t *tx) getItem(key item) (item, error) {
 	in := &dynamodb.GetItemInput{TableName: t.b.tableName(), Key: key, ConsistentRead: aws.Bool(true)}
-	if len(projection) > 0 {
-		in.ExpressionAttributeNames = map[string]string{}
-		var ps []string
-		for i, p := range projection {
-			n := fmt.Sprintf("#p%d", i)
-			in.ExpressionAttributeNames[n] = p
-			ps = append(ps, n)
-		}
-		in.ProjectionExpression = aws.String(strings.Join(ps, ", "))
-	}
 	out, err := t.b.api.GetItem(t.ctx, in, t.b.optFns...)
 	if err != nil {
 		return nil, err
@@ -355,13 +345,7 @@ func (t *tx) Deployments(p core.Pagination[*core.DeploymentId], withToml, withFi
 		if withFiles {
 			attrs = append(attrs, aDepFiles, aDepComponents)
 		}
-		var ps []string
-		for i, a := range attrs {
-			n := fmt.Sprintf("#a%d", i)
-			in.ExpressionAttributeNames[n] = a
-			ps = append(ps, n)
-		}
-		in.ProjectionExpression = aws.String(strings.Join(ps, ", "))
+		in.ProjectionExpression = aws.String(projectionExpr(in.ExpressionAttributeNames, attrs))
 	}
 	var out []core.StoredDeployment
 	for {

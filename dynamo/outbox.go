@@ -230,23 +230,14 @@ func (b *Backend) clearOutbox(ctx context.Context, anchor core.ExecutionId, rq s
 }
 
 // batchGet reads keys (in chunks of 100), optionally strongly consistent.
-func (b *Backend) batchGet(ctx context.Context, keys []item, consistent bool, projection ...string) ([]item, error) {
+func (b *Backend) batchGet(ctx context.Context, keys []item, consistent bool, attrs ...string) ([]item, error) {
 	var out []item
 	for start := 0; start < len(keys); start += 100 {
 		chunk := keys[start:min(start+100, len(keys))]
 		ka := types.KeysAndAttributes{Keys: chunk, ConsistentRead: aws.Bool(consistent)}
-		if len(projection) > 0 {
+		if len(attrs) > 0 {
 			ka.ExpressionAttributeNames = map[string]string{}
-			expr := ""
-			for i, p := range projection {
-				n := fmt.Sprintf("#p%d", i)
-				ka.ExpressionAttributeNames[n] = p
-				if i > 0 {
-					expr += ","
-				}
-				expr += n
-			}
-			ka.ProjectionExpression = aws.String(expr)
+			ka.ProjectionExpression = aws.String(projectionExpr(ka.ExpressionAttributeNames, attrs))
 		}
 		req := map[string]types.KeysAndAttributes{b.table: ka}
 		err := store.Retry(ctx, "dynamo: batch get", b.maxAttempts, func(int) error {

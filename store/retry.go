@@ -46,7 +46,11 @@ func Retry(ctx context.Context, what string, attempts int, fn func(attempt int) 
 // first attempt). It returns ctx.Err() if ctx is done first.
 func Backoff(ctx context.Context, attempt int) error {
 	d := 5 * time.Millisecond << min(max(attempt, 0), 7)
-	d = d/2 + rand.N(d/2+1)
+	return Sleep(ctx, d/2+rand.N(d/2+1))
+}
+
+// Sleep waits d; it returns ctx.Err() if ctx is done first.
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

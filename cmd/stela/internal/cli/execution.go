@@ -18,6 +18,7 @@ import (
 
 	"github.com/stela-dev/stela/cmd/stela/internal/client"
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/store"
 )
 
 // Defaults of the client commands.
@@ -80,18 +81,6 @@ func compact(raw []byte) string {
 		return strings.TrimSpace(string(raw))
 	}
 	return b.String()
-}
-
-// sleepCtx waits d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func executionCommand() *command {
@@ -185,7 +174,7 @@ func submitWithRetry(ctx context.Context, c *client.Client, id core.ExecutionId,
 			return resp, err
 		}
 		fmt.Fprintf(stderr, "submit: %v; retrying\n", err)
-		if err := sleepCtx(ctx, time.Second); err != nil {
+		if err := store.Sleep(ctx, time.Second); err != nil {
 			return nil, err
 		}
 	}
@@ -306,7 +295,7 @@ func followStatus(ctx context.Context, c *client.Client, id string, interval tim
 				return st, nil
 			}
 		}
-		if err := sleepCtx(ctx, interval); err != nil {
+		if err := store.Sleep(ctx, interval); err != nil {
 			return st, err
 		}
 	}
@@ -483,7 +472,7 @@ func logsCommand() *command {
 						return nil
 					}
 					if len(items) == 0 {
-						if err := sleepCtx(ctx, *interval); err != nil {
+						if err := store.Sleep(ctx, *interval); err != nil {
 							return err
 						}
 					}
