@@ -57,13 +57,15 @@ type Options struct {
 	// written again. A Created event whose JSON is at most twice the budget
 	// stays in the head.
 	HeadBudget int
-	// Cas stores offloaded payloads. Without it, payloads above
+	// Cas stores offloaded payloads (give it the service's store.Options.Cas,
+	// so that gc_orphan_files sees them). Without it, payloads above
 	// InlineThreshold fail to commit.
 	Cas core.Cas
 	// Logger receives diagnostics (group "dynamo"); nil discards them.
 	Logger *slog.Logger
-	// Clock is accepted for symmetry with the other backends; the backend
-	// itself never needs the time (all timestamps come from the service).
+	// Clock stamps blob reference items (their age decides, with the
+	// grace period, whether gc may ignore a stale one); default the system
+	// clock. Every other timestamp comes from the service.
 	Clock core.Clock
 	// MaxAttempts bounds how often Update re-runs fn after losing to a
 	// concurrent commit (default 30).
