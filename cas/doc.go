@@ -44,10 +44,11 @@
 // # Garbage collection
 //
 // gc_orphan_files deletes blobs that nothing in the database refers to.
-// Every backend runs it through CollectOrphans, with one rule beyond
+// store.Service runs it through CollectOrphans (the method of Dir and S3),
+// asking the backend which candidates are referenced, with one rule beyond
 // Obelisk's: a blob is collected only if it was last written more than a
-// grace period ago (default DefaultGCGrace, one hour; configured per backend,
-// see GCGrace). Obelisk deletes every unreferenced blob, which robs a
+// grace period ago (store.Options.GCGrace, default store.DefaultGCGrace,
+// one hour). Obelisk deletes every unreferenced blob, which robs a
 // submission that has uploaded its blobs but not yet inserted the deployment
 // (or a writer that offloaded a payload but has not yet committed the item
 // that refers to it). With the grace period such a writer has an hour from

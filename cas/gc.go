@@ -9,24 +9,6 @@ import (
 	"github.com/stela-dev/stela/core"
 )
 
-// DefaultGCGrace is the default grace period of CollectOrphans: a blob
-// written (or written again) less than an hour ago is never collected.
-const DefaultGCGrace = time.Hour
-
-// GCGrace resolves a configured grace period: zero means DefaultGCGrace, a
-// negative value means no grace at all (Obelisk's behaviour: every
-// unreferenced blob is deleted, including ones an in-flight submission has
-// just uploaded).
-func GCGrace(configured time.Duration) time.Duration {
-	switch {
-	case configured == 0:
-		return DefaultGCGrace
-	case configured < 0:
-		return 0
-	}
-	return configured
-}
-
 // Collectable is what CollectOrphans needs from a blob store; every Store
 // has it.
 type Collectable interface {
@@ -38,8 +20,9 @@ type Collectable interface {
 // ReferencedFunc reports which of candidates are referenced by the database
 // (deployment files, source mappings, offloaded payloads). It must read
 // state committed no earlier than its own start (a strongly consistent
-// read), and it may return digests that are not candidates.
-type ReferencedFunc func(ctx context.Context, candidates []core.ContentDigest) (map[core.ContentDigest]bool, error)
+// read), and it may return digests that are not candidates. It is an alias
+// so that the CollectOrphans methods satisfy store.OrphanCollector.
+type ReferencedFunc = func(ctx context.Context, candidates []core.ContentDigest) (map[core.ContentDigest]bool, error)
 
 // CollectOrphans deletes every blob of s that was last written before
 // now-grace and that referenced does not report as referenced, and returns
@@ -94,4 +77,14 @@ func CollectOrphans(ctx context.Context, s Collectable, now time.Time, grace tim
 		deleted++
 	}
 	return deleted, nil
+}
+
+// CollectOrphans runs the package's CollectOrphans on s (store.OrphanCollector).
+func (s *Dir) CollectOrphans(ctx context.Context, now time.Time, grace time.Duration, referenced ReferencedFunc) (uint64, error) {
+	return CollectOrphans(ctx, s, now, grace, referenced)
+}
+
+// CollectOrphans runs the package's CollectOrphans on s (store.OrphanCollector).
+func (s *S3) CollectOrphans(ctx context.Context, now time.Time, grace time.Duration, referenced ReferencedFunc) (uint64, error) {
+	return CollectOrphans(ctx, s, now, grace, referenced)
 }

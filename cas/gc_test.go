@@ -9,19 +9,6 @@ import (
 	"github.com/stela-dev/stela/core"
 )
 
-func TestGCGrace(t *testing.T) {
-	for _, c := range []struct{ in, want time.Duration }{
-		{0, cas.DefaultGCGrace},
-		{-1, 0},
-		{-time.Hour, 0},
-		{5 * time.Minute, 5 * time.Minute},
-	} {
-		if got := cas.GCGrace(c.in); got != c.want {
-			t.Errorf("GCGrace(%v)=%v, want %v", c.in, got, c.want)
-		}
-	}
-}
-
 func TestCollectOrphansSparesABlobWrittenAgainWhileItRuns(t *testing.T) {
 	h := newDirHarness(t)
 	ctx := context.Background()
@@ -54,7 +41,7 @@ func TestCollectOrphansWithoutGraceDeletesEveryUnreferencedBlob(t *testing.T) {
 	}
 	// The file system's clock may lag time.Now() by a tick; a second of
 	// slack keeps "written just now" strictly before the cutoff.
-	n, err := cas.CollectOrphans(ctx, h.store, time.Now().Add(time.Second), cas.GCGrace(-1), refs)
+	n, err := cas.CollectOrphans(ctx, h.store, time.Now().Add(time.Second), 0, refs)
 	if err != nil || n != 1 {
 		t.Fatalf("CollectOrphans=%d, %v, want 1, nil", n, err)
 	}

@@ -29,11 +29,11 @@ func TestPublicRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := sqlite.Open(filepath.Join(dir, "stela.db"), sqlite.Options{Cas: blobs, Logger: slog.New(slog.DiscardHandler)})
+	b, err := sqlite.Open(filepath.Join(dir, "stela.db"), sqlite.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := store.New(b, store.Options{PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	svc := store.New(b, store.Options{Cas: blobs, PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(func() { _ = svc.Close() })
 	srv := httptest.NewServer(httpapi.New(svc, blobs, httpapi.Options{Authorizer: httpapi.AllowAll(), FollowWait: time.Second,
 		Sweep: func(ctx context.Context, at core.Timestamp) (any, error) { return store.Sweep(ctx, svc, at) }}))

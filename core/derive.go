@@ -2,7 +2,7 @@ package core
 
 import "strconv"
 
-// Id derivation (spec §1.2–§1.4): the ids an Obelisk workflow worker gives
+// Id derivation (docs/spec/semantics.md §1.2–§1.4): the ids an Obelisk workflow worker gives
 // to the join sets, child executions and delays it creates. Storage accepts
 // any valid id; deriving them the way Obelisk does keeps a log written by a
 // Stela worker readable by Obelisk's tools (and replayable by its worker).

@@ -43,7 +43,7 @@ func TestIdCounterFollowsObeliskNumbering(t *testing.T) {
 	// Next* only compute: asking twice gives the same id.
 	check("idempotent Next", c.NextChild(owner, g1).String(), "E_01KBNHM5FQW81KP5Y3XMNX31K4.g:1_2")
 
-	// A derived owner (spec §1.4 example).
+	// A derived owner (docs/spec/semantics.md §1.4 example).
 	derived := NewChildExecutionId(owner, g1, 1)
 	check("delay of a derived owner", NewDelayId(derived, sleep, 1).String(), "Delay_01KBNHM5FQW81KP5Y3XMNX31K4.g:1_1.o:2-sleep_1")
 	check("grandchild", NewChildExecutionId(derived, g1, 7).String(), "E_01KBNHM5FQW81KP5Y3XMNX31K4.g:1_1.g:1_7")

@@ -35,6 +35,10 @@ var (
 	ErrClosed = errors.New("store closed")
 	// ErrNotImplemented: the backend does not implement this method yet.
 	ErrNotImplemented = errors.New("not implemented")
+	// ErrUnavailable: the store gave up after retrying contention or
+	// throttling (store.Retry); nothing was written and the same request
+	// may succeed later (HTTP 503 with Retry-After).
+	ErrUnavailable = errors.New("unavailable")
 )
 
 // VersionConflictError is returned when a write's version is not the next one.

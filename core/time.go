@@ -103,6 +103,96 @@ func ParseTimestamp(s string) (Timestamp, error) {
 	return TS(t), nil
 }
 
+// Timestamps have two text forms, each written by one function:
+//
+//   - the AutoSi form (String, AppendText; parsed by ParseTimestamp): JSON,
+//     and stored values that are never compared as text (DynamoDB
+//     attributes outside index keys);
+//   - the sortable form (SortableText; parsed by ParseSortableText): fixed
+//     width, so byte order is chronological — SQLite columns, DynamoDB index
+//     keys, the logs' text output.
+
+// sortableLen is the length of SortableText's form.
+const sortableLen = len("2006-01-02T15:04:05.123456789Z")
+
+var (
+	sortableMin = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
+	sortableMax = time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC)
+)
+
+// SortableText returns the fixed-width UTC text "2006-01-02T15:04:05.123456789Z"
+// (always nine fractional digits, years 0000–9999), whose byte order is
+// chronological and which keeps nanoseconds. Instants outside that range
+// (which JSON cannot carry either) are clamped to it.
+func (ts Timestamp) SortableText() string {
+	t := ts.Sortable().Time
+	var b [sortableLen]byte
+	y, mo, d := t.Date()
+	h, mi, s := t.Clock()
+	put := func(at, n, width int) {
+		for i := at + width - 1; i >= at; i-- {
+			b[i] = byte('0' + n%10)
+			n /= 10
+		}
+	}
+	put(0, y, 4)
+	b[4] = '-'
+	put(5, int(mo), 2)
+	b[7] = '-'
+	put(8, d, 2)
+	b[10] = 'T'
+	put(11, h, 2)
+	b[13] = ':'
+	put(14, mi, 2)
+	b[16] = ':'
+	put(17, s, 2)
+	b[19] = '.'
+	put(20, t.Nanosecond(), 9)
+	b[29] = 'Z'
+	return string(b[:])
+}
+
+// Sortable returns ts clamped to the years 0000–9999: the instant that
+// SortableText encodes, and ParseSortableText returns.
+func (ts Timestamp) Sortable() Timestamp {
+	t := ts.Time.UTC()
+	if t.Before(sortableMin) {
+		t = sortableMin
+	} else if t.After(sortableMax) {
+		t = sortableMax
+	}
+	return Timestamp{t}
+}
+
+// ParseSortableText parses exactly the form SortableText writes.
+func ParseSortableText(s string) (Timestamp, error) {
+	if len(s) != sortableLen || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != '.' || s[29] != 'Z' {
+		return Timestamp{}, fmt.Errorf("invalid sortable timestamp %q", s)
+	}
+	num := func(at, width int) (int, bool) {
+		n := 0
+		for i := at; i < at+width; i++ {
+			c := s[i]
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n, true
+	}
+	y, ok1 := num(0, 4)
+	mo, ok2 := num(5, 2)
+	d, ok3 := num(8, 2)
+	h, ok4 := num(11, 2)
+	mi, ok5 := num(14, 2)
+	sec, ok6 := num(17, 2)
+	ns, ok7 := num(20, 9)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) {
+		return Timestamp{}, fmt.Errorf("invalid sortable timestamp %q", s)
+	}
+	return Timestamp{Time: time.Date(y, time.Month(mo), d, h, mi, sec, ns, time.UTC)}, nil
+}
+
 // Duration is Rust's std::time::Duration: JSON `{"secs":u64,"nanos":u32}`.
 // It can represent spans longer than time.Duration; use Std to convert.
 type Duration struct {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -58,13 +57,15 @@ type Options struct {
 	// written again. A Created event whose JSON is at most twice the budget
 	// stays in the head.
 	HeadBudget int
-	// Cas stores offloaded payloads. Without it, payloads above
+	// Cas stores offloaded payloads (give it the service's store.Options.Cas,
+	// so that gc_orphan_files sees them). Without it, payloads above
 	// InlineThreshold fail to commit.
 	Cas core.Cas
 	// Logger receives diagnostics (group "dynamo"); nil discards them.
 	Logger *slog.Logger
-	// Clock is accepted for symmetry with the other backends; the backend
-	// itself never needs the time (all timestamps come from the service).
+	// Clock stamps blob reference items (their age decides, with the
+	// grace period, whether gc may ignore a stale one); default the system
+	// clock. Every other timestamp comes from the service.
 	Clock core.Clock
 	// MaxAttempts bounds how often Update re-runs fn after losing to a
 	// concurrent commit (default 30).
@@ -78,10 +79,6 @@ type Options struct {
 	// with core.ErrNotImplemented.
 	// For deployments whose workers lock only by function name.
 	DisableDigestIndex bool
-	// GCGrace is how long after its last write a blob is safe from
-	// gc_orphan_files; zero means cas.DefaultGCGrace (one hour), negative
-	// none (deployments_gc.go).
-	GCGrace time.Duration
 	// DisableDeploymentCounts stops maintaining the deployments index, which
 	// costs 5 of an activity's 15 write units; list_deployment_states then
 	// fails with core.ErrNotImplemented unless its counts are skipped.
@@ -109,6 +106,7 @@ type Backend struct {
 	// skipAfterCommit leaves deferred child creations to the next reader
 	// (tests simulate a crash between the commit and the fan-out).
 	skipAfterCommit bool
+	undecodable     store.Undecodable
 }
 
 type stats struct {
@@ -132,6 +130,9 @@ type Stats struct {
 	// Deferred counts child creations deferred to an outbox; Materialised
 	// counts outbox children written afterwards.
 	Deferred, Materialised int64
+	// Undecodable counts corrupt items left out of query results (each
+	// logged at ERROR; see store.Undecodable).
+	Undecodable int64
 }
 
 // Stats returns the backend's counters.
@@ -139,7 +140,7 @@ func (b *Backend) Stats() Stats {
 	s := &b.stats
 	return Stats{Commits: s.commits.Load(), Retries: s.retries.Load(), Resends: s.resends.Load(),
 		OwnCommits: s.ownCommits.Load(), Spills: s.spills.Load(), Deferred: s.deferred.Load(),
-		Materialised: s.materialised.Load()}
+		Materialised: s.materialised.Load(), Undecodable: b.undecodable.Count()}
 }
 
 var _ store.Backend = (*Backend)(nil)
@@ -206,7 +207,7 @@ func newBackend(client api, opts Options) (*Backend, error) {
 		api: client, table: opts.Table, shards: opts.Shards, inline: opts.InlineThreshold,
 		headBudget: opts.HeadBudget, createdMax: 2 * opts.HeadBudget, maxAttempts: opts.MaxAttempts,
 		cas: opts.Cas, log: log.WithGroup("dynamo"), clock: opts.Clock, noDigestIndex: opts.DisableDigestIndex,
-		deps: deploymentOptions{gcGrace: opts.GCGrace, noCounts: opts.DisableDeploymentCounts},
+		deps: deploymentOptions{noCounts: opts.DisableDeploymentCounts},
 		optFns: []func(*dynamodb.Options){func(o *dynamodb.Options) {
 			o.Retryer = retryer
 			o.APIOptions = append(o.APIOptions, trackAttempts)
@@ -276,7 +277,10 @@ func (b *Backend) Update(ctx context.Context, fn func(tx store.Tx) error) error 
 	if err := b.checkOpen(); err != nil {
 		return err
 	}
-	for attempt := 1; ; attempt++ {
+	return store.Retry(ctx, "dynamo: update", b.maxAttempts, func(attempt int) error {
+		if attempt > 1 {
+			b.stats.retries.Add(1)
+		}
 		t := b.newTx(ctx, true)
 		if err := fn(t); err != nil {
 			return err
@@ -294,18 +298,12 @@ func (b *Backend) Update(ctx context.Context, fn func(tx store.Tx) error) error 
 			b.afterCommit(ctx, p)
 			return nil
 		}
-		if !errors.Is(err, errContention) {
-			return err
+		if errors.Is(err, errContention) {
+			b.log.DebugContext(ctx, "update retry", core.LogKeyAttempt, attempt, core.LogKeyErr, err)
+			return store.Again(err)
 		}
-		b.stats.retries.Add(1)
-		if attempt >= b.maxAttempts {
-			return fmt.Errorf("dynamo: update gave up after %d attempts: %w", attempt, err)
-		}
-		b.log.DebugContext(ctx, "update retry", "attempt", attempt, "err", err)
-		if err := sleepJitter(ctx, attempt); err != nil {
-			return fmt.Errorf("dynamo: update: %w", err)
-		}
-	}
+		return err
+	})
 }
 
 // View runs fn once against strongly consistent reads. Reads are anchored
@@ -316,20 +314,6 @@ func (b *Backend) View(ctx context.Context, fn func(tx store.ReadTx) error) erro
 		return err
 	}
 	return fn(b.newTx(ctx, false))
-}
-
-// sleepJitter waits a jittered, exponentially growing delay (5 ms .. 400 ms).
-func sleepJitter(ctx context.Context, attempt int) error {
-	d := 5 * time.Millisecond << min(attempt, 7)
-	d = d/2 + rand.N(d/2+1)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // newRequestID returns 16 characters of randomness identifying one commit.

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -26,29 +27,24 @@ func (b *Backend) AppendBacktraces(ctx context.Context, bts []core.BacktraceInfo
 	if err := b.checkOpen(); err != nil {
 		return 0, err
 	}
-	var mu sync.Mutex
-	var errs []error
-	inserted := 0
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
+	var inserted atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(backtraceParallelism)
 	for _, bt := range bts {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			ok, err := b.putBacktrace(ctx, bt)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-			} else if ok {
-				inserted++
+		g.Go(func() error {
+			ok, err := b.putBacktrace(gctx, bt)
+			if ok {
+				inserted.Add(1)
 			}
-		}()
+			return err
+		})
 	}
-	wg.Wait()
-	return inserted, errors.Join(errs...)
+	err := g.Wait()
+	return int(inserted.Load()), err
 }
+
+// backtraceParallelism bounds the concurrent writes of AppendBacktraces.
+const backtraceParallelism = 8
 
 func (b *Backend) putBacktrace(ctx context.Context, bt core.BacktraceInfo) (bool, error) {
 	comp, err := json.Marshal(bt.ComponentID)

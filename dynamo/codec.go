@@ -5,7 +5,6 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -103,17 +102,15 @@ func shardOf(id string, n int) int {
 	return int(h.Sum32() % uint32(n))
 }
 
-// fixedTS renders a timestamp with a fixed width (nanoseconds always
-// present) so that index keys sort as strings in time order.
-func fixedTS(t core.Timestamp) string {
-	u := t.Time.UTC()
-	switch {
-	case u.Year() < 0:
-		return "0000-01-01T00:00:00.000000000Z"
-	case u.Year() > 9999:
-		return "9999-12-31T23:59:59.999999999Z"
+// projectionExpr returns the ProjectionExpression of attrs, adding a
+// placeholder name "#a<i>" for each to names.
+func projectionExpr(names map[string]string, attrs []string) string {
+	ps := make([]string, len(attrs))
+	for i, a := range attrs {
+		ps[i] = fmt.Sprintf("#a%d", i)
+		names[ps[i]] = a
 	}
-	return u.Format("2006-01-02T15:04:05.000000000Z")
+	return strings.Join(ps, ", ")
 }
 
 // --- attribute values -----------------------------------------------------------
@@ -176,16 +173,16 @@ func getTS(it item, name string) (core.Timestamp, error) {
 	return parseTS(s)
 }
 
+// parseTS reads a stored (non-key) timestamp: core's AutoSi form
+// (core.Timestamp.String) since this version, RFC 3339 with trimmed
+// fractional digits before; core.ParseTimestamp reads both.
 func parseTS(s string) (core.Timestamp, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
+	ts, err := core.ParseTimestamp(s)
 	if err != nil {
-		return core.Timestamp{}, fmt.Errorf("dynamo: timestamp %q: %w", s, err)
+		return core.Timestamp{}, fmt.Errorf("dynamo: stored timestamp: %w", err)
 	}
-	return core.TS(t), nil
+	return ts, nil
 }
-
-// tsText renders a stored (non-key) timestamp; RFC 3339 with full precision.
-func tsText(t core.Timestamp) string { return t.Time.UTC().Format(time.RFC3339Nano) }
 
 // itemSize estimates the billed size of an item (attribute names + values).
 func itemSize(it item) int {

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/store"
 )
 
 type opKind uint8
@@ -31,9 +32,18 @@ const (
 	opDelayDelete
 	opOutbox
 	opCounter
+	// deployments.go
+	opDepInsert
+	opDepUpdate
+	opPointer
+	opMetadata
+	opSource
+	opRef
+	opRefDelete
 )
 
-func (k opKind) isCheck() bool { return k == opHeadCheck || k == opGuardCheck }
+func (k opKind) isCheck() bool  { return k == opHeadCheck || k == opGuardCheck }
+func (k opKind) isDelete() bool { return k == opDelayDelete || k == opRefDelete }
 
 // op is one action of a commit.
 type op struct {
@@ -61,6 +71,16 @@ type plan struct {
 	// are listed in an outbox item beside the anchor head (outbox.go).
 	deferred []deferredChild
 	anchor   core.ExecutionId
+	// ahead are puts written before the commit (deployments.go): blob
+	// references of a new deployment's files, metadata beyond the
+	// transaction's room (insert-if-absent).
+	ahead []aheadPut
+}
+
+// aheadPut is an item written before the commit.
+type aheadPut struct {
+	it       item
+	ifAbsent bool // attribute_not_exists; an existing item is fine
 }
 
 func (p *plan) empty() bool {
@@ -144,6 +164,9 @@ func (t *tx) plan() (*plan, error) {
 		}
 	}
 	p.ops = append(heads, others...)
+	if err := t.planDeployments(p); err != nil {
+		return nil, err
+	}
 	if p.empty() {
 		return p, nil
 	}
@@ -345,6 +368,9 @@ const (
 // one the SDK retried internally — may have executed, a later failure is
 // checked against the request id written on our items before fn may re-run.
 func (b *Backend) execute(ctx context.Context, p *plan) error {
+	if err := b.writeAhead(ctx, p.ahead); err != nil {
+		return err
+	}
 	if len(p.deferred) > 0 {
 		if err := b.precheckDeferred(ctx, p); err != nil {
 			return err
@@ -388,8 +414,8 @@ func (b *Backend) execute(ctx context.Context, p *plan) error {
 				return fmt.Errorf("dynamo: commit outcome unknown after %d attempts: %w", try, err)
 			}
 			b.stats.resends.Add(1)
-			b.log.DebugContext(ctx, "ambiguous commit, re-sending", "try", try, "err", err)
-			if err := sleepJitter(ctx, try); err != nil {
+			b.log.DebugContext(ctx, "ambiguous commit, re-sending", core.LogKeyAttempt, try, core.LogKeyErr, err)
+			if err := store.Backoff(ctx, try); err != nil {
 				return fmt.Errorf("dynamo: commit outcome unknown: %w", err)
 			}
 		default:
@@ -477,7 +503,7 @@ func (b *Backend) send(ctx context.Context, p *plan) error {
 			items[i].ConditionCheck = &types.ConditionCheck{TableName: b.tableName(), Key: o.key,
 				ConditionExpression: cond, ExpressionAttributeNames: o.names, ExpressionAttributeValues: values,
 				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
-		case o.kind == opDelayDelete:
+		case o.kind.isDelete():
 			items[i].Delete = &types.Delete{TableName: b.tableName(), Key: o.key}
 		default:
 			items[i].Put = &types.Put{TableName: b.tableName(), Item: o.put, ConditionExpression: cond,
@@ -595,7 +621,7 @@ func (b *Backend) landed(ctx context.Context, p *plan) (bool, error) {
 	}
 	for _, o := range p.ops {
 		switch o.kind {
-		case opEvent, opResponse, opGuard, opOutbox:
+		case opEvent, opResponse, opGuard, opOutbox, opDepInsert, opMetadata:
 			it, err := get(o.key)
 			if err != nil {
 				return false, err
@@ -606,6 +632,13 @@ func (b *Backend) landed(ctx context.Context, p *plan) (bool, error) {
 	}
 	for _, o := range p.ops {
 		switch o.kind {
+		case opDepUpdate, opPointer, opSource:
+			it, err := get(o.key)
+			if err != nil {
+				return false, err
+			}
+			rq, _ := getS(it, aReq)
+			return rq == p.rq, nil
 		case opHeadCreate:
 			it, err := get(o.key)
 			if err != nil {
@@ -658,11 +691,11 @@ func (b *Backend) afterCommit(ctx context.Context, p *plan) {
 	ctx = context.WithoutCancel(ctx)
 	if err := b.materialise(ctx, p.deferred, p.rq); err != nil {
 		b.log.ErrorContext(ctx, "fan-out materialisation incomplete; the next reader finishes it",
-			"execution_id", p.anchor.String(), "request_id", p.rq, "err", err)
+			core.LogKeyExecutionID, p.anchor.String(), core.LogKeyRequestID, p.rq, core.LogKeyErr, err)
 		return
 	}
 	if err := b.clearOutbox(ctx, p.anchor, p.rq); err != nil {
 		b.log.ErrorContext(ctx, "clearing the outbox failed; the next reader finishes it",
-			"execution_id", p.anchor.String(), "request_id", p.rq, "err", err)
+			core.LogKeyExecutionID, p.anchor.String(), core.LogKeyRequestID, p.rq, core.LogKeyErr, err)
 	}
 }

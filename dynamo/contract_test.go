@@ -5,28 +5,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stela-dev/stela/cas"
 	"github.com/stela-dev/stela/core"
-	"github.com/stela-dev/stela/core/coretest"
 	"github.com/stela-dev/stela/dynamo"
 	"github.com/stela-dev/stela/store"
+	"github.com/stela-dev/stela/store/storetest"
 )
 
 var flagContractScale = flag.Float64("dynamo.contractscale", 0.3,
-	"coretest.RunOptions.Scale on DynamoDB (1 = the full race and model sizes, ~4x slower)")
+	"storetest.RunOptions.Scale on DynamoDB (1 = the full race and model sizes, ~4x slower)")
 
 // TestContract runs the backend-independent contract suite on DynamoDB,
 // each subtest on its own freshly created table.
 func TestContract(t *testing.T) {
 	requireEndpoint(t)
-	coretest.RunWith(t, func(t *testing.T, clock core.Clock) coretest.Store {
-		blobs, err := cas.NewDir(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
+	storetest.RunWith(t, func(t *testing.T, clock core.Clock, blobs core.Cas) store.Backend {
 		b, _ := newBackend(t, dynamo.Options{Clock: clock, Cas: blobs})
-		s := store.New(b, store.Options{Clock: clock, PollInterval: 10 * time.Millisecond})
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}, coretest.RunOptions{Scale: *flagContractScale, Timeout: 2 * time.Minute})
+		return b
+	}, storetest.RunOptions{Scale: *flagContractScale, Timeout: 2 * time.Minute, PollInterval: 10 * time.Millisecond})
 }

@@ -17,11 +17,11 @@ const (
 func (b *Backend) encodeDelay(d core.DelayTimer, rq string) item {
 	it := item{
 		AttrPK: avS(pkExec(d.ExecutionID)), AttrSK: avS(skDelay(d.JoinSetID, d.DelayID)),
-		aExpires: avS(tsText(d.ExpiresAt)), aPaused: avBool(d.Paused), aReq: avS(rq),
+		aExpires: avS(d.ExpiresAt.String()), aPaused: avBool(d.Paused), aReq: avS(rq),
 	}
 	if !d.Paused {
 		it[AttrTimerPK] = avS(timerDelay + strconv.Itoa(shardOf(d.ExecutionID.String(), b.shards)))
-		it[AttrTimerSK] = avS(fixedTS(d.ExpiresAt))
+		it[AttrTimerSK] = avS(d.ExpiresAt.SortableText())
 	}
 	return it
 }

@@ -2,21 +2,22 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
-	"github.com/stela-dev/stela/cas"
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/store"
 )
 
-// deploymentOptions are the Options the deployment store keeps.
+// deploymentOptions are the Options the deployment rows keep.
 type deploymentOptions struct {
-	gcGrace  time.Duration
 	noCounts bool
 }
 
@@ -27,6 +28,32 @@ func (b *Backend) now() core.Timestamp {
 	return b.clock.Now()
 }
 
+// aheadParallelism bounds the PutItem calls of writeAhead.
+const aheadParallelism = 8
+
+// writeAhead writes a plan's ahead items before its commit, a few at a
+// time; the first failure cancels the others.
+func (b *Backend) writeAhead(ctx context.Context, ahead []aheadPut) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(aheadParallelism)
+	for _, a := range ahead {
+		g.Go(func() error {
+			in := &dynamodb.PutItemInput{TableName: b.tableName(), Item: a.it}
+			if a.ifAbsent {
+				in.ConditionExpression, in.ExpressionAttributeNames = aws.String(condNotExists), map[string]string{"#pk": AttrPK}
+			}
+			_, err := b.api.PutItem(gctx, in, b.optFns...)
+			var ccf *types.ConditionalCheckFailedException
+			if err != nil && !(a.ifAbsent && errors.As(err, &ccf)) {
+				pk, _ := getS(a.it, AttrPK)
+				return fmt.Errorf("dynamo: write %s before the commit: %w", pk, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
 // recordPayloadRef records that an item refers to the offloaded payload d
 // (blob reference "REF#<d>"/"P"). putPayload calls it after the blob is
 // written and before the referring item is committed, so gc_orphan_files
@@ -35,44 +62,25 @@ func (b *Backend) now() core.Timestamp {
 // it leaves a blob that gc keeps.
 func (b *Backend) recordPayloadRef(ctx context.Context, d core.ContentDigest) error {
 	_, err := b.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: b.tableName(), Item: item{
-		AttrPK: avS(prefixRef + d.String()), AttrSK: avS(refPayload), aRefAt: avS(tsText(b.now()))}}, b.optFns...)
+		AttrPK: avS(prefixRef + d.String()), AttrSK: avS(refPayload), aRefAt: avS(b.now().String())}}, b.optFns...)
 	if err != nil {
 		return fmt.Errorf("dynamo: record reference to payload %s: %w", d, err)
 	}
 	return nil
 }
 
-// GCOrphanFiles implements core.DeploymentStore with cas.CollectOrphans:
-// a blob last written more than Options.GCGrace ago is deleted unless a
-// blob reference item names it (see referenced).
-func (b *Backend) GCOrphanFiles(ctx context.Context) (uint64, error) {
+// BlobReferences implements store.Queries: one strongly consistent Query
+// of each candidate's reference items. A payload or source mapping
+// reference counts as is. A deployment reference names the insert that
+// wrote it (deployment id and request id); it counts if that insert
+// committed (the deployment item was created by the same request) or if it
+// is younger than grace (an insert in flight). An older one was left by a
+// failed insert and is deleted.
+func (b *Backend) BlobReferences(ctx context.Context, candidates []core.ContentDigest, grace time.Duration) (map[core.ContentDigest]bool, error) {
 	if err := b.checkOpen(); err != nil {
-		return 0, err
+		return nil, err
 	}
-	if b.cas == nil {
-		return 0, nil
-	}
-	c, ok := b.cas.(cas.Collectable)
-	if !ok {
-		return 0, fmt.Errorf("dynamo: gc: the CAS (%T) cannot list and delete blobs: %w", b.cas, core.ErrNotImplemented)
-	}
-	n, err := cas.CollectOrphans(ctx, c, b.now().Time, cas.GCGrace(b.deps.gcGrace), b.referenced)
-	if err != nil {
-		return n, fmt.Errorf("dynamo: %w", err)
-	}
-	return n, nil
-}
-
-// referenced is the cas.ReferencedFunc of GCOrphanFiles: one strongly
-// consistent Query of the candidate's reference items. A payload or source
-// mapping reference counts as is. A deployment reference names the insert
-// that wrote it (deployment id and request id); it counts if that insert
-// committed (the deployment item carries the same request id) or if it is
-// younger than the grace period (an insert in flight). An older one was left
-// by a failed insert and is deleted.
-func (b *Backend) referenced(ctx context.Context, candidates []core.ContentDigest) (map[core.ContentDigest]bool, error) {
 	refs := map[core.ContentDigest]bool{}
-	grace := cas.GCGrace(b.deps.gcGrace)
 	for _, d := range candidates {
 		in := &dynamodb.QueryInput{TableName: b.tableName(), ConsistentRead: aws.Bool(true),
 			KeyConditionExpression:    aws.String("#pk = :pk"),
@@ -113,17 +121,26 @@ func (b *Backend) liveRef(ctx context.Context, it item, grace time.Duration) (bo
 		return true, nil
 	}
 	dep, rq, _ := strings.Cut(rest, "#")
-	cur, err := b.getItem(ctx, item{AttrPK: avS(pkDeployments), AttrSK: avS(dep)}, aDepReq)
+	out, err := b.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: b.tableName(), Key: keyOf(pkDeployments, dep),
+		ConsistentRead: aws.Bool(true)}, b.optFns...)
 	if err != nil {
 		return false, fmt.Errorf("dynamo: deployment %s of a blob reference: %w", dep, err)
 	}
-	if got, _ := getS(cur, aDepReq); cur != nil && got == rq {
-		return true, nil
+	if cur := out.Item; cur != nil {
+		// cq is the insert's request id; items written before cq existed
+		// carry it in rq, which nothing rewrote then.
+		created, ok := getS(cur, aCreateReq)
+		if !ok {
+			created, _ = getS(cur, aReq)
+		}
+		if created == rq {
+			return true, nil
+		}
 	}
 	_, err = b.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: b.tableName(),
 		Key: item{AttrPK: it[AttrPK], AttrSK: it[AttrSK]}}, b.optFns...)
 	if err != nil {
-		b.log.WarnContext(ctx, "delete stale blob reference", "sk", sk, "err", err)
+		b.log.WarnContext(ctx, "delete stale blob reference", core.LogKeyRow, sk, core.LogKeyErr, err)
 	}
 	return false, nil
 }

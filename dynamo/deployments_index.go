@@ -2,14 +2,13 @@ package dynamo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -86,7 +85,7 @@ func deploymentIndex(it item, s *core.ExecutionState, id, shard string) {
 	it[AttrDeployPK] = avS(s.DeploymentID.String() + "#" + kind + "#" + string(bucket) + "#" + shard)
 	sk := id
 	if bucket == 'P' {
-		sk = fixedTS(s.At) + "#" + id
+		sk = s.At.SortableText() + "#" + id
 	}
 	it[AttrDeploySK] = avS(sk)
 }
@@ -100,9 +99,19 @@ type countTask struct {
 	cond string
 }
 
-// countStates fills in the bucket counts of states (their executions'
-// current deployment, top-level only unless includeDerived).
-func (b *Backend) countStates(ctx context.Context, states []core.DeploymentState, now core.Timestamp, includeDerived bool) error {
+// countParallelism bounds the concurrent count queries of one call.
+const countParallelism = 32
+
+// CountDeploymentExecutions implements store.Queries: Select=COUNT queries
+// of IndexDeployments, one per deployment, bucket, kind and shard (two for
+// P), run concurrently (eventually consistent, like every index read).
+func (b *Backend) CountDeploymentExecutions(ctx context.Context, states []core.DeploymentState, now core.Timestamp, includeDerived bool) error {
+	if err := b.checkOpen(); err != nil {
+		return err
+	}
+	if b.deps.noCounts {
+		return fmt.Errorf("dynamo: deployment counts (Options.DisableDeploymentCounts): %w", core.ErrNotImplemented)
+	}
 	kinds := []string{"T"}
 	if includeDerived {
 		kinds = append(kinds, "D")
@@ -125,21 +134,16 @@ func (b *Backend) countStates(ctx context.Context, states []core.DeploymentState
 		}
 	}
 	counts := make([]int64, len(tasks))
-	errs := make([]error, len(tasks))
-	sem := make(chan struct{}, 32)
-	var wg sync.WaitGroup
-	bound := fixedTS(now) + "#~" // above every ds of an execution pending at now
+	bound := now.SortableText() + "#~" // above every ds of an execution pending at now
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(countParallelism)
 	for i := range tasks {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			counts[i], errs[i] = b.countQuery(ctx, tasks[i], bound)
-		}()
+		g.Go(func() (err error) {
+			counts[i], err = b.countQuery(gctx, tasks[i], bound)
+			return err
+		})
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := g.Wait(); err != nil {
 		return fmt.Errorf("dynamo: count executions per deployment: %w", err)
 	}
 	for i, t := range tasks {
@@ -192,37 +196,4 @@ func (b *Backend) countQuery(ctx context.Context, t countTask, bound string) (in
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
-}
-
-// ListDeploymentStates implements core.DeploymentStore: a strongly
-// consistent page of deployment items (without files), then the counts from
-// IndexDeployments (eventually consistent, like every index read).
-func (b *Backend) ListDeploymentStates(ctx context.Context, currentTime core.Timestamp, p core.Pagination[*core.DeploymentId], includeToml bool, counts core.DeploymentExecutionCounts) ([]core.DeploymentState, error) {
-	if err := b.checkOpen(); err != nil {
-		return nil, err
-	}
-	ds, err := b.queryDeployments(ctx, p, includeToml, false)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]core.DeploymentState, len(ds))
-	for i, d := range ds {
-		r := d.rec
-		out[i] = core.DeploymentState{DeploymentID: r.DeploymentID, Description: r.Description, Digest: r.Digest,
-			CreatedAt: r.CreatedAt, LastActiveAt: r.LastActiveAt, Status: r.Status}
-		if includeToml {
-			toml := r.DeploymentToml
-			out[i].DeploymentToml = &toml
-		}
-	}
-	if counts.Skip || len(out) == 0 {
-		return out, nil
-	}
-	if b.deps.noCounts {
-		return nil, fmt.Errorf("dynamo: list deployment states with counts (Options.DisableDeploymentCounts): %w", core.ErrNotImplemented)
-	}
-	if err := b.countStates(ctx, out, currentTime, counts.IncludeDerived); err != nil {
-		return nil, err
-	}
-	return out, nil
 }

@@ -10,23 +10,23 @@ import (
 
 	"github.com/stela-dev/stela/cas"
 	"github.com/stela-dev/stela/core"
-	"github.com/stela-dev/stela/core/coretest"
 	"github.com/stela-dev/stela/dynamo"
 	"github.com/stela-dev/stela/store"
+	"github.com/stela-dev/stela/store/storetest"
 )
 
 // offloadFixture is a service whose payloads above 1 KiB go to a directory
 // CAS, with a SimClock at the wall clock (blob times come from the file
 // system).
-func offloadFixture(t *testing.T) (*store.Service, *dynamo.Backend, *cas.Dir, *coretest.SimClock) {
+func offloadFixture(t *testing.T) (*store.Service, *dynamo.Backend, *cas.Dir, *storetest.SimClock) {
 	t.Helper()
 	blobs, err := cas.NewDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := coretest.NewSimClock(core.TS(time.Now()))
+	clock := storetest.NewSimClock(core.TS(time.Now()))
 	b, _ := newBackend(t, dynamo.Options{Clock: clock, Cas: blobs, InlineThreshold: 1024})
-	return store.New(b, store.Options{Clock: clock, PollInterval: 20 * time.Millisecond}), b, blobs, clock
+	return store.New(b, store.Options{Clock: clock, PollInterval: 20 * time.Millisecond, Cas: blobs}), b, blobs, clock
 }
 
 func bigParams(fill string) core.Params {
@@ -45,7 +45,7 @@ func listBlobs(t *testing.T, c *cas.Dir) []core.ContentDigest {
 
 func TestGCNeverDeletesAnOffloadedPayload(t *testing.T) {
 	ctx := context.Background()
-	svc, b, blobs, clock := offloadFixture(t)
+	svc, _, blobs, clock := offloadFixture(t)
 	id := newID()
 	req := createReq(id, ffqnAct, compAct, t0)
 	req.Params = bigParams("p")
@@ -56,8 +56,8 @@ func TestGCNeverDeletesAnOffloadedPayload(t *testing.T) {
 	}
 	orphan := must(blobs.WriteBlob(ctx, []byte("orphan")))(t)
 
-	clock.Set(core.TS(time.Now().Add(cas.DefaultGCGrace + time.Minute)))
-	if n := must(b.GCOrphanFiles(ctx))(t); n != 1 {
+	clock.Set(core.TS(time.Now().Add(store.DefaultGCGrace + time.Minute)))
+	if n := must(svc.GCOrphanFiles(ctx))(t); n != 1 {
 		t.Fatalf("gc deleted %d blobs, want 1 (the orphan)", n)
 	}
 	if ok := must(blobs.ContainsBlob(ctx, orphan))(t); ok {
@@ -78,7 +78,7 @@ func TestGCNeverDeletesAnOffloadedPayload(t *testing.T) {
 // removed; see recordPayloadRef).
 func TestPayloadOfAFailedCommitIsKeptNotDangling(t *testing.T) {
 	ctx := context.Background()
-	svc, b, blobs, clock := offloadFixture(t)
+	svc, _, blobs, clock := offloadFixture(t)
 	id := newID()
 	must(svc.Create(ctx, createReq(id, ffqnAct, compAct, t0)))(t)
 	dup := createReq(id, ffqnAct, compAct, t0)
@@ -90,8 +90,8 @@ func TestPayloadOfAFailedCommitIsKeptNotDangling(t *testing.T) {
 	if len(left) != 1 {
 		t.Fatalf("%d blobs, want the failed commit's payload", len(left))
 	}
-	clock.Set(core.TS(time.Now().Add(cas.DefaultGCGrace + time.Minute)))
-	if n := must(b.GCOrphanFiles(ctx))(t); n != 0 {
+	clock.Set(core.TS(time.Now().Add(store.DefaultGCGrace + time.Minute)))
+	if n := must(svc.GCOrphanFiles(ctx))(t); n != 0 {
 		t.Fatalf("gc deleted %d blobs, want 0", n)
 	}
 	if log := must(svc.Get(ctx, id))(t); len(log.Events) != 1 {
@@ -104,7 +104,7 @@ func TestPayloadOfAFailedCommitIsKeptNotDangling(t *testing.T) {
 // they are older than the grace period.
 func TestStaleDeploymentReferencesDoNotKeepBlobs(t *testing.T) {
 	ctx := context.Background()
-	svc, b, blobs, clock := offloadFixture(t)
+	svc, _, blobs, clock := offloadFixture(t)
 	d := must(blobs.WriteBlob(ctx, []byte("file of a failed insert")))(t)
 	dep := core.DeploymentId{}
 	rec := core.DeploymentRecord{DeploymentID: dep, Digest: core.ContentDigestOf([]byte("{}")), CreatedAt: t0,
@@ -118,14 +118,14 @@ func TestStaleDeploymentReferencesDoNotKeepBlobs(t *testing.T) {
 	if err := svc.InsertDeploymentWithComponents(ctx, rec, nil, nil, nil); !errors.Is(err, core.ErrConflict) {
 		t.Fatalf("duplicate insert err=%v, want ErrConflict", err)
 	}
-	if n := must(b.GCOrphanFiles(ctx))(t); n != 0 {
+	if n := must(svc.GCOrphanFiles(ctx))(t); n != 0 {
 		t.Fatalf("gc within the grace period deleted %d blobs", n)
 	}
-	clock.Set(core.TS(time.Now().Add(cas.DefaultGCGrace + time.Minute)))
-	if n := must(b.GCOrphanFiles(ctx))(t); n != 1 {
+	clock.Set(core.TS(time.Now().Add(store.DefaultGCGrace + time.Minute)))
+	if n := must(svc.GCOrphanFiles(ctx))(t); n != 1 {
 		t.Fatalf("gc deleted %d blobs, want the failed insert's file", n)
 	}
-	if n := must(b.GCOrphanFiles(ctx))(t); n != 0 {
+	if n := must(svc.GCOrphanFiles(ctx))(t); n != 0 {
 		t.Fatalf("second gc deleted %d blobs", n)
 	}
 }

@@ -26,8 +26,11 @@
 // DynamoDB reports it ACTIVE, execution-id pages of list_executions fail. Index keys whose natural partition would be hot are
 // sharded: "<value>#<s>" with s = fnv32a(execution id) mod Options.Shards
 // (default 8); queries read all shards in parallel and merge by sort key.
-// Timestamps inside index keys use a fixed width
-// ("2006-01-02T15:04:05.000000000Z") so they sort as strings.
+// Timestamps inside index keys use core's sortable form
+// (core.Timestamp.SortableText, "2006-01-02T15:04:05.000000000Z") so they
+// sort as strings; other stored timestamps use the shorter AutoSi form of
+// JSON (core.Timestamp.String; items written before carry RFC 3339 with
+// trimmed digits, which core.ParseTimestamp reads too).
 //
 // # Items
 //
@@ -326,45 +329,99 @@
 // gives up lock-by-component-digest and per-deployment execution counts
 // (both then return core.ErrNotImplemented).
 //
+// # Why attribute values and expressions are built by hand
+//
+// The package writes types.AttributeValue maps and expression strings
+// itself (codec.go: avS, avN, getS, …; "#rv = :rv" literals) instead of
+// the SDK's feature/dynamodb/attributevalue and expression packages. The
+// decision, and what would make it worth revisiting:
+//
+//   - Byte-exact item layout. Write units are billed per KB and a head must
+//     stay under HeadBudget (1 KiB) for a typical step to cost one WRU, so
+//     every attribute name is one or two letters, optional attributes are
+//     absent rather than null, and the events are one binary attribute z
+//     holding a DEFLATE stream with a preset dictionary (zblob.go).
+//     attributevalue marshals Go structs field by field (tags could shorten
+//     names, but z, the sparse index keys built from several fields, e.g.
+//     ps = "<at>#<created_at>#<id>", and the size check before every put
+//     need the map anyway), so it would be a second layer over the same
+//     hand-written encoding.
+//   - Sparse indexes. An index key attribute must be present exactly while
+//     the item belongs to the index and absent otherwise; the encoder
+//     decides per state (head.go, deployments_index.go), which is plain
+//     map code.
+//   - Conditions composed per commit. Each action of a TransactWriteItems
+//     carries its own condition (rv = :read, attribute_not_exists(pk), the
+//     digest a source mapping replaces), and the op list also feeds the
+//     ClientRequestToken digest and the ALL_OLD own-commit check
+//     (commit.go). expression.Builder generates placeholder names (#0, :0)
+//     per build and returns them in maps it allocates on every call; the
+//     fixed literals here are constant strings, compared and logged as
+//     they are sent.
+//   - Allocation. A commit's ops are built once per fn run; the builder's
+//     reflection and per-call maps would run on the hottest path (every
+//     lock and append) for no gain in safety, since the few expression
+//     shapes are fixed strings covered by the contract suite on DynamoDB
+//     Local.
+//
+// Revisit if the layout stops being hand-tuned (e.g. items become plain
+// structs without compression or sparse keys).
+//
 // # Deployments (deployments*.go)
 //
-// Deployments, component metadata and source mappings (core.DeploymentStore,
-// docs/spec/semantics.md §6.5–6.7) live beside the executions in the same table:
+// Deployment rows (store.DeploymentReadTx and store.DeploymentTx: the
+// service makes every decision, docs/spec/semantics.md §6.5–6.7) live beside the executions
+// in the same table and go through the same Update and commit:
 //
 //	deployment      pk "DEP", sk "<deployment id>": ca, la, st (status), tm
 //	                (TOML: "=" + text, or "@sha256:…" above InlineThreshold),
 //	                ov, cb, de, dg, fj (files JSON, by path), cj (components
-//	                JSON with their files and roles), rv revision, rq the
-//	                request id of the insert. One partition, so list_deployments
-//	                and list_deployment_states are one strongly consistent
-//	                Query by id (cursor in the key condition, newest first).
-//	pointer         pk "DEPPTR", sk "P": ac (active id), eq (enqueued id), rv.
+//	                JSON with their files and roles), rv revision, cq the
+//	                request id of the insert, rq of the last commit that
+//	                wrote it (items written before cq existed carry the
+//	                insert's in rq). One partition, so list_deployments and
+//	                list_deployment_states are one strongly consistent Query
+//	                by id (cursor in the key condition, newest first).
+//	pointer         pk "DEPPTR", sk "P": ac (active id), eq (enqueued id),
+//	                rv, rq.
 //	metadata        pk "CM#<component digest>", sk "M": im, ex (JSON), wt
-//	                (WIT, inline or offloaded), wo; written with
+//	                (WIT, inline or offloaded), wo, rq; written with
 //	                attribute_not_exists (first write wins).
 //	source mapping  pk "SRC#<component digest>", sk "E#<key>" (exact) or
-//	                "S#<key>" (suffix): dg.
+//	                "S#<key>" (suffix): dg, rq.
 //	blob reference  pk "REF#<content digest>", sk "D#<deployment>#<insert
 //	                request id>", "S#<component>#<E|S>#<key>" or "P"
 //	                (offloaded payload): at (when written).
 //
-// Single active, single enqueued: activate_deployment and
-// enqueue_deployment read the pointer and commit one TransactWriteItems of
-// the status updates (promotion conditional on the deployment existing,
-// demotions of the deployments the pointer names) and the pointer put,
-// conditional on the pointer's revision; a lost race re-reads and retries.
-// get_active/current_deployment read the pointer, then the deployment, and
-// re-read if a concurrent switch made them disagree.
+// Reads inside a transaction are strongly consistent and cached; the plan
+// adds the buffered deployment writes to the commit of the same Update:
 //
-// insert_deployment_with_components is one TransactWriteItems: the
-// deployment item (attribute_not_exists; ALL_OLD on failure tells an
-// earlier attempt of the same request from a duplicate id, core.ErrConflict)
-// and the metadata items not yet stored (read first; more than 99 are
-// written before it, insert-if-absent). Files, components and component
-// files are inside the deployment item, so a deployment of any number of
-// files is one transaction; the item limit (400 KB) bounds it and is
-// reported as core.ErrValidation. insert_deployment_components updates cj
-// conditional on rv.
+//   - a new deployment is a Put attribute_not_exists(pk) (a failure is a
+//     uniqueness violation, core.ErrConflict; ALL_OLD with our request id
+//     tells an earlier attempt of the same commit);
+//   - a changed deployment (status, components) is a Put of the item as
+//     read with the changes, condition rv = :read; an offloaded TOML is
+//     kept as it is;
+//   - any status change moves the pointer: a Put conditional on the
+//     revision read (attribute_not_exists when there was none). Every
+//     switch therefore reads the pointer and commits the demotions, the
+//     promotion and the pointer in one TransactWriteItems: a single active
+//     and a single enqueued deployment, whatever the races (a lost race
+//     re-runs fn, which re-reads). get_active/current_deployment read the
+//     pointer, then the deployment; the service re-reads if a concurrent
+//     switch made them disagree (a View is not a snapshot here);
+//   - metadata read as absent is a Put attribute_not_exists(pk): a
+//     concurrent insert of the same digest makes fn run again and read it.
+//     Metadata beyond the transaction's 100 actions is written before the
+//     commit, insert-if-absent (immutable, invisible until a deployment
+//     binds it);
+//   - a source mapping is a Put conditional on the digest read (or on its
+//     absence) plus the Put of the new blob reference and the Delete of the
+//     replaced one, in the same transaction.
+//
+// Files, components and component files are inside the deployment item, so
+// a deployment of any number of files is one transaction; the item limit
+// (400 KB) bounds it and is reported as core.ErrValidation.
 //
 // Counts: list_deployment_states reads a sparse GSI on the heads,
 //
@@ -387,14 +444,15 @@
 // core.ErrNotImplemented). Like every index read, counts are eventually
 // consistent.
 //
-// Garbage collection (gc_orphan_files, package cas CollectOrphans): a blob
-// is deleted only if it was last written more than Options.GCGrace ago
-// (default one hour) and, checked right before deleting it, no live blob
-// reference names it (one strongly consistent Query of REF#<digest>). The
-// references: deployment files (one PutItem per distinct digest just
-// before the insert's transaction; one that belongs to an insert that did not commit
-// — no deployment with that request id — and is older than the grace
-// period is ignored and deleted), source mappings (written and replaced in
+// Garbage collection (gc_orphan_files: store.Service runs the CAS's
+// CollectOrphans with store.Options.GCGrace and asks BlobReferences): a
+// blob is deleted only if it was last written more than the grace period
+// ago (default one hour) and, checked right before deleting it, no live
+// blob reference names it (one strongly consistent Query of REF#<digest>).
+// The references: deployment files (one PutItem per distinct digest just
+// before the insert's transaction, 8 at a time; one that belongs to an
+// insert that did not commit — no deployment created by that request id —
+// and is older than the grace period is ignored and deleted), source mappings (written and replaced in
 // the upsert's transaction, conditional on the digest it replaces) and
 // offloaded payloads ("P", written by putPayload right after the blob and
 // before the commit that refers to it; never removed, so the payload of a

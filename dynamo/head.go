@@ -87,11 +87,11 @@ func (h *headRec) encode(shards int, digestIndex bool) item {
 	it := item{
 		AttrPK: avS(prefixExec + id), AttrSK: avS(skHead),
 		aRev: avN(h.rev), aReq: avS(h.rq), aCreateReq: avS(h.cq),
-		aFFQN: avS(s.FFQN.String()), aCreatedAt: avS(tsText(s.CreatedAt)),
-		aFirstSched: avS(tsText(s.FirstScheduledAt)), aCompType: avS(string(s.ComponentType)),
+		aFFQN: avS(s.FFQN.String()), aCreatedAt: avS(s.CreatedAt.String()),
+		aFirstSched: avS(s.FirstScheduledAt.String()), aCompType: avS(string(s.ComponentType)),
 		aDigest: avS(s.ComponentDigest.String()), aDeployment: avS(s.DeploymentID.String()),
 		aVersion: avN(s.Version), aState: avN(s.State), aLifecycle: avN(s.Lifecycle),
-		aAt: avS(tsText(s.At)), aIntermit: avN(s.IntermittentEventCount), aMaxCursor: avN(s.MaxCursor),
+		aAt: avS(s.At.String()), aIntermit: avN(s.IntermittentEventCount), aMaxCursor: avN(s.MaxCursor),
 		aInlineBase: avN(h.ib),
 	}
 	if s.IncompatibleDigest != nil {
@@ -130,22 +130,22 @@ func (h *headRec) encode(shards int, digestIndex bool) item {
 		if digestIndex {
 			it[AttrPendingDigest] = avS(s.ComponentDigest.String() + "#" + shard)
 		}
-		it[AttrPendingSort] = avS(fixedTS(s.At) + "#" + fixedTS(s.CreatedAt) + "#" + id)
+		it[AttrPendingSort] = avS(s.At.SortableText() + "#" + s.CreatedAt.SortableText() + "#" + id)
 	}
 	if s.State == core.StateLocked {
 		it[AttrTimerPK] = avS(timerLock + shard)
-		it[AttrTimerSK] = avS(fixedTS(s.At))
+		it[AttrTimerSK] = avS(s.At.SortableText())
 	}
 	if s.Lifecycle == core.LifecycleCancelling {
 		it[AttrCancelPK] = avS(cancelPK + shard)
-		it[AttrCancelSK] = avS(fixedTS(s.CreatedAt) + "#" + id)
+		it[AttrCancelSK] = avS(s.CreatedAt.SortableText() + "#" + id)
 	}
 	lp := listTop
 	if !s.ExecutionID.IsTopLevel() {
 		lp = listDeriv
 	}
 	it[AttrListPK] = avS(lp + shard)
-	it[AttrListSK] = avS(fixedTS(s.CreatedAt) + "#" + id)
+	it[AttrListSK] = avS(s.CreatedAt.SortableText() + "#" + id)
 	return it
 }
 

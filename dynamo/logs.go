@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/store"
 )
 
 // Log item attributes.
@@ -55,7 +56,7 @@ func (b *Backend) AppendLogs(ctx context.Context, rows []core.LogInfoAppendRow) 
 	for i, r := range rows {
 		it := item{
 			AttrPK: avS(pkLog(r.ExecutionID)), AttrSK: avS(skLog(core.LogCursor(first + int64(i)))),
-			aLogExec: avS(r.ExecutionID.String()), aLogRun: avS(r.RunID.String()), aLogAt: avS(tsText(r.Entry.CreatedAt)),
+			aLogExec: avS(r.ExecutionID.String()), aLogRun: avS(r.RunID.String()), aLogAt: avS(r.Entry.CreatedAt.String()),
 		}
 		if r.Entry.IsStream() {
 			it[aLogStream] = avN(r.Entry.StreamType)
@@ -72,17 +73,18 @@ func (b *Backend) AppendLogs(ctx context.Context, rows []core.LogInfoAppendRow) 
 func (b *Backend) batchWrite(ctx context.Context, reqs []types.WriteRequest) error {
 	for start := 0; start < len(reqs); start += 25 {
 		pending := map[string][]types.WriteRequest{b.table: reqs[start:min(start+25, len(reqs))]}
-		for attempt := 1; len(pending) > 0; attempt++ {
+		err := store.Retry(ctx, "dynamo: batch write", b.maxAttempts, func(int) error {
 			out, err := b.api.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending}, b.optFns...)
 			if err != nil {
 				return fmt.Errorf("dynamo: batch write: %w", err)
 			}
-			pending = out.UnprocessedItems
-			if len(pending) > 0 {
-				if err := sleepJitter(ctx, attempt); err != nil {
-					return fmt.Errorf("dynamo: batch write: %w", err)
-				}
+			if pending = out.UnprocessedItems; len(pending) > 0 {
+				return store.Again(fmt.Errorf("%d items unprocessed (throttled)", len(pending[b.table])))
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/store"
 )
 
 // deferredChild is a child creation that did not fit into the transaction:
@@ -162,33 +163,28 @@ func (b *Backend) finishOutbox(ctx context.Context, anchor core.ExecutionId, rq 
 // existing item created by this same commit (cq/rq = rq) is fine; one
 // created by somebody else is reported in the log (see doc.go, "Fan-out").
 func (b *Backend) materialise(ctx context.Context, children []deferredChild, rq string) error {
-	var mu sync.Mutex
-	var errs []error
-	sem := make(chan struct{}, 16)
-	var wg sync.WaitGroup
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(materialiseParallelism)
 	for _, c := range children {
 		for _, enc := range c.Items {
 			it, err := decodeAV(enc)
 			if err != nil {
-				return fmt.Errorf("dynamo: decode outbox child %s: %w", c.ID, err)
+				return errors.Join(fmt.Errorf("dynamo: decode outbox child %s: %w", c.ID, err), g.Wait())
 			}
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				if err := b.putIfAbsent(ctx, c.ID, it, rq); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-					return
+			g.Go(func() error {
+				if err := b.putIfAbsent(gctx, c.ID, it, rq); err != nil {
+					return err
 				}
 				b.stats.materialised.Add(1)
-			}()
+				return nil
+			})
 		}
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return g.Wait()
 }
+
+// materialiseParallelism bounds the concurrent PutItem calls of materialise.
+const materialiseParallelism = 16
 
 func (b *Backend) putIfAbsent(ctx context.Context, id core.ExecutionId, it item, rq string) error {
 	_, err := b.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: b.tableName(), Item: it,
@@ -201,7 +197,7 @@ func (b *Backend) putIfAbsent(ctx context.Context, id core.ExecutionId, it item,
 		if cq != rq && orq != rq {
 			sk, _ := getS(it, AttrSK)
 			b.log.ErrorContext(ctx, "fan-out child already created by another commit",
-				"execution_id", id.String(), "sk", sk, "request_id", rq)
+				core.LogKeyExecutionID, id.String(), core.LogKeyRow, sk, core.LogKeyRequestID, rq)
 		}
 		return nil
 	}
@@ -234,37 +230,29 @@ func (b *Backend) clearOutbox(ctx context.Context, anchor core.ExecutionId, rq s
 }
 
 // batchGet reads keys (in chunks of 100), optionally strongly consistent.
-func (b *Backend) batchGet(ctx context.Context, keys []item, consistent bool, projection ...string) ([]item, error) {
+func (b *Backend) batchGet(ctx context.Context, keys []item, consistent bool, attrs ...string) ([]item, error) {
 	var out []item
 	for start := 0; start < len(keys); start += 100 {
 		chunk := keys[start:min(start+100, len(keys))]
 		ka := types.KeysAndAttributes{Keys: chunk, ConsistentRead: aws.Bool(consistent)}
-		if len(projection) > 0 {
+		if len(attrs) > 0 {
 			ka.ExpressionAttributeNames = map[string]string{}
-			expr := ""
-			for i, p := range projection {
-				n := fmt.Sprintf("#p%d", i)
-				ka.ExpressionAttributeNames[n] = p
-				if i > 0 {
-					expr += ","
-				}
-				expr += n
-			}
-			ka.ProjectionExpression = aws.String(expr)
+			ka.ProjectionExpression = aws.String(projectionExpr(ka.ExpressionAttributeNames, attrs))
 		}
 		req := map[string]types.KeysAndAttributes{b.table: ka}
-		for attempt := 0; len(req) > 0; attempt++ {
+		err := store.Retry(ctx, "dynamo: batch get", b.maxAttempts, func(int) error {
 			res, err := b.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req}, b.optFns...)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			out = append(out, res.Responses[b.table]...)
-			req = res.UnprocessedKeys
-			if len(req) > 0 {
-				if err := sleepJitter(ctx, attempt+1); err != nil {
-					return nil, err
-				}
+			if req = res.UnprocessedKeys; len(req) > 0 {
+				return store.Again(fmt.Errorf("%d keys unprocessed (throttled)", len(req[b.table].Keys)))
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

@@ -3,11 +3,12 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -59,7 +60,7 @@ type merger struct {
 // pages in parallel. base is copied per partition; pkAttr is bound to :pk.
 func (b *Backend) newMerger(ctx context.Context, base dynamodb.QueryInput, sortAttr string, pks []string) *merger {
 	m := &merger{b: b, desc: base.ScanIndexForward != nil && !*base.ScanIndexForward}
-	var wg sync.WaitGroup
+	var g errgroup.Group
 	for _, pk := range pks {
 		in := base
 		vals := item{":pk": avS(pk)}
@@ -69,10 +70,9 @@ func (b *Backend) newMerger(ctx context.Context, base dynamodb.QueryInput, sortA
 		in.ExpressionAttributeValues = vals
 		s := &stream{in: &in, sort: sortAttr}
 		m.streams = append(m.streams, s)
-		wg.Add(1)
-		go func() { defer wg.Done(); s.fetch(ctx, b) }()
+		g.Go(func() error { s.fetch(ctx, b); return nil }) // a failure is the stream's, reported by next
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return m
 }
 
@@ -115,7 +115,7 @@ func (b *Backend) PendingByFFQN(ctx context.Context, ffqn core.FunctionFqn, at c
 		TableName: b.tableName(), IndexName: aws.String(IndexPendingFFQN),
 		KeyConditionExpression:    aws.String("#pk = :pk AND #sk < :hi"),
 		ExpressionAttributeNames:  map[string]string{"#pk": AttrPendingFFQN, "#sk": AttrPendingSort},
-		ExpressionAttributeValues: item{":hi": avS(fixedTS(at) + "$")},
+		ExpressionAttributeValues: item{":hi": avS(at.SortableText() + "$")},
 		Limit:                     aws.Int32(int32(min(max(limit, 1), queryPageSize))),
 	}
 	if skipIncompatible != nil {
@@ -135,7 +135,7 @@ func (b *Backend) PendingByDigest(ctx context.Context, digest core.ComponentDige
 		TableName: b.tableName(), IndexName: aws.String(IndexPendingDigest),
 		KeyConditionExpression:    aws.String("#pk = :pk AND #sk < :hi"),
 		ExpressionAttributeNames:  map[string]string{"#pk": AttrPendingDigest, "#sk": AttrPendingSort},
-		ExpressionAttributeValues: item{":hi": avS(fixedTS(at) + "$")},
+		ExpressionAttributeValues: item{":hi": avS(at.SortableText() + "$")},
 		Limit:                     aws.Int32(int32(min(max(limit, 1), queryPageSize))),
 	}
 	return b.pending(ctx, in, digest.String()+"#", limit)
@@ -161,7 +161,7 @@ func (b *Backend) pending(ctx context.Context, in dynamodb.QueryInput, prefix st
 		pk, _ := getS(it, AttrPK)
 		id, err := parseExecPK(pk)
 		if err != nil {
-			b.log.WarnContext(ctx, "skipping undecodable pending entry", "pk", pk, "err", err)
+			b.undecodable.Skip(ctx, b.log, "pending index entry", pk, err)
 			continue
 		}
 		ids = append(ids, id)
@@ -176,29 +176,25 @@ func (b *Backend) timers(ctx context.Context, kind string, at core.Timestamp) ([
 	}
 	pks := b.shardKeys(kind)
 	res := make([][]item, len(pks))
-	errs := make([]error, len(pks))
-	var wg sync.WaitGroup
+	g, gctx := errgroup.WithContext(ctx)
 	for i, pk := range pks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = b.queryAll(ctx, &dynamodb.QueryInput{
+		g.Go(func() error {
+			err := b.queryAll(gctx, &dynamodb.QueryInput{
 				TableName: b.tableName(), IndexName: aws.String(IndexTimers),
 				KeyConditionExpression:    aws.String("#pk = :pk AND #sk <= :at"),
 				ExpressionAttributeNames:  map[string]string{"#pk": AttrTimerPK, "#sk": AttrTimerSK},
-				ExpressionAttributeValues: item{":pk": avS(pk), ":at": avS(fixedTS(at))},
+				ExpressionAttributeValues: item{":pk": avS(pk), ":at": avS(at.SortableText())},
 			}, func(it item) (bool, error) { res[i] = append(res[i], it); return true, nil })
-		}()
+			if err != nil {
+				return fmt.Errorf("dynamo: timers %s: %w", pk, err)
+			}
+			return nil
+		})
 	}
-	wg.Wait()
-	var all []item
-	for i := range pks {
-		if errs[i] != nil {
-			return nil, fmt.Errorf("dynamo: timers %s: %w", pks[i], errs[i])
-		}
-		all = append(all, res[i]...)
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
-	return all, nil
+	return slices.Concat(res...), nil
 }
 
 // ExpiredLocks returns the heads of locked executions whose lock expired at
@@ -259,7 +255,8 @@ func (b *Backend) heads(ctx context.Context, entries []item) ([]*headRec, error)
 	for _, it := range items {
 		h, err := decodeHead(it)
 		if err != nil {
-			b.log.WarnContext(ctx, "skipping undecodable head", "err", err)
+			pk, _ := getS(it, AttrPK)
+			b.undecodable.Skip(ctx, b.log, "head", pk, err)
 			continue
 		}
 		byPK[pkExec(h.st.ExecutionID)] = h
@@ -375,10 +372,10 @@ func (b *Backend) ListExecutions(ctx context.Context, f core.ListExecutionsFilte
 
 // listKeyCondition returns the list index for p, its sort key attribute and
 // the cursor as a key condition "#sk <rel> bound" (rel "" without a cursor).
-// Sort keys: ls = fixedTS(created_at) + "#" + id and pk = "E#" + id; "#" < "$"
+// Sort keys: ls = created_at.SortableText() + "#" + id and pk = "E#" + id; "#" < "$"
 // and every id character sorts after "#", so a bare instant T bounds the
-// whole group created at T: < T and >= T compare with fixedTS(T), <= T and
-// > T with fixedTS(T) + "$".
+// whole group created at T: < T and >= T compare with T.SortableText(), <= T and
+// > T with T.SortableText() + "$".
 func listKeyCondition(p core.ExecutionListPagination) (index, sortAttr, bound, rel string) {
 	if c := p.ExecutionID; c != nil {
 		if c.Cursor == nil {
@@ -390,7 +387,7 @@ func listKeyCondition(p core.ExecutionListPagination) (index, sortAttr, bound, r
 	if c == nil || c.Cursor == nil {
 		return IndexList, AttrListSK, "", ""
 	}
-	ts := fixedTS(*c.Cursor)
+	ts := (*c.Cursor).SortableText()
 	if p.CreatedByID != nil {
 		return IndexList, AttrListSK, ts + "#" + p.CreatedByID.String(), c.Rel()
 	}

@@ -26,6 +26,7 @@ type tx struct {
 	order  []*execTx
 	guards map[string]*guardTx
 	gorder []*guardTx
+	deps   *depTx // deployment rows (deployments.go)
 }
 
 var _ store.Tx = (*tx)(nil)

@@ -41,11 +41,11 @@ func TestConsoleShowsDeploymentsAndBacktraceSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend, err := sqlite.Open(filepath.Join(dir, "stela.db"), sqlite.Options{Cas: blobs})
+	backend, err := sqlite.Open(filepath.Join(dir, "stela.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := store.New(backend, store.Options{})
+	svc := store.New(backend, store.Options{Cas: blobs})
 	t.Cleanup(func() { _ = svc.Close() })
 
 	must := func(err error) {

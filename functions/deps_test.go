@@ -13,7 +13,7 @@ func TestMainsDoNotDependOnTestCode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
-	banned := []string{"testing", "github.com/stela-dev/stela/core/coretest", "github.com/stela-dev/stela/store/mem",
+	banned := []string{"testing", "github.com/stela-dev/stela/store/storetest", "github.com/stela-dev/stela/store/mem",
 		"github.com/stela-dev/stela/functions/lambdatest"}
 	for _, dep := range strings.Fields(string(out)) {
 		for _, b := range banned {

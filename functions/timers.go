@@ -13,6 +13,15 @@ import (
 	"github.com/stela-dev/stela/timers"
 )
 
+// Log attribute keys of the timers invocation record (the common ones are
+// core.LogKey*).
+const (
+	logKeyEventID      = "event_id"
+	logKeyScheduledFor = "scheduled_for"
+	logKeyBudget       = "budget"
+	logKeyStats        = "stats"
+)
+
 // Defaults of TimersOptions.
 const (
 	// DefaultSafetyMargin is the time left unused before the invocation deadline.
@@ -90,8 +99,8 @@ func (t *Timers) Handle(ctx context.Context, ev events.EventBridgeEvent) (timers
 	if err != nil {
 		return st, fmt.Errorf("functions: timers: %w", err)
 	}
-	t.log.InfoContext(ctx, "timers invocation", slog.String("event_id", ev.ID), slog.Time("scheduled_for", ev.Time),
-		slog.Duration("budget", opts.Budget), slog.Any("stats", st))
+	t.log.InfoContext(ctx, "timers invocation", slog.String(logKeyEventID, ev.ID), slog.Time(logKeyScheduledFor, ev.Time),
+		slog.Duration(logKeyBudget, opts.Budget), slog.Any(logKeyStats, st))
 	if st.Passes > 0 && st.FailedPasses == st.Passes {
 		return st, fmt.Errorf("functions: timers: %w (%d passes)", errEveryPassFailed, st.Passes)
 	}

@@ -17,7 +17,7 @@ const (
 	MaxCountLimit = 10000
 )
 
-// stateBucket names one state filter of spec §4.8.1 on the wire (the
+// stateBucket names one state filter of docs/spec/semantics.md §4.8.1 on the wire (the
 // `state` parameter of GET /v1/executions and the keys of the counts).
 type stateBucket struct {
 	name   string

@@ -50,6 +50,7 @@
 //	core.ErrNotImplemented                              501     not implemented
 //	core.ErrTimeout, context.DeadlineExceeded           504     timed out
 //	core.ErrClosed                                      503     database error
+//	core.ErrUnavailable (store.Retry gave up)           503     temporarily unavailable, retry later (with Retry-After: 1)
 //	request body over Options.MaxBodyBytes              413     request body too large
 //	body Content-Type is not application/json           415     expected request with `Content-Type: application/json`
 //	malformed, empty, trailing or too deep (>64) JSON,

@@ -143,14 +143,14 @@ func (l *lockedReader) Read(p []byte) (int, error) {
 
 // Log attribute keys.
 const (
-	logKeyRequestID   = "request_id"
-	logKeyExecutionID = "execution_id"
+	logKeyRequestID   = core.LogKeyRequestID
+	logKeyExecutionID = core.LogKeyExecutionID
 	logKeyMethod      = "method"
-	logKeyPath        = "path"
+	logKeyPath        = core.LogKeyPath
 	logKeyRoute       = "route"
 	logKeyStatus      = "status"
 	logKeyDuration    = "duration_ms"
-	logKeyErr         = "err"
+	logKeyErr         = core.LogKeyErr
 )
 
 // headerRequestID carries the request id in both directions.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -250,6 +251,28 @@ type failingDB struct{ core.DbExternalApi }
 
 func (failingDB) GetPendingState(context.Context, core.ExecutionId) (core.ExecutionWithState, error) {
 	return core.ExecutionWithState{}, errors.New("disk on fire")
+}
+
+// unavailableDB fails GetPendingState as the store does when its retry
+// loop gives up (contention or throttling that outlasted every attempt).
+type unavailableDB struct{ core.DbExternalApi }
+
+func (unavailableDB) GetPendingState(ctx context.Context, _ core.ExecutionId) (core.ExecutionWithState, error) {
+	return core.ExecutionWithState{}, store.Retry(ctx, "test: read", 1, func(int) error {
+		return store.Again(errors.New("throttled"))
+	})
+}
+
+func TestStoreGivingUpIs503WithRetryAfter(t *testing.T) {
+	e := newEnv(t, unavailableDB{newMemDB(t)})
+	r := e.do("GET", "/v1/executions/E_01KJ3ZC4Q5W8X7V6T5R4Q3P2N1/status", nil)
+	r.wantErr(http.StatusServiceUnavailable, "temporarily unavailable, retry later")
+	if got := r.Header().Get("Retry-After"); got != "1" {
+		t.Fatalf("Retry-After=%q, want 1", got)
+	}
+	if status, _ := errorStatus(fmt.Errorf("dynamo: update gave up: %w: %w", core.ErrUnavailable, core.ErrConflict)); status != http.StatusServiceUnavailable {
+		t.Fatalf("a give-up whose last error is a conflict maps to %d, want 503", status)
+	}
 }
 
 // panickingDB panics in GetPendingState.

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
-	"github.com/stela-dev/stela/core/coretest"
+	"github.com/stela-dev/stela/store/storetest"
 )
 
 // testListExecutionsPaging walks GET /v1/executions page by page over
@@ -119,7 +119,7 @@ func testListExecutionsPaging(t *testing.T, e *env) {
 					for i, r := range want {
 						ids[i] = r.id
 					}
-					if err := coretest.ExactlyOnceInOrder(seen, ids); err != nil {
+					if err := storetest.ExactlyOnceInOrder(seen, ids); err != nil {
 						t.Fatal(err)
 					}
 				})

@@ -212,6 +212,11 @@ func orMessage(err, target error, status int, msg string) error {
 	return err
 }
 
+// retryAfterUnavailable is the Retry-After (seconds) of a 503 answered
+// because the store gave up retrying contention or throttling
+// (core.ErrUnavailable): nothing was written, the same request may succeed.
+const retryAfterUnavailable = "1"
+
 // errorStatus maps an error to its HTTP status and public message. This is
 // the one place where core's sentinels become HTTP; the table is repeated in
 // the package documentation and docs/http-api.md.
@@ -230,6 +235,8 @@ func errorStatus(err error) (int, string) {
 		return ae.status, ae.msg
 	case errors.As(err, &mb):
 		return http.StatusRequestEntityTooLarge, "request body too large"
+	case errors.Is(err, core.ErrUnavailable):
+		return http.StatusServiceUnavailable, "temporarily unavailable, retry later"
 	case errors.Is(err, core.ErrNotImplemented):
 		return http.StatusNotImplemented, "not implemented"
 	case errors.As(err, &vc):
@@ -275,6 +282,9 @@ func (c *call) fail(err error) {
 		c.s.log.DebugContext(c.ctx(), "request abandoned", c.s.attrs(info, slog.String(logKeyErr, err.Error()))...)
 	case status >= 500 && status != http.StatusNotImplemented:
 		c.s.log.ErrorContext(c.ctx(), "request failed", c.s.attrs(info, slog.Int(logKeyStatus, status), slog.String(logKeyErr, err.Error()))...)
+	}
+	if errors.Is(err, core.ErrUnavailable) && status == http.StatusServiceUnavailable {
+		c.w.Header().Set("Retry-After", retryAfterUnavailable)
 	}
 	f := c.f
 	if f == fmtBytes {

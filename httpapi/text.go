@@ -66,7 +66,7 @@ func logsText(rows []core.LogEntryRow, showRunID, showExecutionID bool) string {
 	return lines(len(rows), func(i int) string {
 		row := rows[i]
 		var b strings.Builder
-		b.WriteString(row.Entry.CreatedAt.UTC().Format("2006-01-02T15:04:05.000000000Z"))
+		b.WriteString(row.Entry.CreatedAt.SortableText())
 		level, msg := strings.ToUpper(logLevelNames[row.Entry.Level]), row.Entry.Message
 		if row.Entry.IsStream() {
 			level, msg = strings.ToUpper(streamNames[row.Entry.StreamType]), strings.ToValidUTF8(string(row.Entry.Payload), "\uFFFD")

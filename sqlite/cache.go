@@ -108,21 +108,11 @@ func (c *headCache) evict() {
 // their canonical form.
 func normalizeHead(st core.ExecutionState) core.ExecutionState {
 	c := st.Clone()
-	c.CreatedAt, c.FirstScheduledAt, c.At = normTS(c.CreatedAt), normTS(c.FirstScheduledAt), normTS(c.At)
+	c.CreatedAt, c.FirstScheduledAt, c.At = c.CreatedAt.Sortable(), c.FirstScheduledAt.Sortable(), c.At.Sortable()
 	if c.ResultKind != nil && !c.ResultKind.IsErr {
 		c.ResultKind.Failure = ""
 	}
 	return c
-}
-
-func normTS(ts core.Timestamp) core.Timestamp {
-	t := ts.Time.UTC()
-	if t.Before(tsMin) {
-		t = tsMin
-	} else if t.After(tsMax) {
-		t = tsMax
-	}
-	return core.TS(t)
 }
 
 // Created events are immutable once committed and are read back by every

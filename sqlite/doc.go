@@ -132,11 +132,34 @@
 // showDerived matches the id itself and ids starting with id + ".", so
 // "…_1" does not match "…_10".
 //
-// Deployments, component metadata and source mappings (core.DeploymentStore)
-// are in deployments.go: their tables (t_deployment, t_component_metadata,
-// t_deployment_component, t_deployment_file, t_deployment_component_file,
-// t_component_source, and idx_state_deployment on t_state for the
-// per-deployment counts) are created on first use; blob bytes live in
-// Options.Cas (default the "blobs" directory beside the database file), and
-// gc_orphan_files spares blobs written less than Options.GCGrace ago.
+// Deployment rows (store.DeploymentReadTx and store.DeploymentTx, in
+// deployments.go; store.Service makes every decision and owns the CAS):
+//
+//	t_deployment          deployment_id PRIMARY KEY, created_at,
+//	                      last_active_at, status (unique partial indexes
+//	                      keep one 'active' and one 'enqueued'), TOML,
+//	                      obelisk_version, created_by, description, digest
+//	t_deployment_file     (deployment_id, path) PRIMARY KEY, digest
+//	                      (idx_deployment_file_digest: gc references)
+//	t_deployment_component (deployment_id, component_name) PRIMARY KEY,
+//	                      component_type, component_digest
+//	t_deployment_component_file (deployment_id, component_name, path)
+//	                      PRIMARY KEY, role
+//	t_component_metadata  component_digest PRIMARY KEY, imports/exports
+//	                      JSON, wit, wit_origin
+//	t_component_source    (component_digest, frame_key, is_suffix) PRIMARY
+//	                      KEY, digest (idx_component_source_digest)
+//
+// list_deployment_states' counts are one range scan of
+// idx_state_deployment (deployment_id, is_top_level, state, lifecycle, at,
+// result_kind) per deployment.
+//
+// # Schema history
+//
+// The schema has one history: migrations (schema.go), applied in order in
+// one write transaction by Open up to SchemaVersion and never edited once
+// released. Version 1 is the execution data; version 2 adds the deployment
+// tables and idx_state_deployment, which the version-1 build created lazily
+// on first use (hence IF NOT EXISTS: both kinds of version-1 file upgrade).
+// A file of a newer version is refused.
 package sqlite

@@ -4,81 +4,20 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/stela-dev/stela/core"
 )
 
-// Timestamps are stored as fixed-width UTC text "2006-01-02T15:04:05.123456789Z"
-// (always 9 fractional digits, years 0000–9999) so that SQL's byte-wise
-// ordering is chronological and nanoseconds survive. Instants outside that
-// range (which core cannot encode in JSON either) are clamped.
-const tsLen = len("2006-01-02T15:04:05.123456789Z")
-
-var (
-	tsMin = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
-	tsMax = time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC)
-)
-
-func tsText(ts core.Timestamp) string {
-	t := ts.Time.UTC()
-	if t.Before(tsMin) {
-		t = tsMin
-	} else if t.After(tsMax) {
-		t = tsMax
-	}
-	var b [tsLen]byte
-	y, mo, d := t.Date()
-	h, mi, s := t.Clock()
-	put := func(at, n, width int) {
-		for i := at + width - 1; i >= at; i-- {
-			b[i] = byte('0' + n%10)
-			n /= 10
-		}
-	}
-	put(0, y, 4)
-	b[4] = '-'
-	put(5, int(mo), 2)
-	b[7] = '-'
-	put(8, d, 2)
-	b[10] = 'T'
-	put(11, h, 2)
-	b[13] = ':'
-	put(14, mi, 2)
-	b[16] = ':'
-	put(17, s, 2)
-	b[19] = '.'
-	put(20, t.Nanosecond(), 9)
-	b[29] = 'Z'
-	return string(b[:])
-}
+// Timestamps are stored in core's sortable form (core.Timestamp.SortableText):
+// fixed-width UTC text whose byte order is chronological, nanoseconds kept.
+var tsText = core.Timestamp.SortableText
 
 func parseTS(s string) (core.Timestamp, error) {
-	if len(s) != tsLen || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != '.' || s[29] != 'Z' {
-		return core.Timestamp{}, fmt.Errorf("invalid stored timestamp %q", s)
+	ts, err := core.ParseSortableText(s)
+	if err != nil {
+		return core.Timestamp{}, fmt.Errorf("stored timestamp: %w", err)
 	}
-	num := func(at, width int) (int, bool) {
-		n := 0
-		for i := at; i < at+width; i++ {
-			c := s[i]
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			n = n*10 + int(c-'0')
-		}
-		return n, true
-	}
-	y, ok1 := num(0, 4)
-	mo, ok2 := num(5, 2)
-	d, ok3 := num(8, 2)
-	h, ok4 := num(11, 2)
-	mi, ok5 := num(14, 2)
-	sec, ok6 := num(17, 2)
-	ns, ok7 := num(20, 9)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) {
-		return core.Timestamp{}, fmt.Errorf("invalid stored timestamp %q", s)
-	}
-	return core.Timestamp{Time: time.Date(y, time.Month(mo), d, h, mi, sec, ns, time.UTC)}, nil
+	return ts, nil
 }
 
 // --- enums ----------------------------------------------------------------------

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/stela-dev/stela/core"
@@ -124,7 +125,7 @@ func (b *Backend) ListLogs(ctx context.Context, id core.ExecutionId, showDerived
 			}
 			row, err := decodeLog(cursor, eid, run, createdAt, level, message, stream, payload)
 			if err != nil {
-				b.log.Error("skipping undecodable log", "cursor", cursor, "err", err)
+				b.undecodable.Skip(ctx, b.log, "log", strconv.FormatInt(cursor, 10), err)
 				continue
 			}
 			out = append(out, row)

@@ -48,7 +48,7 @@ func (b *Backend) PendingByFFQN(ctx context.Context, ffqn core.FunctionFqn, at c
 		if err != nil {
 			return err
 		}
-		ids, err = b.scanIDs(rows)
+		ids, err = b.scanIDs(ctx, rows)
 		return err
 	})
 	if err != nil {
@@ -69,7 +69,7 @@ func (b *Backend) PendingByDigest(ctx context.Context, digest core.ComponentDige
 		if err != nil {
 			return err
 		}
-		ids, err = b.scanIDs(rows)
+		ids, err = b.scanIDs(ctx, rows)
 		return err
 	})
 	if err != nil {
@@ -79,9 +79,9 @@ func (b *Backend) PendingByDigest(ctx context.Context, digest core.ComponentDige
 	return ids, nil
 }
 
-// scanIDs reads a single execution_id column; undecodable ids are skipped
-// (logged), like Obelisk skips undecodable rows.
-func (b *Backend) scanIDs(rows *sql.Rows) ([]core.ExecutionId, error) {
+// scanIDs reads a single execution_id column; undecodable ids are left out
+// (counted and logged, store.Undecodable), like Obelisk skips them.
+func (b *Backend) scanIDs(ctx context.Context, rows *sql.Rows) ([]core.ExecutionId, error) {
 	defer rows.Close()
 	var ids []core.ExecutionId
 	for rows.Next() {
@@ -91,7 +91,7 @@ func (b *Backend) scanIDs(rows *sql.Rows) ([]core.ExecutionId, error) {
 		}
 		id, err := core.ParseExecutionId(s)
 		if err != nil {
-			b.log.Error("skipping undecodable execution id", "execution_id", s, "err", err)
+			b.undecodable.Skip(ctx, b.log, "execution id", s, err)
 			continue
 		}
 		ids = append(ids, id)
@@ -99,14 +99,15 @@ func (b *Backend) scanIDs(rows *sql.Rows) ([]core.ExecutionId, error) {
 	return ids, rows.Err()
 }
 
-// scanHeads reads rows of headCols; undecodable rows are skipped (logged).
-func (b *Backend) scanHeads(rows *sql.Rows) ([]core.ExecutionState, error) {
+// scanHeads reads rows of headCols; undecodable rows are left out (counted
+// and logged, store.Undecodable); Head of such a row fails.
+func (b *Backend) scanHeads(ctx context.Context, rows *sql.Rows) ([]core.ExecutionState, error) {
 	defer rows.Close()
 	var out []core.ExecutionState
 	for rows.Next() {
 		st, err := scanHead(rows)
 		if err != nil {
-			b.log.Error("skipping undecodable execution head", "err", err)
+			b.undecodable.Skip(ctx, b.log, "execution head", "", err)
 			continue
 		}
 		out = append(out, st)
@@ -122,7 +123,7 @@ func (b *Backend) ExpiredLocks(ctx context.Context, at core.Timestamp) ([]core.E
 		if err != nil {
 			return err
 		}
-		out, err = b.scanHeads(rows)
+		out, err = b.scanHeads(ctx, rows)
 		return err
 	})
 	if err != nil {
@@ -147,7 +148,7 @@ func (b *Backend) ExpiredDelays(ctx context.Context, at core.Timestamp) ([]core.
 			}
 			d, err := decodeExpiredDelay(id, js, delay)
 			if err != nil {
-				b.log.Error("skipping undecodable delay", "delay_id", delay, "err", err)
+				b.undecodable.Skip(ctx, b.log, "delay", delay, err)
 				continue
 			}
 			out = append(out, d)
@@ -186,7 +187,7 @@ func (b *Backend) Cancelling(ctx context.Context, limit int) ([]core.ExecutionId
 		if err != nil {
 			return err
 		}
-		ids, err = b.scanIDs(rows)
+		ids, err = b.scanIDs(ctx, rows)
 		return err
 	})
 	if err != nil {
@@ -210,7 +211,7 @@ func (b *Backend) ListExecutions(ctx context.Context, filter core.ListExecutions
 		if err != nil {
 			return err
 		}
-		out, err = b.scanHeads(rows)
+		out, err = b.scanHeads(ctx, rows)
 		return err
 	})
 	if err != nil {

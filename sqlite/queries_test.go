@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -346,7 +347,7 @@ func TestLogs(t *testing.T) {
 			}
 			r := stored[i]
 			inScope := r.ExecutionID == id || (derived && strings.HasPrefix(r.ExecutionID.String(), id.String()+"."))
-			if inScope && f.Matches(&r.Entry) && p.Accepts(cmpCursor(r.Cursor, p.Cursor)) && len(out) < int(p.Length) {
+			if inScope && f.Matches(&r.Entry) && p.Accepts(cmp.Compare(r.Cursor, p.Cursor)) && len(out) < int(p.Length) {
 				out = append(out, r)
 			}
 		}
@@ -405,16 +406,6 @@ func TestLogs(t *testing.T) {
 			t.Fatal("no rows")
 		}
 	})
-}
-
-func cmpCursor(a, b core.LogCursor) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func TestBacktraces(t *testing.T) {

@@ -112,7 +112,73 @@ CREATE TABLE t_execution_backtrace (
 	PRIMARY KEY (execution_id, version_min, version_max)
 ) STRICT, WITHOUT ROWID;
 `,
-	// v2: list_executions orders by (created_at, execution_id), the key its
+	// v2: deployments, component metadata and source mappings (docs/spec/semantics.md
+	// §6.5–6.7), created lazily by the version-1 build; hence IF NOT EXISTS,
+	// so a version-1 file that already has them upgrades too. Obelisk's
+	// unique partial indexes on a constant keep at most one active and one
+	// enqueued deployment. idx_state_deployment serves
+	// list_deployment_states' per-deployment counts (one range scan per
+	// deployment).
+	`
+CREATE TABLE IF NOT EXISTS t_deployment (
+	deployment_id   TEXT NOT NULL PRIMARY KEY,
+	created_at      TEXT NOT NULL,
+	last_active_at  TEXT,
+	status          TEXT NOT NULL CHECK (status IN ('inactive', 'enqueued', 'active')),
+	deployment_toml TEXT NOT NULL,
+	obelisk_version TEXT NOT NULL,
+	created_by      TEXT,
+	description     TEXT,
+	digest          BLOB NOT NULL
+) STRICT, WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS idx_deployment_active ON t_deployment ((1)) WHERE status = 'active';
+CREATE UNIQUE INDEX IF NOT EXISTS idx_deployment_enqueued ON t_deployment ((1)) WHERE status = 'enqueued';
+
+CREATE TABLE IF NOT EXISTS t_component_metadata (
+	component_digest BLOB    NOT NULL PRIMARY KEY,
+	imports_json     TEXT    NOT NULL,
+	exports_json     TEXT    NOT NULL,
+	wit              TEXT    NOT NULL,
+	wit_origin       INTEGER NOT NULL CHECK (wit_origin IN (1, 2, 3))
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS t_deployment_component (
+	deployment_id    TEXT NOT NULL,
+	component_name   TEXT NOT NULL,
+	component_type   TEXT NOT NULL,
+	component_digest BLOB NOT NULL,
+	PRIMARY KEY (deployment_id, component_name)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS idx_deployment_component_digest ON t_deployment_component (deployment_id, component_digest);
+
+CREATE TABLE IF NOT EXISTS t_deployment_file (
+	deployment_id TEXT NOT NULL,
+	path          TEXT NOT NULL,
+	digest        BLOB NOT NULL,
+	PRIMARY KEY (deployment_id, path)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS idx_deployment_file_digest ON t_deployment_file (digest);
+
+CREATE TABLE IF NOT EXISTS t_deployment_component_file (
+	deployment_id  TEXT NOT NULL,
+	component_name TEXT NOT NULL,
+	path           TEXT NOT NULL,
+	role           TEXT NOT NULL CHECK (role IN ('wasm_component', 'exec_program', 'js_entrypoint', 'js_module', 'backtrace_source', 'wit_source')),
+	PRIMARY KEY (deployment_id, component_name, path)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS t_component_source (
+	component_digest BLOB    NOT NULL,
+	frame_key        TEXT    NOT NULL,
+	is_suffix        INTEGER NOT NULL,
+	digest           BLOB    NOT NULL,
+	PRIMARY KEY (component_digest, frame_key, is_suffix)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS idx_component_source_digest ON t_component_source (digest);
+
+CREATE INDEX IF NOT EXISTS idx_state_deployment ON t_state (deployment_id, is_top_level, state, lifecycle, at, result_kind);
+`,
+	// v3: list_executions orders by (created_at, execution_id), the key its
 	// cursors compare (core/listing.go); insertion order (seq) broke ties before.
 	`
 CREATE INDEX idx_state_created_id ON t_state (created_at, execution_id);
@@ -121,7 +187,7 @@ DROP INDEX idx_state_created;
 }
 
 // SchemaVersion is the PRAGMA user_version this package creates and reads.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 func init() {
 	if len(migrations) != SchemaVersion {

@@ -96,17 +96,9 @@ type Options struct {
 	// MaxBatch bounds the number of Update calls committed in one SQLite
 	// transaction; default 256.
 	MaxBatch int
-	// Logger receives diagnostics (rows skipped because they fail to decode);
-	// default slog.Default().
+	// Logger receives diagnostics (corrupt rows left out of query results,
+	// at ERROR); default slog.Default().
 	Logger *slog.Logger
-	// Cas holds the blobs deployment files and source mappings refer to
-	// (deployments.go); default a cas.Dir in "blobs" beside the database file.
-	Cas core.Cas
-	// Clock measures gc_orphan_files' grace period; default the system clock.
-	Clock core.Clock
-	// GCGrace is how long after its last write a blob is safe from
-	// gc_orphan_files; zero means cas.DefaultGCGrace (one hour), negative none.
-	GCGrace time.Duration
 }
 
 // Backend is a store.Backend on one SQLite file. It is safe for concurrent
@@ -154,7 +146,7 @@ type Backend struct {
 		finishes, finishNanos, finishMaxNanos    atomic.Int64
 	}
 
-	deps deploymentState // deployments.go
+	undecodable store.Undecodable
 }
 
 // Stats are counters of the write path since Open.
@@ -184,6 +176,9 @@ type Stats struct {
 	// writes.
 	WriterCheckpoints                         int64
 	WriterCheckpointTime, WriterCheckpointMax time.Duration
+	// Undecodable counts corrupt rows left out of query results (each
+	// logged at ERROR; see store.Undecodable).
+	Undecodable int64
 }
 
 // FsyncsPerCommit is Transactions/Commits (0 before the first commit): at
@@ -201,7 +196,7 @@ func (s Stats) Sub(o Stats) Stats {
 	return Stats{Requests: s.Requests - o.Requests, Batches: s.Batches - o.Batches, Commits: s.Commits - o.Commits,
 		Transactions: s.Transactions - o.Transactions, Checkpoints: s.Checkpoints - o.Checkpoints, WALPagesMax: s.WALPagesMax,
 		WriterCheckpoints: s.WriterCheckpoints - o.WriterCheckpoints, WriterCheckpointTime: s.WriterCheckpointTime - o.WriterCheckpointTime,
-		WriterCheckpointMax: s.WriterCheckpointMax}
+		WriterCheckpointMax: s.WriterCheckpointMax, Undecodable: s.Undecodable - o.Undecodable}
 }
 
 // Stats returns the write-path counters since Open.
@@ -209,7 +204,7 @@ func (b *Backend) Stats() Stats {
 	return Stats{Requests: b.stats.requests.Load(), Batches: b.stats.batches.Load(), Commits: b.stats.commits.Load(),
 		Transactions: b.stats.transactions.Load(), Checkpoints: b.stats.checkpoints.Load(), WALPagesMax: b.stats.walPagesMax.Load(),
 		WriterCheckpoints: b.stats.finishes.Load(), WriterCheckpointTime: time.Duration(b.stats.finishNanos.Load()),
-		WriterCheckpointMax: time.Duration(b.stats.finishMaxNanos.Load())}
+		WriterCheckpointMax: time.Duration(b.stats.finishMaxNanos.Load()), Undecodable: b.undecodable.Count()}
 }
 
 // request is one queued write: an Update's fn or an internal write.
@@ -589,7 +584,7 @@ func (b *Backend) runBatch(batch []*request) bool {
 		// Nothing to commit: only reads (or failures) in this batch.
 		b.heads.abort()
 		if err := w.exec(bg, "ROLLBACK"); err != nil {
-			b.log.Error("rollback failed", "err", err)
+			b.log.Error("rollback failed", core.LogKeyErr, err)
 		}
 		return false
 	}
@@ -650,7 +645,7 @@ func (b *Backend) checkpointLoop() {
 			for range checkpointPasses {
 				log, err := b.checkpoint()
 				if err != nil {
-					b.log.Warn("checkpoint failed", "err", err)
+					b.log.Warn("checkpoint failed", core.LogKeyErr, err)
 					break
 				}
 				if (prev >= 0 && log-prev <= checkpointFinishFrames) || log >= walLargePages {
@@ -773,7 +768,7 @@ func (b *Backend) finishCheckpoint() {
 	b.restart.arm(b.path)
 	start := time.Now()
 	if err := b.writer.exec(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
-		b.log.Warn("checkpoint failed", "err", err)
+		b.log.Warn("checkpoint failed", core.LogKeyErr, err)
 	}
 	d := int64(time.Since(start))
 	b.stats.finishes.Add(1)
@@ -791,7 +786,7 @@ func (b *Backend) abortBatch(batch []*request, err error) {
 		r.created = nil
 	}
 	if e := b.writer.exec(context.Background(), "ROLLBACK"); e != nil && !isNoTx(e) {
-		b.log.Error("rollback failed", "err", e)
+		b.log.Error("rollback failed", core.LogKeyErr, e)
 	}
 	for _, r := range batch {
 		if r.err == nil && r.panic == nil {
@@ -850,7 +845,7 @@ func (b *Backend) View(ctx context.Context, fn func(tx store.ReadTx) error) erro
 	defer func() {
 		tx.done = true
 		if err := c.exec(bg, "ROLLBACK"); err != nil && !isNoTx(err) {
-			b.log.Error("read rollback failed", "err", err)
+			b.log.Error("read rollback failed", core.LogKeyErr, err)
 		}
 	}()
 	return fn(tx)

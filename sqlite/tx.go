@@ -446,7 +446,7 @@ func (t *writeTx) appendEvents(id core.ExecutionId, events []core.ExecutionEvent
 			return t.fail(writeErr(err, "append %s@%d", id, ev.Version))
 		}
 		if _, ok := ev.Event.(*core.Created); ok && ev.Version == 0 && t.createds != nil {
-			t.created = append(t.created, &createdEntry{id: id, createdAt: normTS(ev.CreatedAt), body: body, size: len(body)})
+			t.created = append(t.created, &createdEntry{id: id, createdAt: ev.CreatedAt.Sortable(), body: body, size: len(body)})
 		}
 	}
 	return nil

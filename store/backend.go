@@ -1,14 +1,17 @@
 // Package store implements core's store interfaces (core.DbExternalApi) once,
 // over a small storage port (Backend) that each adapter — the embedded SQLite
-// store, DynamoDB — implements. Every decision (the state machine, version
-// checks, the unblock rule, cancellation and pause rules) is made here by
-// calling core's pure functions inside Backend.Update; adapters only read,
-// buffer and atomically commit. The contract suite in core/coretest therefore
-// exercises the same logic on every backend.
+// store, DynamoDB, the in-memory store/mem — implements. Every decision (the
+// state machine, version checks, the unblock rule, cancellation and pause
+// rules, and the deployment rules of deployments.go) is made here by calling
+// core's pure functions inside Backend.Update; adapters only read, buffer and
+// atomically commit rows. The service also owns the CAS of deployment files
+// (Options.Cas: sizes, missing digests, gc_orphan_files). The contract suite
+// in store/storetest therefore exercises the same logic on every backend.
 package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -64,6 +67,8 @@ type ReadTx interface {
 	DelayOutcome(delay core.DelayId) (success bool, found bool, err error)
 	// Delay returns the timer row, if it still exists.
 	Delay(id core.ExecutionId, js core.JoinSetId, delay core.DelayId) (core.DelayTimer, bool, error)
+
+	DeploymentReadTx
 }
 
 // Tx reads and buffers writes. Writes become visible only when Update commits.
@@ -91,6 +96,8 @@ type Tx interface {
 	DeleteDelay(id core.ExecutionId, js core.JoinSetId, delay core.DelayId) error
 	// SetDelayPaused flips a timer's paused flag; core.ErrNotFound if absent.
 	SetDelayPaused(id core.ExecutionId, js core.JoinSetId, delay core.DelayId, paused bool) error
+
+	DeploymentTx
 }
 
 // Queries are index-backed reads outside transactions. Their results may be
@@ -128,7 +135,61 @@ type Queries interface {
 	// BacktraceRanges returns [min, max) of every stored backtrace of id.
 	BacktraceRanges(ctx context.Context, id core.ExecutionId) ([][2]core.Version, error)
 
-	// Deployments, component metadata, source mappings and the CAS
-	// references; backends may return core.ErrNotImplemented until supported.
-	core.DeploymentStore
+	// CountDeploymentExecutions adds to each state's counters the executions
+	// whose current deployment is its DeploymentID, each in its §4.8.1 bucket
+	// at now (core.DeploymentState.Count), top-level ones only unless
+	// includeDerived. core.ErrNotImplemented if the backend keeps no counts.
+	CountDeploymentExecutions(ctx context.Context, states []core.DeploymentState, now core.Timestamp, includeDerived bool) error
+	// BlobReferences reports which of candidates a stored deployment file,
+	// source mapping or (for backends that offload payloads to the CAS)
+	// payload refers to, from a strongly consistent read started no earlier
+	// than the call. A reference written by a write that may still be in
+	// flight (younger than grace) counts. It is the reference check of
+	// gc_orphan_files.
+	BlobReferences(ctx context.Context, candidates []core.ContentDigest, grace time.Duration) (map[core.ContentDigest]bool, error)
+}
+
+// DeploymentReadTx reads deployment rows (docs/spec/semantics.md §6.5–6.7) within a
+// transaction. Reads are strongly consistent. The rules are made by the
+// service (store/deployments.go) with core's pure functions.
+type DeploymentReadTx interface {
+	// Deployment returns a stored deployment; core.ErrNotFound if absent.
+	Deployment(id core.DeploymentId) (core.StoredDeployment, error)
+	// CurrentDeployments returns the active and the enqueued deployment's
+	// ids (nil when there is none).
+	CurrentDeployments() (active, enqueued *core.DeploymentId, err error)
+	// Deployments returns up to p.Length deployments whose id is beyond
+	// p.Cursor in p's direction, in that direction's order (descending ids
+	// for OlderThan). Without withToml or withFiles the backend may leave
+	// DeploymentToml, respectively Files, Components and ComponentFiles,
+	// empty.
+	Deployments(p core.Pagination[*core.DeploymentId], withToml, withFiles bool) ([]core.StoredDeployment, error)
+	// ComponentMetadata returns the stored metadata of digests (absent ones
+	// omitted).
+	ComponentMetadata(digests []core.ComponentDigest) (map[core.ComponentDigest]core.ComponentMetadataRecord, error)
+	// SourceMappings returns the stored mappings of component among keys.
+	SourceMappings(component core.ComponentDigest, keys []core.SourceKey) ([]core.SourceMapping, error)
+}
+
+// DeploymentTx buffers writes of deployment rows. The service writes only
+// what it decided from reads in the same transaction.
+type DeploymentTx interface {
+	// InsertDeployment inserts a new deployment with its files, components
+	// and component files. core.ErrConflict if the id exists (possibly
+	// reported by Update at commit time).
+	InsertDeployment(d core.StoredDeployment) error
+	// AddDeploymentComponents adds components (new names) to a deployment
+	// read in this transaction.
+	AddDeploymentComponents(id core.DeploymentId, records []core.DeploymentComponentRecord) error
+	// SetDeploymentStatus sets a deployment's status and, when lastActiveAt
+	// is not nil, its last_active_at. The service applies the changes of one
+	// switch in order (demotions first) after reading CurrentDeployments;
+	// at most one deployment is active and one enqueued after each commit.
+	SetDeploymentStatus(id core.DeploymentId, status core.DeploymentStatus, lastActiveAt *core.Timestamp) error
+	// InsertComponentMetadata inserts metadata this transaction read as
+	// absent (ComponentMetadata). A concurrent insert of the same digest
+	// makes Update run fn again, which then reads it.
+	InsertComponentMetadata(records []core.ComponentMetadataRecord) error
+	// PutSourceMapping inserts or replaces the mapping of (component, key).
+	PutSourceMapping(m core.SourceMapping) error
 }

@@ -20,6 +20,15 @@ type Options struct {
 	PollInterval time.Duration
 	// Logger receives best-effort failures. Default: slog.Default().
 	Logger *slog.Logger
+	// Cas holds the blobs deployment files and source mappings refer to
+	// (file sizes, missing_digests, upsert_source_mapping's check,
+	// gc_orphan_files, which needs an OrphanCollector). Nil behaves as an
+	// empty, read-only CAS.
+	Cas core.Cas
+	// GCGrace is how long after its last write a blob is safe from
+	// gc_orphan_files; zero means DefaultGCGrace (one hour), a negative
+	// value none (Obelisk's behaviour).
+	GCGrace time.Duration
 }
 
 // SystemClock is the wall clock.
@@ -36,6 +45,8 @@ type Service struct {
 	poll  time.Duration
 	log   *slog.Logger
 	hub   *hub
+	cas   core.Cas
+	grace time.Duration
 }
 
 var (
@@ -55,11 +66,9 @@ func New(b Backend, opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Service{b: b, clock: opts.Clock, poll: opts.PollInterval, log: opts.Logger.WithGroup("store"), hub: newHub()}
+	return &Service{b: b, clock: opts.Clock, poll: opts.PollInterval, log: opts.Logger.WithGroup("store"), hub: newHub(),
+		cas: opts.Cas, grace: gcGrace(opts.GCGrace)}
 }
-
-// Backend returns the underlying backend.
-func (s *Service) Backend() Backend { return s.b }
 
 // Close closes the backend and wakes every waiter.
 func (s *Service) Close() error {
@@ -778,7 +787,7 @@ func (s *Service) createChildren(ctx context.Context, currentTime core.Timestamp
 	}
 	if len(backtraces) > 0 {
 		if _, berr := s.b.AppendBacktraces(ctx, backtraces); berr != nil {
-			s.log.Warn("append backtraces failed", "execution_id", id.String(), "err", berr)
+			s.log.Warn("append backtraces failed", core.LogKeyExecutionID, id.String(), core.LogKeyErr, berr)
 		}
 	}
 	return next, nil
@@ -993,7 +1002,7 @@ func (s *Service) WaitForFinishedResult(ctx context.Context, id core.ExecutionId
 // AppendBacktrace implements core.DbConnection (best effort: failures are logged).
 func (s *Service) AppendBacktrace(ctx context.Context, bt core.BacktraceInfo) error {
 	if _, err := s.b.AppendBacktraces(ctx, []core.BacktraceInfo{bt}); err != nil {
-		s.log.Warn("append backtrace failed", "execution_id", bt.ExecutionID.String(), "err", err)
+		s.log.Warn("append backtrace failed", core.LogKeyExecutionID, bt.ExecutionID.String(), core.LogKeyErr, err)
 	}
 	return nil
 }

@@ -318,3 +318,16 @@ func TestResponseWakesItsSubscriber(t *testing.T) {
 		t.Fatal("the subscriber was never woken by the response")
 	}
 }
+
+func TestGCGraceZeroIsTheDefaultAndNegativeIsNone(t *testing.T) {
+	for _, c := range []struct{ in, want time.Duration }{
+		{0, store.DefaultGCGrace},
+		{-1, 0},
+		{-time.Hour, 0},
+		{5 * time.Minute, 5 * time.Minute},
+	} {
+		if got := store.GCGraceOf(c.in); got != c.want {
+			t.Errorf("gcGrace(%v)=%v, want %v", c.in, got, c.want)
+		}
+	}
+}

@@ -40,8 +40,10 @@ const (
 	logKeyExpiredDelays = "expired_delays"
 	logKeySkipped       = "skipped"
 	logKeyCancelled     = "cancelled"
-	logKeyErr           = "err"
+	logKeyErr           = core.LogKeyErr
 	logKeyPhase         = "phase"
+	logKeyPasses        = "passes"
+	logKeyFailedPasses  = "failed_passes"
 )
 
 // Options configure Run. The zero value runs a pass every second, sweeping
@@ -253,7 +255,7 @@ func (s *Stats) add(p passResult) {
 }
 
 func (s *Stats) done(ctx context.Context, log *slog.Logger) Stats {
-	log.DebugContext(ctx, "timers stopped", slog.Int("passes", s.Passes), slog.Int("failed_passes", s.FailedPasses),
+	log.DebugContext(ctx, "timers stopped", slog.Int(logKeyPasses, s.Passes), slog.Int(logKeyFailedPasses, s.FailedPasses),
 		slog.Int(logKeyExpiredLocks, s.ExpiredLocks), slog.Int(logKeyExpiredDelays, s.ExpiredDelays),
 		slog.Int(logKeySkipped, s.Skipped), slog.Int(logKeyCancelled, s.Cancelled))
 	return *s

@@ -45,6 +45,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/dynamo"
@@ -337,37 +338,18 @@ func lockReq(at core.Timestamp, comp core.ComponentId, run int) core.LockRequest
 
 func ptr[T any](v T) *T { return &v }
 
-// parallelDo runs fn(i) for i in [0, n) on p goroutines; the first error wins.
+// parallelDo runs fn(i) for i in [0, n) on p goroutines; the first error
+// wins and stops handing out the rest.
 func parallelDo(n, p int, fn func(i int) error) error {
-	var mu sync.Mutex
-	var first error
-	var wg sync.WaitGroup
-	next := 0
-	for range p {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				i := next
-				next++
-				stop := first != nil
-				mu.Unlock()
-				if i >= n || stop {
-					return
-				}
-				if err := fn(i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
+	g, ctx := errgroup.WithContext(context.Background())
+	g.SetLimit(max(p, 1))
+	for i := range n {
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return fn(i) })
 	}
-	wg.Wait()
-	return first
+	return g.Wait()
 }
 
 // lockAll locks every pending execution of ffqn in batches of 10.

@@ -204,7 +204,7 @@ func NewWithLogger(ctx context.Context, cfg Config, logger *slog.Logger) (*App, 
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	a.Store = store.New(backend, store.Options{Clock: a.Clock, PollInterval: cfg.PollInterval, Logger: logger})
+	a.Store = store.New(backend, store.Options{Clock: a.Clock, PollInterval: cfg.PollInterval, Logger: logger, Cas: a.CAS})
 	return a, nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/functions"
 	"github.com/stela-dev/stela/functions/app"
 )
@@ -17,7 +18,7 @@ import (
 func main() {
 	a, err := app.FromEnv(context.Background())
 	if err != nil {
-		slog.Error("init failed", "err", err)
+		slog.Error("init failed", core.LogKeyErr, err)
 		os.Exit(1)
 	}
 	lambda.Start(functions.NewWorker(a.Store, a.CAS, a.HTTPOptions(), functions.LockRoutes).Handle)

@@ -1,12 +1,12 @@
 // Package mem is an in-memory store.Backend: the reference adapter for fast
 // tests. Every Update runs under one mutex (serializable by construction) and
 // events and responses are stored as JSON, so the persisted encoding is
-// exercised exactly as in the durable adapters. Deployments, component
-// metadata and source mappings are in deployments.go; their blobs live in the
-// CAS given to NewWithOptions.
+// exercised exactly as in the durable adapters. Deployment rows (deployments,
+// component metadata, source mappings) are in deployments.go.
 package mem
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -60,6 +60,7 @@ func New() *Backend {
 		delayResp: map[core.DelayId]bool{},
 		delays:    map[delayKey]core.DelayTimer{},
 		bts:       map[btKey]core.BacktraceInfo{},
+		deps:      newDeployments(),
 	}
 }
 
@@ -526,22 +527,12 @@ func (b *Backend) ListLogs(_ context.Context, id core.ExecutionId, showDerived b
 			i = n - 1 - k
 		}
 		r := b.logs[i]
-		if !p.Accepts(cmpInt(int64(r.Cursor), int64(p.Cursor))) || !match(&r) || !filter.Matches(&r.Entry) {
+		if !p.Accepts(cmp.Compare(r.Cursor, p.Cursor)) || !match(&r) || !filter.Matches(&r.Entry) {
 			continue
 		}
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // AppendBacktraces implements store.Queries.

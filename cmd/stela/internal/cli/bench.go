@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/httpapi"
@@ -165,36 +167,9 @@ func (r *recorder) all() []time.Duration {
 	return slices.Clone(r.ds)
 }
 
-// group runs goroutines and keeps the first error, cancelling the others.
-type group struct {
-	wg     sync.WaitGroup
-	once   sync.Once
-	err    error
-	cancel context.CancelFunc
-}
-
-func newGroup(ctx context.Context) (*group, context.Context) {
-	ctx, cancel := context.WithCancel(ctx)
-	return &group{cancel: cancel}, ctx
-}
-
-func (g *group) Go(fn func() error) {
-	g.wg.Go(func() {
-		if err := fn(); err != nil {
-			g.once.Do(func() { g.err = err; g.cancel() })
-		}
-	})
-}
-
-func (g *group) Wait() error {
-	g.wg.Wait()
-	g.cancel()
-	return g.err
-}
-
 // forEach runs fn(i) for i in [0, n) on workers goroutines.
 func forEach(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
-	g, ctx := newGroup(ctx)
+	g, ctx := errgroup.WithContext(ctx)
 	var next atomic.Int64
 	for range max(1, workers) {
 		g.Go(func() error {
@@ -335,7 +310,7 @@ func runRoundTrips(ctx context.Context, rt roundTripper, n, workers, batch int) 
 	var lat, lockLat, appendLat recorder
 	var end atomic.Int64
 	start = time.Now()
-	g, gctx := newGroup(ctx)
+	g, gctx := errgroup.WithContext(ctx)
 	for range workers {
 		g.Go(func() error {
 			for done.Load() < int64(n) {
@@ -348,7 +323,7 @@ func runRoundTrips(ctx context.Context, rt roundTripper, n, workers, batch int) 
 				if len(refs) > 0 {
 					lockLat.add(time.Since(t0))
 				}
-				inner, ictx := newGroup(gctx)
+				inner, ictx := errgroup.WithContext(gctx)
 				for _, ref := range refs {
 					inner.Go(func() error {
 						t1 := time.Now()
@@ -593,7 +568,7 @@ func benchFanOut(ctx context.Context, e *Env, o *benchOptions) (any, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Child workers: lock pending children, finish each with respond-to-parent.
-	children, cctx := newGroup(ctx)
+	children, cctx := errgroup.WithContext(ctx)
 	var childLocks atomic.Int64
 	for range o.workers {
 		children.Go(func() error {
@@ -606,7 +581,7 @@ func benchFanOut(ctx context.Context, e *Env, o *benchOptions) (any, error) {
 					}
 					return fmt.Errorf("lock children: %w", err)
 				}
-				inner, ictx := newGroup(cctx)
+				inner, ictx := errgroup.WithContext(cctx)
 				for _, l := range locked {
 					inner.Go(func() error { return finishChild(ictx, c, l) })
 				}
@@ -826,7 +801,7 @@ func benchDelays(ctx context.Context, e *Env, o *benchOptions) (any, error) {
 	js, _ := core.NewJoinSetId(core.JoinSetKindOneOff, "sleep")
 	requested := make([]time.Time, len(locked))
 	var lat recorder
-	g, gctx := newGroup(ctx)
+	g, gctx := errgroup.WithContext(ctx)
 	// Once its delay is requested, each workflow's responses are long-polled.
 	watch := func(i int, id core.ExecutionId) {
 		g.Go(func() error {

@@ -136,7 +136,7 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 	}
 	defer func() {
 		if err := st.svc.Close(); err != nil {
-			logger.Error("close store failed", "err", err)
+			logger.Error("close store failed", core.LogKeyErr, err)
 		}
 	}()
 
@@ -171,10 +171,10 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 	wg.Go(func() {
 		stats, err := timers.Run(timersCtx, st.svc, clock, timers.Options{Interval: o.timersInterval, Logger: logger, Deadlines: deadlines})
 		if err != nil {
-			logger.Error("timers stopped", "err", err)
+			logger.Error("timers stopped", core.LogKeyErr, err)
 			return
 		}
-		logger.Debug("timers stopped", "stats", stats)
+		logger.Debug("timers stopped", slog.Any("stats", stats))
 	})
 	defer func() {
 		stopTimers()
@@ -235,7 +235,7 @@ func openEmbedded(ctx context.Context, o *devOptions, durability sqlite.Durabili
 		return nil, fmt.Errorf("open blob dir %s: %w", blobs, err)
 	}
 	return &devStack{
-		svc: store.New(backend, store.Options{Logger: logger}),
+		svc: store.New(backend, store.Options{Logger: logger, Cas: c}),
 		cas: c,
 		describe: []string{
 			"store:  embedded SQLite " + dbPath,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/store"
 )
 
 // Defaults of the client commands.
@@ -151,18 +152,6 @@ func compact(raw []byte) string {
 		return strings.TrimSpace(string(raw))
 	}
 	return b.String()
-}
-
-// sleepCtx waits d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func executionCommand() *command {
@@ -359,7 +348,7 @@ func followStatus(ctx context.Context, c *client.Client, id string, interval tim
 				return st, nil
 			}
 		}
-		if err := sleepCtx(ctx, interval); err != nil {
+		if err := store.Sleep(ctx, interval); err != nil {
 			return st, err
 		}
 	}
@@ -536,7 +525,7 @@ func logsCommand() *command {
 						return nil
 					}
 					if len(items) == 0 {
-						if err := sleepCtx(ctx, *interval); err != nil {
+						if err := store.Sleep(ctx, *interval); err != nil {
 							return err
 						}
 					}

@@ -1,38 +1,39 @@
-// Package coretest is the one contract suite every Stela store must pass:
+// Package storetest is the one contract suite every Stela store must pass:
 // the storage scenarios of Obelisk's test suites (docs/spec/scenarios.md),
 // the edge cases of docs/spec/semantics.md §8, race tests with real goroutines, a
 // randomized comparison with a reference model built directly on core's pure
 // functions, and a durability hook.
 //
-// Backends call it from their own tests:
+// It tests the storage port beside which it sits: each backend's tests pass
+// a constructor of a store.Backend, and the suite builds the store.Service
+// over it (so the service's decisions run on every backend):
 //
 //	func TestContract(t *testing.T) {
-//		coretest.Run(t, func(t *testing.T, clock core.Clock) coretest.Store {
-//			s := store.New(newBackend(t), store.Options{Clock: clock})
-//			t.Cleanup(func() { _ = s.Close() })
-//			return s
+//		storetest.Run(t, func(t *testing.T, clock core.Clock, blobs core.Cas) store.Backend {
+//			return newBackend(t) // closed by the suite through the service
 //		})
 //	}
 //
-// The deployment scenarios need the CAS the store keeps its blobs in: the
-// suite finds it through CasProvider, on the Store or on the backend of a
-// *store.Service (store/mem, sqlite and dynamo backends have a Cas method),
-// and skips the scenarios that write blobs when there is none. Those
-// scenarios align the SimClock with the wall clock (blob modification times
-// come from the CAS's own clock); RunOptions.GCGrace tells them the grace
-// period the store collects blobs with (default one hour).
+// Every subtest gets a fresh backend, a SimClock starting at the Unix epoch
+// (the backend must use it for every time it reads itself) and a CAS: a
+// cas.Dir in t.TempDir(), or RunOptions.NewCas (an S3 emulator, say). The
+// service keeps the deployment blobs in that CAS, and a backend that
+// offloads payloads should use the same one; so the deployment scenarios
+// never lack a CAS and never skip. The garbage-collection scenarios align
+// the SimClock with the wall clock (blob modification times come from the
+// CAS's own clock); RunOptions.GCGrace is the grace period the service is
+// configured with (default one hour). RunDeployments runs only the
+// deployment scenarios (e.g. once more with another kind of CAS).
 //
 // RunWith takes RunOptions (Scale shrinks the race and model sizes for slow
 // backends such as DynamoDB Local); RunRestart checks that a durable backend
-// keeps every acknowledged write across close and reopen. Every subtest gets a
-// fresh store and a SimClock starting at the Unix epoch; the store must use
-// that clock for every time it reads itself (upgrade events, waits). The
-// randomized model test is tuned with -coretest.seeds, -coretest.ops and
-// -coretest.seed (replay one failing seed; the failure message prints it).
+// keeps every acknowledged write across close and reopen. The randomized
+// model test is tuned with -storetest.seeds, -storetest.ops and
+// -storetest.seed (replay one failing seed; the failure message prints it).
 //
-// The package imports package store for the timer sweep (store.Sweep) and the
-// cancellation driver (store.DriveCancellations), so tests of package store
-// itself must live in package store_test to use it.
+// The package imports package store (the service, the timer sweep
+// store.Sweep, the cancellation driver store.DriveCancellations), so tests
+// of package store itself must live in package store_test to use it.
 //
 // # Layout of the suite
 //
@@ -102,4 +103,4 @@
 // T071, T075, T079, T083, T087, T091, T095, T099, T103, T107, T111, T115,
 // T119, T123, T175, T179)
 // have no scenario to port.
-package coretest
+package storetest

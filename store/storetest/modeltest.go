@@ -1,4 +1,4 @@
-package coretest
+package storetest
 
 import (
 	"encoding/json"
@@ -17,7 +17,7 @@ import (
 // runModel runs the randomized model test: random operation sequences applied
 // to the store and to the reference model, comparing every outcome and,
 // periodically and at the end, every execution.
-func runModel(t *testing.T, newStore NewStore, opts RunOptions) {
+func runModel(t *testing.T, newBackend NewBackend, opts RunOptions) {
 	seeds := opts.scaled(*flagSeeds, 1)
 	ops := opts.scaled(*flagOps, 10)
 	first, last := uint64(1), uint64(seeds)
@@ -29,7 +29,7 @@ func runModel(t *testing.T, newStore NewStore, opts RunOptions) {
 	outcomes := map[string]int{}
 	for seed := first; seed <= last; seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			r := newModelRun(newHarness(t, newStore, opts), seed)
+			r := newModelRun(newHarness(t, newBackend, opts), seed)
 			for r.step = 1; r.step <= ops; r.step++ {
 				r.randomOp()
 				if r.step%25 == 0 {
@@ -141,7 +141,7 @@ func (r *modelRun) newDep() core.DeploymentId {
 
 func (r *modelRun) fail(format string, args ...any) {
 	r.h.t.Helper()
-	r.h.t.Fatalf("seed %d, step %d (%s): %s\nreplay with -coretest.seed=%d", r.seed, r.step, r.op, fmt.Sprintf(format, args...), r.seed)
+	r.h.t.Fatalf("seed %d, step %d (%s): %s\nreplay with -storetest.seed=%d", r.seed, r.step, r.op, fmt.Sprintf(format, args...), r.seed)
 }
 
 // sameErr compares outcomes: the sentinel and, for typed errors, their details.

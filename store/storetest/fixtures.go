@@ -1,4 +1,4 @@
-package coretest
+package storetest
 
 import (
 	"crypto/rand"
@@ -207,7 +207,7 @@ func marshal(v any) ([]byte, error) {
 func mustJSON(v any) string {
 	b, err := marshal(v)
 	if err != nil {
-		panic(fmt.Sprintf("coretest: marshal %T: %v", v, err))
+		panic(fmt.Sprintf("storetest: marshal %T: %v", v, err))
 	}
 	return string(b)
 }

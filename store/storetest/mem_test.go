@@ -1,10 +1,9 @@
-package coretest_test
+package storetest_test
 
 import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,24 +13,17 @@ import (
 
 	"github.com/stela-dev/stela/cas"
 	"github.com/stela-dev/stela/core"
-	"github.com/stela-dev/stela/core/coretest"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/store/mem"
+	"github.com/stela-dev/stela/store/storetest"
 )
 
+func newMem(*testing.T, core.Clock, core.Cas) store.Backend { return mem.New() }
+
 // TestMem runs the contract suite on the in-memory backend, with its blobs
-// in a directory CAS.
+// in a directory CAS (the suite's default).
 func TestMem(t *testing.T) {
-	coretest.Run(t, func(t *testing.T, clock core.Clock) coretest.Store {
-		blobs, err := cas.NewDir(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := mem.NewWithOptions(mem.Options{Cas: blobs, Clock: clock})
-		s := store.New(b, store.Options{Clock: clock, PollInterval: 5 * time.Millisecond})
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	})
+	storetest.RunWith(t, newMem, storetest.RunOptions{PollInterval: 5 * time.Millisecond})
 }
 
 // TestMemWithS3Cas runs the deployment scenarios on the in-memory backend
@@ -48,14 +40,8 @@ func TestMemWithS3Cas(t *testing.T) {
 		BaseEndpoint: aws.String(srv.URL),
 	}
 	n := 0
-	coretest.Run(t, func(t *testing.T, clock core.Clock) coretest.Store {
-		if !strings.Contains(t.Name(), "/Deployments/") {
-			t.Skip("only the deployment scenarios use the CAS")
-		}
+	storetest.RunDeployments(t, newMem, storetest.RunOptions{NewCas: func(*testing.T) core.Cas {
 		n++
-		blobs := cas.NewS3FromConfig(cfg, "coretest", fmt.Sprintf("t%d/", n))
-		s := store.New(mem.NewWithOptions(mem.Options{Cas: blobs, Clock: clock}), store.Options{Clock: clock})
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	})
+		return cas.NewS3FromConfig(cfg, "storetest", fmt.Sprintf("t%d/", n))
+	}})
 }

@@ -1,4 +1,4 @@
-package coretest
+package storetest
 
 import (
 	"crypto/rand"
@@ -7,41 +7,10 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
-	"github.com/stela-dev/stela/store"
 )
 
-// CasProvider exposes the CAS a store keeps its blobs in. The deployment
-// scenarios write blobs through it and check what the store reports about
-// them. The suite looks for it on the Store itself, then on the backend of a
-// *store.Service (anything with a Backend() store.Backend method); a store
-// that exposes neither, or returns nil, gets the scenarios that need blobs
-// skipped.
-type CasProvider interface {
-	Cas() core.Cas
-}
-
-// casOf finds the CAS of db, or nil.
-func casOf(db Store) core.Cas {
-	if p, ok := db.(CasProvider); ok {
-		return p.Cas()
-	}
-	if s, ok := db.(interface{ Backend() store.Backend }); ok {
-		if p, ok := s.Backend().(CasProvider); ok {
-			return p.Cas()
-		}
-	}
-	return nil
-}
-
-// cas returns the store's CAS, skipping the test if it has none.
-func (h *harness) cas() core.Cas {
-	h.t.Helper()
-	c := casOf(h.db)
-	if c == nil {
-		h.t.Skip("the store exposes no CAS (coretest.CasProvider)")
-	}
-	return c
-}
+// cas returns the subtest's CAS, the one the service keeps its blobs in.
+func (h *harness) cas() core.Cas { return h.blobs }
 
 // gcGrace is the grace period the store under test collects blobs with.
 func (o RunOptions) gcGrace() time.Duration {

@@ -1,4 +1,4 @@
-package coretest
+package storetest
 
 import (
 	"errors"

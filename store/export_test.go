@@ -1,0 +1,4 @@
+package store
+
+// GCGraceOf exposes gcGrace to the external tests.
+var GCGraceOf = gcGrace
