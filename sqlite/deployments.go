@@ -286,7 +286,7 @@ func (t *writeTx) execAll(what string, stmts ...[]any) error {
 		return err
 	}
 	for _, s := range stmts {
-		if err := t.c.exec(t.ctx, s[0].(string), s[1:]...); err != nil {
+		if err := t.exec(s[0].(string), s[1:]...); err != nil {
 			return t.fail(writeErr(err, "%s", what))
 		}
 	}

@@ -14,6 +14,12 @@ import (
 // v2Objects are what migration v2 adds; a file written by the version-1
 // build lacks them unless that build created them lazily on first use of
 // deployments (it ran the same CREATE … IF NOT EXISTS statements).
+// v3Objects undoes migration v3 (the list index keyed by execution id).
+var v3Objects = []string{
+	"CREATE INDEX idx_state_created ON t_state (created_at, seq)",
+	"DROP INDEX idx_state_created_id",
+}
+
 var v2Objects = []string{
 	"DROP INDEX idx_state_deployment",
 	"DROP TABLE t_component_source",
@@ -47,7 +53,10 @@ func writeV1(t *testing.T, path string, blobs core.Cas, f depFixture, withDeploy
 	if _, err := s.Create(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	drop := v2Objects
+	drop := append([]string(nil), v3Objects...)
+	if !withDeployments {
+		drop = append(drop, v2Objects...)
+	}
 	if withDeployments {
 		if err := f.insert(ctx, s); err != nil {
 			t.Fatal(err)
@@ -58,7 +67,6 @@ func writeV1(t *testing.T, path string, blobs core.Cas, f depFixture, withDeploy
 		if err := s.UpsertSourceMapping(ctx, f.comp, "/a.js", true, f.file); err != nil {
 			t.Fatal(err)
 		}
-		drop = nil
 	}
 	err = b.write(ctx, func(tx *writeTx) error {
 		for _, q := range append(drop, "PRAGMA user_version = 1") {
