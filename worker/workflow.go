@@ -1,0 +1,662 @@
+package worker
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"time"
+
+	"github.com/stela-dev/stela/core"
+)
+
+// Context is a workflow execution's handle on its durable history: every
+// call, join, sleep, schedule, random value and time a workflow uses goes
+// through it, so that a replay of the same program from the execution's
+// history takes the same decisions. It is passed to the workflow function
+// and is only valid on that function's goroutine.
+//
+// A run writes the events Obelisk's workflow worker writes for the same
+// program: JoinSetCreate, JoinSetRequest (child execution or delay),
+// JoinNext (JoinNextTooMany when nothing is left to await), Persist and
+// Schedule, with ids derived by core (ExecutionId.NextLevel/Incremented,
+// NewDelayId, NewJoinSetId). Events that need no answer are buffered and
+// written together with the next event that waits for one.
+type Context struct {
+	w      *Worker
+	f      *function
+	id     core.ExecutionId
+	parent *core.Parent
+	params core.Params
+	l      *lease // l.mu guards every field below and every write
+
+	// hist is the execution's history events: the persisted ones (from the
+	// lock) followed by the ones this run wrote or buffered; cur of them
+	// were matched by the program so far.
+	hist  []core.HistoryEventWithVersion
+	cur   int
+	resps []core.ResponseWithCursor
+	sets  map[core.JoinSetId]*joinSetState
+	order []*joinSetState // join sets in creation order
+
+	// buf holds events not written yet (at versions l.next, l.next+1, …)
+	// and children the write creates.
+	buf      []core.AppendRequest
+	children []core.CreateRequest
+
+	oneOffs, generated int
+	rng                *rand.Rand
+
+	// active is false while the run is parked (its lock given up).
+	active bool
+	// fenced is set by the lease keeper when another writer took over.
+	fenced bool
+	// poison re-raises a signal in every later call once one was raised,
+	// so a workflow that recovers it cannot carry on.
+	poison any
+
+	resumeCh chan bool // true: resume; false: unwind
+	yieldCh  chan yieldKind
+}
+
+type yieldKind uint8
+
+const (
+	yieldParked yieldKind = iota + 1
+	yieldDone
+)
+
+// joinSetState is what the run knows of one join set.
+type joinSetState struct {
+	id      core.JoinSetId
+	created bool
+	oneOff  bool
+	closed  bool
+	// arrived are indexes into Context.resps of this set's responses, in
+	// cursor order; the first consumed of them were taken by JoinNexts.
+	arrived   []int
+	consumed  int
+	joinNexts int // JoinNext events (closing included)
+	submitted int // JoinSetRequest events
+	children  int
+	delays    int
+	lastChild core.ExecutionId
+	// members are the submitted children and delays whose response was
+	// not consumed yet, in creation order.
+	members []member
+}
+
+type member struct {
+	child core.ExecutionId
+	delay core.DelayId
+	kind  core.ComponentType
+	ffqn  core.FunctionFqn
+}
+
+func (m member) answers(r core.JoinSetResponse) bool {
+	switch r := r.(type) {
+	case *core.ChildExecutionFinished:
+		return !m.child.IsZero() && m.child == r.ChildExecutionID.ExecutionId
+	case *core.DelayFinished:
+		return !m.delay.IsZero() && m.delay == r.DelayID
+	}
+	return false
+}
+
+// --- driver --------------------------------------------------------------------------
+
+// runWorkflow runs one locked workflow execution until it finishes, fails
+// or parks at a join whose response has not arrived.
+func (w *Worker) runWorkflow(le core.LockedExecution, f *function) {
+	wf := w.cache.take(le.ExecutionID)
+	if wf != nil && !wf.resumeFrom(le) {
+		wf.abort()
+		wf = nil
+	}
+	if wf == nil {
+		wf = newContext(w, f, le)
+		go wf.main()
+	} else {
+		wf.resumeCh <- true
+	}
+	stop := w.keepLease(wf.extendLease, func(error) {
+		wf.l.mu.Lock()
+		wf.fenced = true
+		wf.l.mu.Unlock()
+	})
+	y := <-wf.yieldCh
+	stop()
+	if y == yieldParked {
+		w.cache.put(wf)
+	}
+}
+
+func newContext(w *Worker, f *function, le core.LockedExecution) *Context {
+	seed := sha256.Sum256([]byte(le.ExecutionID.String()))
+	wf := &Context{w: w, f: f, id: le.ExecutionID, parent: le.Parent, params: le.Params, l: newLease(w, le),
+		hist: le.EventHistory, sets: map[core.JoinSetId]*joinSetState{},
+		rng:    rand.New(rand.NewChaCha8(seed)),
+		active: true, resumeCh: make(chan bool), yieldCh: make(chan yieldKind)}
+	wf.addResponses(le.Responses)
+	return wf
+}
+
+// resumeFrom prepares a parked run for the lock le: it may resume only if
+// nobody else appended history since it parked; it then learns the new
+// responses.
+func (wf *Context) resumeFrom(le core.LockedExecution) bool {
+	wf.l.mu.Lock()
+	defer wf.l.mu.Unlock()
+	for _, h := range le.EventHistory {
+		if h.Version >= wf.l.next {
+			return false // another run wrote history: replay from scratch
+		}
+	}
+	last := core.ResponseCursor(0)
+	if n := len(wf.resps); n > 0 {
+		last = wf.resps[n-1].Cursor
+	}
+	var fresh []core.ResponseWithCursor
+	for _, r := range le.Responses {
+		if r.Cursor > last {
+			fresh = append(fresh, r)
+		}
+	}
+	wf.addResponses(fresh)
+	wf.l.next = le.NextVersion
+	wf.l.locked = le.LockedEvent
+	wf.active = true
+	return true
+}
+
+// addResponses routes responses (in cursor order) to their join sets.
+func (wf *Context) addResponses(rs []core.ResponseWithCursor) {
+	for _, r := range rs {
+		js := wf.set(r.Event.Event.JoinSetID)
+		js.arrived = append(js.arrived, len(wf.resps))
+		wf.resps = append(wf.resps, r)
+	}
+}
+
+func (wf *Context) set(id core.JoinSetId) *joinSetState {
+	s, ok := wf.sets[id]
+	if !ok {
+		s = &joinSetState{id: id}
+		wf.sets[id] = s
+	}
+	return s
+}
+
+// abort unwinds a parked run's goroutine (it was evicted or is stale).
+func (wf *Context) abort() { wf.resumeCh <- false }
+
+// extendLease extends a running workflow's lease: the buffered events are
+// written first, followed by the Locked event.
+func (wf *Context) extendLease() error {
+	wf.l.mu.Lock()
+	defer wf.l.mu.Unlock()
+	if !wf.active || wf.fenced {
+		return nil
+	}
+	now := wf.w.clock.Now()
+	if !wf.l.due(now) {
+		return nil
+	}
+	ext := wf.l.extension(now)
+	err := wf.writeBatch(append(wf.buf, ext), wf.children)
+	if err != nil {
+		if isFenced(err) {
+			return err
+		}
+		wf.w.log.Debug("lease extension failed, will retry", "execution_id", wf.id.String(), "err", err)
+		return nil
+	}
+	wf.l.locked = *ext.Event.(*core.Locked)
+	return nil
+}
+
+// --- the workflow goroutine ---------------------------------------------------------
+
+// signals raised (with panic) inside SDK calls and recovered by main.
+type (
+	abortSig struct {
+		parked   bool // raised in a parked run: nobody waits for a yield
+		shutdown bool // the worker stops: release the lock
+	}
+	failSig struct{ rv core.ReturnValue }
+)
+
+// outcome is how the workflow function ended.
+type outcome struct {
+	rv    core.ReturnValue
+	err   error
+	fail  *core.ReturnValue // an execution failure to record as is
+	abort *abortSig
+}
+
+func (wf *Context) main() {
+	out := wf.runUser()
+	if out.abort == nil && out.fail == nil {
+		out = wf.finishOutcome(out)
+	}
+	switch {
+	case out.abort != nil && out.abort.parked:
+		return
+	case out.abort != nil:
+		if out.abort.shutdown {
+			wf.w.release(wf.id, wf.l.next, reasonExecutorClose)
+		}
+	default:
+		rv := out.rv
+		if out.fail != nil {
+			rv = *out.fail
+		} else if out.err != nil {
+			rv = core.RetErr(errorValue(out.err))
+		}
+		wf.writeFinished(rv)
+	}
+	wf.yieldCh <- yieldDone
+}
+
+// runUser calls the workflow function and classifies how it ended.
+func (wf *Context) runUser() (out outcome) {
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		out = wf.classify(p)
+	}()
+	rv, err := wf.f.workflow(wf, wf.params)
+	if wf.poison != nil { // the workflow swallowed a signal
+		return wf.classify(wf.poison)
+	}
+	var fatal *fatalError
+	if errors.As(err, &fatal) {
+		reason := err.Error()
+		f := core.RetFailure(core.FailureUncategorized, &reason, nil)
+		return outcome{fail: &f}
+	}
+	return outcome{rv: rv, err: err}
+}
+
+// finishOutcome closes the open join sets and checks that the program
+// consumed the whole history before the result is written.
+func (wf *Context) finishOutcome(out outcome) (res outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = wf.classify(p)
+		}
+	}()
+	wf.closeAll()
+	wf.l.mu.Lock()
+	defer wf.l.mu.Unlock()
+	if wf.cur < len(wf.hist) {
+		h := wf.hist[wf.cur]
+		wf.nondeterminism(h.Version, fmt.Sprintf("the workflow finished but the history continues at version %d with %s", h.Version, describe(h.Event)))
+	}
+	return out
+}
+
+func (wf *Context) classify(p any) outcome {
+	switch s := p.(type) {
+	case abortSig:
+		return outcome{abort: &s}
+	case failSig:
+		return outcome{fail: &s.rv}
+	}
+	reason := fmt.Sprintf("workflow panicked: %v", p)
+	stack := string(debug.Stack())
+	f := core.RetFailure(core.FailureUncategorized, &reason, &stack)
+	return outcome{fail: &f}
+}
+
+// raise panics with sig and remembers it (see poison). mu must be held.
+func (wf *Context) raise(sig any) {
+	if wf.poison == nil {
+		wf.poison = sig
+	}
+	panic(sig)
+}
+
+// nondeterminism records a replay divergence: the execution is finished
+// with an execution failure of kind nondeterminism_detected.
+func (wf *Context) nondeterminism(version core.Version, detail string) {
+	err := &NondeterminismError{Version: version, Detail: detail}
+	wf.w.log.Error("nondeterminism detected", "execution_id", wf.id.String(), "version", version, "detail", detail)
+	wf.raise(failSig{rv: core.RetFailure(core.FailureNondeterminismDetected, nil, &err.Detail)})
+}
+
+// enter starts an SDK call: it takes the run's lock and re-raises a signal
+// if the run cannot go on.
+func (wf *Context) enter() {
+	wf.l.mu.Lock()
+	switch {
+	case wf.poison != nil:
+		p := wf.poison
+		wf.l.mu.Unlock()
+		panic(p)
+	case wf.fenced:
+		wf.poison = abortSig{}
+		wf.l.mu.Unlock()
+		panic(abortSig{})
+	case wf.w.hardStop.Err() != nil:
+		wf.poison = abortSig{shutdown: true}
+		wf.l.mu.Unlock()
+		panic(abortSig{shutdown: true})
+	}
+}
+
+func (wf *Context) leave() { wf.l.mu.Unlock() }
+
+// --- history ---------------------------------------------------------------------------
+
+// replaying reports whether persisted history remains to be matched.
+func (wf *Context) replaying() bool { return wf.cur < len(wf.hist) }
+
+// match consumes the next persisted history event if the program is
+// replaying: same reports whether it is the event the program asks for (a
+// mismatch is a nondeterminism). It returns nil when the call is new.
+func (wf *Context) match(want core.HistoryEvent, same func(got core.HistoryEvent) bool) core.HistoryEvent {
+	if !wf.replaying() {
+		return nil
+	}
+	h := wf.hist[wf.cur]
+	if !same(h.Event) {
+		wf.nondeterminism(h.Version, fmt.Sprintf("the workflow asked for %s but the history has %s at version %d",
+			describe(want), describe(h.Event), h.Version))
+	}
+	wf.cur++
+	return h.Event
+}
+
+// room makes sure n more items (events plus children) fit in the buffer.
+func (wf *Context) room(n int) {
+	if len(wf.buf)+len(wf.children)+n > MaxAppendItems {
+		wf.flush()
+	}
+}
+
+// record buffers a new history event (and the execution it creates).
+func (wf *Context) record(ev core.HistoryEvent, child *core.CreateRequest) {
+	cost := 1
+	if child != nil {
+		cost = 2
+	}
+	wf.room(cost)
+	now := wf.w.clock.Now()
+	version := wf.l.next + core.Version(len(wf.buf))
+	wf.buf = append(wf.buf, core.AppendRequest{CreatedAt: now, Event: &core.HistoryEventRequest{Event: ev}})
+	if child != nil {
+		wf.children = append(wf.children, *child)
+	}
+	wf.hist = append(wf.hist, core.HistoryEventWithVersion{Event: ev, Version: version})
+	wf.cur = len(wf.hist)
+}
+
+// flush writes the buffered events.
+func (wf *Context) flush() {
+	if len(wf.buf) == 0 {
+		return
+	}
+	wf.check(wf.writeBatch(wf.buf, wf.children))
+}
+
+// writeBatch appends batch at l.next, creating children in the same
+// transaction, and clears the buffer on success.
+func (wf *Context) writeBatch(batch []core.AppendRequest, children []core.CreateRequest) error {
+	err := wf.w.retryWrite(wf.l, func(ctx context.Context) error {
+		now := wf.w.clock.Now()
+		var next core.Version
+		var err error
+		if len(children) > 0 {
+			next, err = wf.w.conn.AppendBatchCreateNewExecution(ctx, now, batch, wf.id, wf.l.next, children, nil)
+		} else {
+			next, err = wf.w.conn.AppendBatch(ctx, now, batch, wf.id, wf.l.next)
+		}
+		if err == nil {
+			wf.l.next = next
+		}
+		return err
+	})
+	if err == nil {
+		wf.buf = wf.buf[:0]
+		wf.children = nil
+	}
+	return err
+}
+
+// check turns a failed write into the end of the run: fenced (another
+// writer owns the execution) or unreachable store (the lease will expire and
+// the timers hand the execution to another run).
+func (wf *Context) check(err error) {
+	if err == nil {
+		return
+	}
+	if !isFenced(err) {
+		wf.w.log.Warn("workflow write failed; giving the execution up", "execution_id", wf.id.String(), "err", err)
+	}
+	wf.raise(abortSig{})
+}
+
+// park writes the buffer (ending with a JoinNext nobody answered yet),
+// gives the lock up and waits until a later lock resumes the run. mu is
+// held on entry and on return.
+func (wf *Context) park() {
+	wf.flush()
+	wf.active = false
+	wf.l.mu.Unlock()
+	wf.yieldCh <- yieldParked
+	ok := <-wf.resumeCh
+	wf.l.mu.Lock()
+	if !ok {
+		wf.raise(abortSig{parked: true})
+	}
+}
+
+// waitResponses waits, holding the lock, for responses the history says
+// exist but the run has not seen (a JoinNext replayed before its response
+// reached this worker). mu is held on entry and on return.
+func (wf *Context) waitResponses() {
+	last := core.ResponseCursor(0)
+	if n := len(wf.resps); n > 0 {
+		last = wf.resps[n-1].Cursor
+	}
+	wf.l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), wf.w.opts.LockExpiry/2)
+	rs, err := wf.w.conn.SubscribeToNextResponses(ctx, wf.id, last)
+	cancel()
+	wf.l.mu.Lock()
+	if err != nil && !errors.Is(err, core.ErrTimeout) {
+		wf.check(err)
+	}
+	wf.addResponses(rs)
+}
+
+// awaitNext performs a JoinNext on js: it returns the next response of the
+// set, writing and waiting as needed. requested is the ffqn of a direct
+// call (recorded as requested_ffqn). For a new JoinNext whose response is
+// already known the event is buffered with run_expires_at = the lease's
+// expiry (the run keeps the execution); otherwise the buffer is written
+// with run_expires_at = now (the execution blocks, and any worker may lock
+// it as soon as the response arrives) and the run parks.
+func (wf *Context) awaitNext(js *joinSetState, requested *core.FunctionFqn, closing bool) core.ResponseWithCursor {
+	want := &core.JoinNext{JoinSetID: js.id, RequestedFFQN: requested, Closing: closing}
+	replayed := wf.match(want, func(got core.HistoryEvent) bool {
+		j, ok := got.(*core.JoinNext)
+		return ok && j.JoinSetID == js.id && j.Closing == closing && sameFFQN(j.RequestedFFQN, requested)
+	})
+	js.joinNexts++
+	if replayed == nil {
+		if js.consumed < len(js.arrived) {
+			want.RunExpiresAt = wf.l.locked.LockExpiresAt
+			wf.record(want, nil)
+		} else {
+			want.RunExpiresAt = wf.w.clock.Now()
+			wf.record(want, nil)
+			wf.park()
+		}
+	}
+	for js.consumed >= len(js.arrived) {
+		wf.waitResponses()
+	}
+	r := wf.resps[js.arrived[js.consumed]]
+	js.consumed++
+	for i, m := range js.members {
+		if m.answers(r.Event.Event.Event) {
+			js.members = append(js.members[:i:i], js.members[i+1:]...)
+			break
+		}
+	}
+	return r
+}
+
+// writeFinished appends Finished (after the buffered events), responding to
+// the parent when the workflow is a child.
+func (wf *Context) writeFinished(rv core.ReturnValue) {
+	wf.l.mu.Lock()
+	defer wf.l.mu.Unlock()
+	now := wf.w.clock.Now()
+	fin := core.AppendRequest{CreatedAt: now, Event: &core.Finished{Retval: rv}}
+	var err error
+	if wf.parent == nil {
+		if len(wf.buf)+len(wf.children)+1 > MaxAppendItems {
+			err = wf.writeBatch(wf.buf, wf.children)
+		}
+		if err == nil {
+			err = wf.writeBatch(append(wf.buf, fin), wf.children)
+		}
+	} else {
+		if len(wf.children) > 0 || len(wf.buf)+1 > MaxAppendItems {
+			err = wf.writeBatch(wf.buf, wf.children)
+		}
+		if err == nil {
+			batch := append(wf.buf, fin)
+			err = wf.w.retryWrite(wf.l, func(ctx context.Context) error {
+				finished := wf.l.next + core.Version(len(batch)-1)
+				_, err := wf.w.conn.AppendBatchRespondToParent(ctx,
+					core.AppendEventsToExecution{ExecutionID: wf.id, Version: wf.l.next, Batch: batch},
+					core.AppendResponseToExecution{ParentExecutionID: wf.parent.ExecutionID, CreatedAt: now,
+						JoinSetID: wf.parent.JoinSetID, ChildExecutionID: core.ExecutionIdDerived{ExecutionId: wf.id},
+						FinishedVersion: finished, Result: rv}, now)
+				return err
+			})
+		}
+	}
+	if err != nil {
+		wf.w.log.Warn("workflow result not recorded", "execution_id", wf.id.String(), "err", err)
+		return
+	}
+	wf.w.log.Debug("workflow done", "execution_id", wf.id.String(), "result", rv.ResultKind())
+}
+
+// closeAll closes the join sets the workflow left open, newest first
+// (Obelisk's finalize): each unawaited member is cancelled or awaited.
+func (wf *Context) closeAll() {
+	for wf.closeNewestOpen() {
+	}
+}
+
+// closeNewestOpen closes the newest open join set with unawaited members;
+// it reports false when there is none.
+func (wf *Context) closeNewestOpen() bool {
+	wf.enter()
+	defer wf.leave()
+	for i := len(wf.order) - 1; i >= 0; i-- {
+		if s := wf.order[i]; !s.oneOff && !s.closed && len(s.members) > 0 {
+			wf.closeSet(s)
+			return true
+		}
+	}
+	return false
+}
+
+// closeSet closes js: its unanswered activities and delays are cancelled
+// (newest first) and its cancellable child workflows are asked to cancel,
+// then one closing JoinNext per unawaited member waits for each response.
+// mu is held.
+func (wf *Context) closeSet(js *joinSetState) {
+	js.closed = true
+	n := len(js.members)
+	if n == 0 {
+		return
+	}
+	if !wf.replaying() {
+		wf.flush() // children must exist before they can be cancelled
+		wf.cancelMembers(js)
+	}
+	for range n {
+		wf.awaitNext(js, nil, true)
+	}
+}
+
+// cancelMembers cancels js's members whose response has not arrived.
+func (wf *Context) cancelMembers(js *joinSetState) {
+	answered := func(m member) bool {
+		for _, i := range js.arrived[js.consumed:] {
+			if m.answers(wf.resps[i].Event.Event.Event) {
+				return true
+			}
+		}
+		return false
+	}
+	ctx, cancel := wf.w.ioContext()
+	defer cancel()
+	now := wf.w.clock.Now()
+	for i := len(js.members) - 1; i >= 0; i-- {
+		m := js.members[i]
+		if answered(m) {
+			continue
+		}
+		var err error
+		switch {
+		case !m.delay.IsZero():
+			_, err = wf.w.conn.AppendDelayResponse(ctx, now, wf.id, js.id, m.delay, false)
+		case m.kind.IsActivity():
+			err = retryOnConflict(func() error {
+				_, err := wf.w.conn.AppendActivityCancellationRequested(ctx, m.child, now)
+				return err
+			})
+		case m.ffqn.IsCancellable():
+			err = retryOnConflict(func() error {
+				_, err := wf.w.conn.CancelWorkflow(ctx, m.child, now)
+				return err
+			})
+		}
+		if err != nil && !core.IsNonRetriable(err) && !errors.Is(err, core.ErrNotFound) {
+			wf.check(err)
+		}
+	}
+}
+
+// retryOnConflict retries a cancellation up to 5 more times on a version
+// conflict, as core's cancel_*_with_retries do.
+func retryOnConflict(fn func() error) error {
+	for i := 0; ; i++ {
+		err := fn()
+		if err == nil || i >= 5 || !errors.Is(err, core.ErrVersionConflict) {
+			return err
+		}
+	}
+}
+
+func sameFFQN(a, b *core.FunctionFqn) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
+// describe renders a history event for nondeterminism details.
+func describe(h core.HistoryEvent) string {
+	b, err := core.EncodeHistoryEvent(h)
+	if err != nil {
+		return fmt.Sprintf("%T", h)
+	}
+	return string(b)
+}
+
+// timeOf converts a Timestamp for the workflow's user.
+func timeOf(ts core.Timestamp) time.Time { return ts.Time }
