@@ -137,3 +137,16 @@ func Result[R any](e *Env, id core.ExecutionId) (R, error) {
 	e.t.Helper()
 	return worker.Result[R](worker.Response{ChildID: id, Result: e.ReturnValue(id)})
 }
+
+// NewWorker returns another worker on the same store and clock, over conn
+// (nil: the store itself), e.g. to hand an execution from a crashed worker
+// to a second one. Its cache is released when the test ends.
+func (e *Env) NewWorker(conn worker.Conn, opts worker.Options) *worker.Worker {
+	if conn == nil {
+		conn = e.Store
+	}
+	opts.Clock = e.Clock
+	w := worker.New(conn, opts)
+	e.t.Cleanup(w.Close)
+	return w
+}
