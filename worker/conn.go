@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/stela-dev/stela/core"
@@ -20,14 +21,64 @@ type Conn interface {
 	AppendBatchCreateNewExecution(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo) (core.Version, error)
 	AppendBatchRespondToParent(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, error)
 	AppendBatchWithDelayResponse(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, js core.JoinSetId, delay core.DelayId) (core.Version, error)
-	AppendDelayResponse(ctx context.Context, createdAt core.Timestamp, id core.ExecutionId, js core.JoinSetId, delay core.DelayId, success bool) (core.AppendDelayResponseOutcome, error)
-	AppendActivityCancellationRequested(ctx context.Context, id core.ExecutionId, cancelledAt core.Timestamp) (core.CancelOutcome, error)
-	CancelWorkflow(ctx context.Context, id core.ExecutionId, cancelledAt core.Timestamp) (core.CancelOutcome, error)
 	Get(ctx context.Context, id core.ExecutionId) (*core.ExecutionLog, error)
 	GetPendingState(ctx context.Context, id core.ExecutionId) (core.ExecutionWithState, error)
 	SubscribeToNextResponses(ctx context.Context, id core.ExecutionId, lastResponse core.ResponseCursor) ([]core.ResponseWithCursor, error)
 	Create(ctx context.Context, req core.CreateRequest) (core.Version, error)
 	WaitForFinishedResult(ctx context.Context, id core.ExecutionId) (core.ReturnValue, error)
+}
+
+// storeCanceller is the in-process way to cancel a join set's members
+// (core.DbConnection's methods; what the cancellation driver uses).
+type storeCanceller interface {
+	AppendDelayResponse(ctx context.Context, createdAt core.Timestamp, id core.ExecutionId, js core.JoinSetId, delay core.DelayId, success bool) (core.AppendDelayResponseOutcome, error)
+	AppendActivityCancellationRequested(ctx context.Context, id core.ExecutionId, cancelledAt core.Timestamp) (core.CancelOutcome, error)
+	CancelWorkflow(ctx context.Context, id core.ExecutionId, cancelledAt core.Timestamp) (core.CancelOutcome, error)
+}
+
+// apiCanceller is the HTTP way: the public cancel routes (the server picks
+// the activity or workflow cancellation by the execution's type).
+type apiCanceller interface {
+	Cancel(ctx context.Context, id core.ExecutionId) (core.CancelOutcome, error)
+	CancelDelay(ctx context.Context, delay core.DelayId) (core.DelayCancelOutcome, error)
+}
+
+// cancelChild asks a child execution to cancel (an activity, or a
+// `-cancellable` workflow), retrying on version conflicts as core's
+// cancel_*_with_retries do.
+func cancelChild(ctx context.Context, conn Conn, id core.ExecutionId, activity bool, now core.Timestamp) error {
+	var err error
+	for i := 0; i <= 5; i++ {
+		switch c := conn.(type) {
+		case storeCanceller:
+			if activity {
+				_, err = c.AppendActivityCancellationRequested(ctx, id, now)
+			} else {
+				_, err = c.CancelWorkflow(ctx, id, now)
+			}
+		case apiCanceller:
+			_, err = c.Cancel(ctx, id)
+		default:
+			return nil // the transport cannot cancel: the member is awaited
+		}
+		if !errors.Is(err, core.ErrVersionConflict) {
+			return err
+		}
+	}
+	return err
+}
+
+// cancelDelay records a delay's cancellation (DelayFinished with Err).
+func cancelDelay(ctx context.Context, conn Conn, owner core.ExecutionId, js core.JoinSetId, delay core.DelayId, now core.Timestamp) error {
+	switch c := conn.(type) {
+	case storeCanceller:
+		_, err := c.AppendDelayResponse(ctx, now, owner, js, delay, false)
+		return err
+	case apiCanceller:
+		_, err := c.CancelDelay(ctx, delay)
+		return err
+	}
+	return nil
 }
 
 // pendingWaiter is the in-process long-poll capability (core.DbExecutor's

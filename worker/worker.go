@@ -99,6 +99,7 @@ type Worker struct {
 	cache    *runCache
 	slots    slots
 	inflight atomic.Int64
+	runs     [2]atomic.Int64 // runs started: activities, workflows
 	wg       sync.WaitGroup
 	finished chan struct{} // signalled (non-blocking) whenever a run ends
 
@@ -598,8 +599,10 @@ func (w *Worker) start(le core.LockedExecution) {
 		case f == nil:
 			w.release(le.ExecutionID, le.NextVersion, "function not registered")
 		case f.kind == core.ComponentTypeWorkflow:
+			w.runs[1].Add(1)
 			w.runWorkflow(le, f)
 		default:
+			w.runs[0].Add(1)
 			w.runActivity(le, f)
 		}
 	}()
@@ -649,5 +652,17 @@ func (e *fatalError) Unwrap() error { return e.err }
 // in the store). Call it when a worker that ran RunUntilIdle is discarded.
 func (w *Worker) Close() { w.cache.dropAll() }
 
-// Cached returns how many suspended workflows the worker keeps in memory.
-func (w *Worker) Cached() int { return w.cache.len() }
+// Stats counts what a worker did since it was created.
+type Stats struct {
+	// Activities and Workflows count the runs started (a workflow resumed
+	// after a wait counts again).
+	Activities int64 `json:"activities"`
+	Workflows  int64 `json:"workflows"`
+	// Cached is the number of suspended workflows kept in memory.
+	Cached int `json:"cached"`
+}
+
+// Stats returns the worker's counters.
+func (w *Worker) Stats() Stats {
+	return Stats{Activities: w.runs[0].Load(), Workflows: w.runs[1].Load(), Cached: w.cache.len()}
+}

@@ -613,31 +613,14 @@ func (wf *Context) cancelMembers(js *joinSetState) {
 		var err error
 		switch {
 		case !m.delay.IsZero():
-			_, err = wf.w.conn.AppendDelayResponse(ctx, now, wf.id, js.id, m.delay, false)
+			err = cancelDelay(ctx, wf.w.conn, wf.id, js.id, m.delay, now)
 		case m.kind.IsActivity():
-			err = retryOnConflict(func() error {
-				_, err := wf.w.conn.AppendActivityCancellationRequested(ctx, m.child, now)
-				return err
-			})
+			err = cancelChild(ctx, wf.w.conn, m.child, true, now)
 		case m.ffqn.IsCancellable():
-			err = retryOnConflict(func() error {
-				_, err := wf.w.conn.CancelWorkflow(ctx, m.child, now)
-				return err
-			})
+			err = cancelChild(ctx, wf.w.conn, m.child, false, now)
 		}
 		if err != nil && !core.IsNonRetriable(err) && !errors.Is(err, core.ErrNotFound) {
 			wf.check(err)
-		}
-	}
-}
-
-// retryOnConflict retries a cancellation up to 5 more times on a version
-// conflict, as core's cancel_*_with_retries do.
-func retryOnConflict(fn func() error) error {
-	for i := 0; ; i++ {
-		err := fn()
-		if err == nil || i >= 5 || !errors.Is(err, core.ErrVersionConflict) {
-			return err
 		}
 	}
 }
