@@ -49,6 +49,16 @@ func (w *Worker) runActivity(le core.LockedExecution, f *function) {
 		return
 	}
 	w.log.Debug("activity done", "execution_id", le.ExecutionID.String(), "event", ev.Event.Variant())
+	if fin, ok := ev.Event.(*core.Finished); ok {
+		w.reportFinished(le.ExecutionID, fin.Retval)
+	}
+}
+
+// reportFinished reports a stored Finished to Options.OnFinished.
+func (w *Worker) reportFinished(id core.ExecutionId, rv core.ReturnValue) {
+	if w.opts.OnFinished != nil {
+		w.opts.OnFinished(id, rv)
+	}
 }
 
 // panicValue is a recovered panic with its stack.

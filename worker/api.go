@@ -96,7 +96,7 @@ func (wf *Context) call(ffqn string, params any) (Response, error) {
 	js := wf.newOneOff(target.FunctionName)
 	child := wf.id.NextLevel(js.id)
 	wf.submitChild(js, child, target, ps)
-	return responseOf(wf.awaitNext(js, &target, false)), nil
+	return responseOf(wf.awaitNext(js, &target, false, core.Timestamp{})), nil
 }
 
 // parseTarget validates a call's function name and encodes its params.
@@ -225,7 +225,7 @@ func (wf *Context) sleep(at core.ScheduleAt, suffix string) (core.Timestamp, err
 	expires := wf.submitDelay(js, delay, at)
 	r, answered := wf.awaitDueDelay(js, delay, expires)
 	if !answered {
-		r = responseOf(wf.awaitNext(js, nil, false))
+		r = responseOf(wf.awaitNext(js, nil, false, expires))
 	}
 	return expires, r.Err()
 }
@@ -481,7 +481,7 @@ func (j *JoinSet) Next() (Response, error) {
 		}
 		return Response{}, ErrAllProcessed
 	}
-	return responseOf(wf.awaitNext(js, nil, false)), nil
+	return responseOf(wf.awaitNext(js, nil, false, core.Timestamp{})), nil
 }
 
 // Close closes the join set now instead of when the workflow returns: its

@@ -25,6 +25,7 @@ const (
 	DefaultPollWait           = 5 * time.Second
 	DefaultShutdownGrace      = 10 * time.Second
 	DefaultMaxCachedWorkflows = 10_000
+	DefaultMaxAwaiting        = 1024
 	// DefaultMaxRetries and DefaultRetryBackoff are an activity's retry
 	// policy unless overridden with RetryPolicy (Obelisk's defaults).
 	DefaultMaxRetries   = 5
@@ -71,6 +72,21 @@ type Options struct {
 	// MaxCachedWorkflows bounds the workflows kept in memory between runs
 	// (suspended at a join, resumed without replay). Default DefaultMaxCachedWorkflows.
 	MaxCachedWorkflows int
+	// AwaitWindow is how long, under Run, a workflow waiting for a response
+	// stays subscribed in memory, keeping the execution (its JoinNext
+	// carries the lease's expiry, so no other worker locks it before) and
+	// continuing without a new lock when the response arrives, as Obelisk's
+	// "await" strategy does. When the window ends first, or when the wait
+	// is a sleep longer than it, the workflow gives the execution up (any
+	// worker may lock it once the response arrives) and is kept suspended
+	// in the cache. A waiting workflow does not count against Concurrency.
+	// Default LockExpiry/2; negative disables waiting in memory.
+	// RunUntilIdle never waits in memory.
+	AwaitWindow time.Duration
+	// MaxAwaiting bounds the workflows waiting in memory at once (each
+	// holds a response subscription: a long poll over HTTP); beyond it
+	// they give the execution up at once. Default DefaultMaxAwaiting.
+	MaxAwaiting int
 	// Clock tells the time of every event. Default: the wall clock.
 	// workertest injects a simulated one.
 	Clock core.Clock
@@ -78,6 +94,9 @@ type Options struct {
 	Entropy io.Reader
 	// Logger receives failures and, at debug level, every outcome. Default slog.Default().
 	Logger *slog.Logger
+	// OnFinished, if set, is called once the Finished event of an execution
+	// this worker ran is stored (e.g. for metrics). It must not block.
+	OnFinished func(id core.ExecutionId, result core.ReturnValue)
 }
 
 // Worker runs registered activities and workflows: it locks their pending
@@ -100,6 +119,9 @@ type Worker struct {
 	slots    slots
 	inflight atomic.Int64
 	runs     [2]atomic.Int64 // runs started: activities, workflows
+	// awaitOK is set under Run: workflows may wait for responses in memory.
+	awaitOK  atomic.Bool
+	awaiting atomic.Int64
 	wg       sync.WaitGroup
 	finished chan struct{} // signalled (non-blocking) whenever a run ends
 
@@ -142,6 +164,12 @@ func New(conn Conn, opts Options) *Worker {
 	}
 	if opts.MaxCachedWorkflows <= 0 {
 		opts.MaxCachedWorkflows = DefaultMaxCachedWorkflows
+	}
+	if opts.AwaitWindow == 0 {
+		opts.AwaitWindow = opts.LockExpiry / 2
+	}
+	if opts.MaxAwaiting <= 0 {
+		opts.MaxAwaiting = DefaultMaxAwaiting
 	}
 	if opts.Clock == nil {
 		opts.Clock = wallClock{}
@@ -401,6 +429,18 @@ func (s slots) acquire(ctx context.Context, max int) (int, error) {
 	return 1 + s.tryAcquire(max-1), nil
 }
 
+// waitFree waits until a slot is free and returns how many are (at most
+// max, at least 1), without taking any.
+func (s slots) waitFree(ctx context.Context, limit int) (int, error) {
+	select {
+	case t := <-s.ch:
+		s.ch <- t
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	return min(max(1, len(s.ch)), limit), nil
+}
+
 // tryAcquire takes up to max free slots without waiting.
 func (s slots) tryAcquire(max int) int {
 	n := 0
@@ -466,6 +506,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer w.end()
 	share := w.share(len(groups))
+	w.awaitOK.Store(w.opts.AwaitWindow > 0)
+	defer w.awaitOK.Store(false)
 	var loops sync.WaitGroup
 	for _, g := range groups {
 		loops.Go(func() { w.lockLoop(ctx, g, share) })
@@ -475,16 +517,18 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// lockLoop long-polls for executions of g while slots are free.
+// lockLoop long-polls for executions of g while slots are free. It holds
+// no slot while it waits (a workflow resuming from a wait in memory, or a
+// run of another group, may need one): it sizes the request from the free
+// slots, then takes one slot per execution it locked.
 func (w *Worker) lockLoop(ctx context.Context, g *lockGroup, share int) {
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
-		n, err := w.slots.acquire(ctx, share)
+		n, err := w.slots.waitFree(ctx, share)
 		if err != nil {
 			return
 		}
 		locked, err := lockPending(ctx, w.conn, w.clock, w.request(g, n), g.ffqns, w.opts.PollWait)
-		w.slots.release(n - len(locked))
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -496,6 +540,7 @@ func (w *Worker) lockLoop(ctx context.Context, g *lockGroup, share int) {
 		}
 		backoff = 50 * time.Millisecond
 		for _, le := range locked {
+			_, _ = w.slots.acquire(context.Background(), 1)
 			w.start(le)
 		}
 	}
@@ -577,6 +622,27 @@ func (w *Worker) shutdown() {
 
 func (w *Worker) waitAll() { w.wg.Wait() }
 
+// slot is the concurrency slot of one run: released once when the run
+// ends, or earlier while a workflow waits in memory (and taken again).
+type slot struct {
+	s    slots
+	held bool
+}
+
+func (t *slot) release() {
+	if t.held {
+		t.held = false
+		t.s.release(1)
+	}
+}
+
+func (t *slot) reacquire() {
+	if !t.held {
+		_, _ = t.s.acquire(context.Background(), 1)
+		t.held = true
+	}
+}
+
 // start runs one locked execution on its own goroutine; its slot is
 // already taken and is released when it ends.
 func (w *Worker) start(le core.LockedExecution) {
@@ -585,9 +651,10 @@ func (w *Worker) start(le core.LockedExecution) {
 	w.mu.Unlock()
 	w.inflight.Add(1)
 	w.wg.Add(1)
+	sl := &slot{s: w.slots, held: true}
 	go func() {
 		defer func() {
-			w.slots.release(1)
+			sl.release()
 			w.inflight.Add(-1)
 			w.wg.Done()
 			select {
@@ -600,7 +667,7 @@ func (w *Worker) start(le core.LockedExecution) {
 			w.release(le.ExecutionID, le.NextVersion, "function not registered")
 		case f.kind == core.ComponentTypeWorkflow:
 			w.runs[1].Add(1)
-			w.runWorkflow(le, f)
+			w.runWorkflow(le, f, sl)
 		default:
 			w.runs[0].Add(1)
 			w.runActivity(le, f)

@@ -51,6 +51,10 @@ type Context struct {
 
 	// active is false while the run is parked (its lock given up).
 	active bool
+	// awaiting is true while the run waits in memory for a response.
+	awaiting bool
+	// slot is the concurrency slot of the current run.
+	slot *slot
 	// fenced is set by the lease keeper when another writer took over.
 	fenced bool
 	// poison re-raises a signal in every later call once one was raised,
@@ -109,7 +113,7 @@ func (m member) answers(r core.JoinSetResponse) bool {
 
 // runWorkflow runs one locked workflow execution until it finishes, fails
 // or parks at a join whose response has not arrived.
-func (w *Worker) runWorkflow(le core.LockedExecution, f *function) {
+func (w *Worker) runWorkflow(le core.LockedExecution, f *function, sl *slot) {
 	wf := w.cache.take(le.ExecutionID)
 	if wf != nil && !wf.resumeFrom(le) {
 		wf.abort()
@@ -117,8 +121,10 @@ func (w *Worker) runWorkflow(le core.LockedExecution, f *function) {
 	}
 	if wf == nil {
 		wf = newContext(w, f, le)
+		wf.slot = sl
 		go wf.main()
 	} else {
+		wf.slot = sl
 		wf.resumeCh <- true
 	}
 	stop := w.keepLease(wf.extendLease, func(error) {
@@ -197,7 +203,7 @@ func (wf *Context) abort() { wf.resumeCh <- false }
 func (wf *Context) extendLease() error {
 	wf.l.mu.Lock()
 	defer wf.l.mu.Unlock()
-	if !wf.active || wf.fenced {
+	if !wf.active || wf.awaiting || wf.fenced {
 		return nil
 	}
 	now := wf.w.clock.Now()
@@ -477,12 +483,15 @@ func (wf *Context) waitResponses() {
 
 // awaitNext performs a JoinNext on js: it returns the next response of the
 // set, writing and waiting as needed. requested is the ffqn of a direct
-// call (recorded as requested_ffqn). For a new JoinNext whose response is
-// already known the event is buffered with run_expires_at = the lease's
-// expiry (the run keeps the execution); otherwise the buffer is written
-// with run_expires_at = now (the execution blocks, and any worker may lock
-// it as soon as the response arrives) and the run parks.
-func (wf *Context) awaitNext(js *joinSetState, requested *core.FunctionFqn, closing bool) core.ResponseWithCursor {
+// call (recorded as requested_ffqn); until, when set, is when the awaited
+// delay fires. A new JoinNext whose response is already known is buffered
+// with run_expires_at = the lease's expiry (the run keeps the execution).
+// Otherwise the buffer is written and the run either waits in memory (see
+// Options.AwaitWindow: run_expires_at = the lease's expiry, so nobody else
+// locks the execution meanwhile) or parks (run_expires_at = now: the
+// execution blocks, and any worker may lock it as soon as the response
+// arrives).
+func (wf *Context) awaitNext(js *joinSetState, requested *core.FunctionFqn, closing bool, until core.Timestamp) core.ResponseWithCursor {
 	want := &core.JoinNext{JoinSetID: js.id, RequestedFFQN: requested, Closing: closing}
 	replayed := wf.match(want, func(got core.HistoryEvent) bool {
 		j, ok := got.(*core.JoinNext)
@@ -490,12 +499,21 @@ func (wf *Context) awaitNext(js *joinSetState, requested *core.FunctionFqn, clos
 	})
 	js.joinNexts++
 	if replayed == nil {
-		if js.consumed < len(js.arrived) {
+		switch {
+		case js.consumed < len(js.arrived):
 			want.RunExpiresAt = wf.l.locked.LockExpiresAt
 			wf.record(want, nil)
-		} else {
+		case wf.mayAwait(until):
+			want.RunExpiresAt = wf.l.locked.LockExpiresAt
+			wf.record(want, nil)
+			wf.flush()
+			if !wf.awaitInMemory(js) {
+				wf.park()
+			}
+		default:
 			want.RunExpiresAt = wf.w.clock.Now()
 			wf.record(want, nil)
+			wf.flush()
 			wf.park()
 		}
 	}
@@ -511,6 +529,87 @@ func (wf *Context) awaitNext(js *joinSetState, requested *core.FunctionFqn, clos
 		}
 	}
 	return r
+}
+
+// awaitMargin is how long before the lease's end a wait in memory gives up.
+func (w *Worker) awaitMargin() time.Duration { return w.opts.LockExpiry / 10 }
+
+// mayAwait reports whether a JoinNext may wait in memory: under Run, with
+// room among the waiting runs, and (for a sleep) a delay due before the
+// wait would end. mu is held.
+func (wf *Context) mayAwait(until core.Timestamp) bool {
+	w := wf.w
+	if !w.awaitOK.Load() {
+		return false
+	}
+	end := wf.awaitEnd()
+	if !until.IsZero() && until.After(end) {
+		return false
+	}
+	return end.After(w.clock.Now()) && w.awaiting.Load() < int64(w.opts.MaxAwaiting)
+}
+
+// awaitEnd is when a wait in memory must end: within the window and
+// before the lease's end. mu is held.
+func (wf *Context) awaitEnd() core.Timestamp {
+	w := wf.w
+	end := wf.l.locked.LockExpiresAt.Add(-w.awaitMargin())
+	if limit := w.clock.Now().Add(w.opts.AwaitWindow); limit.Before(end) {
+		end = limit
+	}
+	return end
+}
+
+// awaitInMemory subscribes to the execution's responses until js has one
+// (true) or the wait must end (false). The run's concurrency slot is lent
+// out meanwhile. The execution is blocked in the store until the lease's
+// expiry, so nobody else takes it. mu is held on entry and on return.
+func (wf *Context) awaitInMemory(js *joinSetState) bool {
+	w := wf.w
+	w.awaiting.Add(1)
+	defer w.awaiting.Add(-1)
+	wf.awaiting = true
+	defer func() { wf.awaiting = false }()
+	wait := wf.awaitEnd().Sub(w.clock.Now().Time)
+	deadline := time.Now().Add(wait)
+	wf.slot.release()
+	got := false
+	for !got {
+		remaining := time.Until(deadline)
+		if remaining <= 0 || w.hardStop.Err() != nil {
+			break
+		}
+		last := core.ResponseCursor(0)
+		if n := len(wf.resps); n > 0 {
+			last = wf.resps[n-1].Cursor
+		}
+		wf.l.mu.Unlock()
+		ctx, cancel := context.WithTimeout(w.hardStop, remaining)
+		rs, err := w.conn.SubscribeToNextResponses(ctx, wf.id, last)
+		cancel()
+		wf.l.mu.Lock()
+		if err != nil && !errors.Is(err, core.ErrTimeout) && ctx.Err() == nil {
+			w.log.Debug("response subscription failed", "execution_id", wf.id.String(), "err", err)
+			break
+		}
+		wf.addResponses(rs)
+		got = js.consumed < len(js.arrived)
+	}
+	if got {
+		wf.l.mu.Unlock()
+		wf.slot.reacquire()
+		wf.l.mu.Lock()
+		return true
+	}
+	if w.hardStop.Err() != nil {
+		// Pull the block's deadline in, so the response makes the
+		// execution pending at once for the next worker (Obelisk's
+		// executor does the same when it closes).
+		now := w.clock.Now()
+		_, _ = w.conn.Append(context.Background(), wf.id, wf.l.next,
+			core.AppendRequest{CreatedAt: now, Event: &core.Unlocked{UnlockedAt: now, Reason: reasonExecutorClose}})
+	}
+	return false
 }
 
 // writeFinished appends Finished (after the buffered events), responding to
@@ -550,6 +649,7 @@ func (wf *Context) writeFinished(rv core.ReturnValue) {
 		return
 	}
 	wf.w.log.Debug("workflow done", "execution_id", wf.id.String(), "result", rv.ResultKind())
+	wf.w.reportFinished(wf.id, rv)
 }
 
 // closeAll closes the join sets the workflow left open, newest first
@@ -588,7 +688,7 @@ func (wf *Context) closeSet(js *joinSetState) {
 		wf.cancelMembers(js)
 	}
 	for range n {
-		wf.awaitNext(js, nil, true)
+		wf.awaitNext(js, nil, true, core.Timestamp{})
 	}
 }
 
