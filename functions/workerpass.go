@@ -76,9 +76,15 @@ type WorkerPassResult struct {
 
 // Budget returns how long a pass whose invocation context is ctx may run.
 func (p *WorkerPass) Budget(ctx context.Context) time.Duration {
-	b := p.opts.MaxBudget
+	return invocationBudget(ctx, p.opts.MaxBudget, p.opts.SafetyMargin)
+}
+
+// invocationBudget is the time left before ctx's deadline minus margin,
+// capped at maxBudget (the budget when ctx has no deadline); at least 1 ns.
+func invocationBudget(ctx context.Context, maxBudget, margin time.Duration) time.Duration {
+	b := maxBudget
 	if dl, ok := ctx.Deadline(); ok {
-		b = min(b, time.Until(dl)-p.opts.SafetyMargin)
+		b = min(b, time.Until(dl)-margin)
 	}
 	return max(b, time.Nanosecond)
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -228,24 +229,7 @@ func RetryPolicy(maxRetries uint32, backoff time.Duration) FuncOption {
 // lost, and on shutdown after the grace period. Registration panics on an
 // invalid or duplicate ffqn.
 func Activity[P, R any](w *Worker, ffqn string, fn func(ctx context.Context, params P) (R, error), opts ...FuncOption) {
-	codec := newResultCodec(reflect.TypeFor[R]())
-	f := &function{kind: core.ComponentTypeActivity, retry: defaultRetry(),
-		activity: func(ctx context.Context, params core.Params) (core.ReturnValue, error) {
-			p, err := decodeParams[P](params)
-			if err != nil {
-				return core.ReturnValue{}, &fatalError{reason: "cannot decode params", err: err}
-			}
-			r, err := fn(ctx, p)
-			if err != nil {
-				return core.ReturnValue{}, err
-			}
-			rv, err := codec.ok(r)
-			if err != nil {
-				return core.ReturnValue{}, &fatalError{reason: "cannot encode result", err: err}
-			}
-			return rv, nil
-		}}
-	w.register(ffqn, f, opts)
+	w.register(ffqn, &function{kind: core.ComponentTypeActivity, retry: defaultRetry(), activity: untyped(fn)}, opts)
 }
 
 // Workflow registers fn as the workflow ffqn. fn must be deterministic: it
@@ -256,24 +240,29 @@ func Activity[P, R any](w *Worker, ffqn string, fn func(ctx context.Context, par
 // error finishes the workflow with {"err": <message>} (workflows are not
 // retried on errors); a panic finishes it with an execution failure.
 func Workflow[P, R any](w *Worker, ffqn string, fn func(wf *Context, params P) (R, error), opts ...FuncOption) {
+	w.register(ffqn, &function{kind: core.ComponentTypeWorkflow, retry: core.ComponentRetryConfig{}, workflow: untyped(fn)}, opts)
+}
+
+// untyped adapts a typed function to the params array and return value
+// of an execution: params that do not decode and results that do not
+// encode are fatal (no retry can fix them).
+func untyped[C, P, R any](fn func(C, P) (R, error)) func(C, core.Params) (core.ReturnValue, error) {
 	codec := newResultCodec(reflect.TypeFor[R]())
-	f := &function{kind: core.ComponentTypeWorkflow, retry: core.ComponentRetryConfig{},
-		workflow: func(wf *Context, params core.Params) (core.ReturnValue, error) {
-			p, err := decodeParams[P](params)
-			if err != nil {
-				return core.ReturnValue{}, &fatalError{reason: "cannot decode params", err: err}
-			}
-			r, err := fn(wf, p)
-			if err != nil {
-				return core.ReturnValue{}, err
-			}
-			rv, err := codec.ok(r)
-			if err != nil {
-				return core.ReturnValue{}, &fatalError{reason: "cannot encode result", err: err}
-			}
-			return rv, nil
-		}}
-	w.register(ffqn, f, opts)
+	return func(c C, params core.Params) (core.ReturnValue, error) {
+		p, err := decodeParams[P](params)
+		if err != nil {
+			return core.ReturnValue{}, &fatalError{reason: "cannot decode params", err: err}
+		}
+		r, err := fn(c, p)
+		if err != nil {
+			return core.ReturnValue{}, err
+		}
+		rv, err := codec.ok(r)
+		if err != nil {
+			return core.ReturnValue{}, &fatalError{reason: "cannot encode result", err: err}
+		}
+		return rv, nil
+	}
 }
 
 // Declare tells the worker the component type of a function served
@@ -344,7 +333,7 @@ func (w *Worker) groups() []*lockGroup {
 	for f := range w.funcs {
 		ffqns = append(ffqns, f)
 	}
-	slices.SortFunc(ffqns, func(a, b core.FunctionFqn) int { return compareStrings(a.String(), b.String()) })
+	slices.SortFunc(ffqns, func(a, b core.FunctionFqn) int { return strings.Compare(a.String(), b.String()) })
 	for _, ff := range ffqns {
 		f := w.funcs[ff]
 		var g *lockGroup
@@ -371,16 +360,6 @@ func (w *Worker) groups() []*lockGroup {
 		copy(g.component.ComponentDigest.Digest[:], h.Sum(nil))
 	}
 	return out
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func sameRetry(a, b core.ComponentRetryConfig) bool {
