@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,6 +70,7 @@ type sdkBenchOptions struct {
 	embedded   bool
 	asJSON     bool
 	devArgs    string
+	cpuProfile string
 	executions int
 	workers    int
 	iterations int
@@ -86,6 +88,7 @@ func sdkBenchLeaf(name, summary, doc string, fn func(ctx context.Context, e *Env
 			fs.BoolVar(&o.embedded, "embedded", false, "run the store in-process (SQLite in a temporary directory), without HTTP")
 			fs.StringVar(&o.devArgs, "dev-args", "", "extra flags of the `stela dev` the benchmark starts (space-separated)")
 			fs.IntVar(&o.workers, "workers", 8, "workers, each with its own connection")
+			fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the client's CPU profile (pprof) to this file")
 			if name == "w1" || name == "sdk" {
 				fs.IntVar(&o.executions, "executions", 2000, "executions of each kind")
 			}
@@ -109,6 +112,17 @@ func sdkBenchLeaf(name, summary, doc string, fn func(ctx context.Context, e *Env
 					return err
 				}
 				defer env.close()
+				if o.cpuProfile != "" {
+					f, err := os.Create(o.cpuProfile)
+					if err != nil {
+						return err
+					}
+					defer f.Close()
+					if err := pprof.StartCPUProfile(f); err != nil {
+						return err
+					}
+					defer pprof.StopCPUProfile()
+				}
 				res, err := fn(ctx, e, o, env)
 				if err != nil {
 					return err
