@@ -94,8 +94,7 @@ func (wf *Context) call(ffqn string, params any) (Response, error) {
 	defer wf.leave()
 	wf.room(4)
 	js := wf.newOneOff(target.FunctionName)
-	child := wf.id.NextLevel(js.id)
-	wf.submitChild(js, child, target, ps)
+	wf.submitChild(js, wf.ids.NextChild(wf.id, js.id), target, ps)
 	return responseOf(wf.awaitNext(js, &target, false, core.Timestamp{})), nil
 }
 
@@ -111,8 +110,7 @@ func parseTarget(ffqn string, params any) (core.FunctionFqn, core.Params, error)
 
 // newOneOff creates the next one-off join set o:<n>-<suffix>. mu is held.
 func (wf *Context) newOneOff(suffix string) *joinSetState {
-	wf.oneOffs++
-	id, err := core.NewJoinSetId(core.JoinSetKindOneOff, fmt.Sprintf("%d-%s", wf.oneOffs, joinSetNamePart(suffix)))
+	id, err := wf.ids.NextOneOffJoinSet(joinSetNamePart(suffix))
 	if err != nil {
 		panic(fmt.Sprintf("worker: one-off join set: %v", err)) // the name is sanitized
 	}
@@ -167,8 +165,6 @@ func (wf *Context) submitChild(js *joinSetState, child core.ExecutionId, target 
 			Metadata: core.ExecutionMetadata{}})
 	}
 	js.submitted++
-	js.children++
-	js.lastChild = child
 	js.members = append(js.members, member{child: child, kind: wf.w.componentType(target), ffqn: target})
 }
 
@@ -221,7 +217,7 @@ func (wf *Context) sleep(at core.ScheduleAt, suffix string) (core.Timestamp, err
 	}
 	wf.room(3)
 	js := wf.newOneOff(suffix)
-	delay := core.NewDelayId(wf.id, js.id, 1)
+	delay := wf.ids.NextDelay(wf.id, js.id)
 	expires := wf.submitDelay(js, delay, at)
 	r, answered := wf.awaitDueDelay(js, delay, expires)
 	if !answered {
@@ -268,7 +264,6 @@ func (wf *Context) submitDelay(js *joinSetState, delay core.DelayId, at core.Sch
 		return ok && d.DelayID == delay && sameScheduleAt(d.ScheduleAt, at)
 	})
 	js.submitted++
-	js.delays++
 	js.members = append(js.members, member{delay: delay})
 	if got != nil {
 		return got.(*core.JoinSetRequestEvent).Request.(*core.DelayRequest).ExpiresAt
@@ -397,18 +392,13 @@ type JoinSet struct {
 func (wf *Context) NewJoinSet() *JoinSet {
 	wf.enter()
 	defer wf.leave()
-	wf.generated++
-	id, err := core.NewJoinSetId(core.JoinSetKindGenerated, fmt.Sprint(wf.generated))
-	if err != nil {
-		panic(fmt.Sprintf("worker: join set: %v", err))
-	}
-	return &JoinSet{wf: wf, js: wf.createSet(id)}
+	return &JoinSet{wf: wf, js: wf.createSet(wf.ids.NextGeneratedJoinSet())}
 }
 
 // NewJoinSetNamed creates the join set n:<name>; the name may contain
 // letters, digits, '-' and '/', and must be unique within the execution.
 func (wf *Context) NewJoinSetNamed(name string) (*JoinSet, error) {
-	id, err := core.NewJoinSetId(core.JoinSetKindNamed, name)
+	id, err := core.NamedJoinSetId(name)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
@@ -438,10 +428,7 @@ func (j *JoinSet) Submit(ffqn string, params any) (core.ExecutionId, error) {
 	if j.js.closed {
 		return core.ExecutionId{}, fmt.Errorf("worker: join set %s is closed", j.js.id)
 	}
-	child := wf.id.NextLevel(j.js.id)
-	if j.js.children > 0 {
-		child = j.js.lastChild.Incremented()
-	}
+	child := wf.ids.NextChild(wf.id, j.js.id)
 	wf.submitChild(j.js, child, target, ps)
 	return child, nil
 }
@@ -455,7 +442,7 @@ func (j *JoinSet) SubmitDelay(d time.Duration) (core.DelayId, error) {
 	if j.js.closed {
 		return core.DelayId{}, fmt.Errorf("worker: join set %s is closed", j.js.id)
 	}
-	delay := core.NewDelayId(wf.id, j.js.id, uint64(j.js.delays+1))
+	delay := wf.ids.NextDelay(wf.id, j.js.id)
 	wf.submitDelay(j.js, delay, core.ScheduleAt{Kind: "in", In: core.DurationOf(d)})
 	return delay, nil
 }

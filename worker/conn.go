@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/core"
 )
 
@@ -81,6 +82,19 @@ func cancelDelay(ctx context.Context, conn Conn, owner core.ExecutionId, js core
 	return nil
 }
 
+// historyReader reads the part of a history a worker lacks (a Stela
+// extension of the store contract). With it, locks skip the history
+// (core.LockRequest.SkipHistory) and workflows read only their delta.
+type historyReader interface {
+	ReadHistory(ctx context.Context, id core.ExecutionId, fromVersion core.Version, afterCursor core.ResponseCursor) (core.HistoryDelta, error)
+}
+
+// longPoller is the HTTP long-poll capability: the server waits for
+// pending executions and locks them (client.Client.LockPendingWait).
+type longPoller interface {
+	LockPendingWait(ctx context.Context, req core.LockRequest, sel client.LockSelector, wait time.Duration) ([]core.LockedExecution, error)
+}
+
 // pendingWaiter is the in-process long-poll capability (core.DbExecutor's
 // WaitForPendingByFFQN): the worker locks, and when nothing was pending
 // waits for a notification before locking again.
@@ -98,6 +112,14 @@ const lockWaitSlice = 250 * time.Millisecond
 // from clock on every attempt, so a lock taken late still gets its full
 // lease).
 func lockPending(ctx context.Context, conn Conn, clock core.Clock, req func(now core.Timestamp) core.LockRequest, ffqns []core.FunctionFqn, wait time.Duration) ([]core.LockedExecution, error) {
+	if lp, ok := conn.(longPoller); ok && wait > 0 {
+		// The server stamps the lock and selects what is due when it locks
+		// (zero times); the lease covers the wait.
+		r := req(clock.Now())
+		r.CreatedAt, r.PendingAtOrSooner = core.Timestamp{}, core.Timestamp{}
+		r.LockExpiresAt = r.LockExpiresAt.Add(wait)
+		return lp.LockPendingWait(ctx, r, client.ByFFQNs(ffqns...), wait)
+	}
 	start := time.Now()
 	for {
 		locked, err := conn.LockPendingByFFQNs(ctx, req(clock.Now()), ffqns)

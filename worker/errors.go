@@ -35,36 +35,37 @@ var ErrAllProcessed = errors.New("worker: join set has no unawaited member")
 // when the delay was cancelled instead of firing.
 var ErrDelayCancelled = errors.New("worker: delay cancelled")
 
-// ResultError is a child execution that did not finish with Ok: it returned
-// its error variant ({"err": …}) or failed ({"execution_failure": …}).
+// ResultError is an execution (a child, or one awaited with Await) that
+// did not finish with Ok: it returned its error variant ({"err": …}) or
+// failed ({"execution_failure": …}).
 type ResultError struct {
-	// ID is the child execution.
+	// ID is the execution.
 	ID core.ExecutionId
 	// Result is the child's return value (Kind ReturnErr or ReturnExecutionFailure).
 	Result core.ReturnValue
 }
 
-// Error renders the child's error value or failure.
+// Error renders the execution's error value or failure, after its id.
 func (e *ResultError) Error() string {
 	switch e.Result.Kind {
 	case core.ReturnErr:
 		if e.Result.Value == nil {
-			return fmt.Sprintf("child %s returned an error", e.ID)
+			return fmt.Sprintf("%s returned an error", e.ID)
 		}
 		var msg string
 		if e.Result.Value.Type == "string" && jsonString(e.Result.Value.Value, &msg) {
-			return fmt.Sprintf("child %s: %s", e.ID, msg)
+			return fmt.Sprintf("%s: %s", e.ID, msg)
 		}
-		return fmt.Sprintf("child %s returned error %s", e.ID, e.Result.Value.Value)
+		return fmt.Sprintf("%s returned error %s", e.ID, e.Result.Value.Value)
 	case core.ReturnExecutionFailure:
 		f := e.Result.Failure
-		s := fmt.Sprintf("child %s failed (%s)", e.ID, f.Kind)
+		s := fmt.Sprintf("%s failed (%s)", e.ID, f.Kind)
 		if f.Reason != nil {
 			s += ": " + *f.Reason
 		}
 		return s
 	}
-	return fmt.Sprintf("child %s finished", e.ID)
+	return fmt.Sprintf("%s finished", e.ID)
 }
 
 // FailureKind returns the execution failure kind, or "" when the child

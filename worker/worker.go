@@ -27,6 +27,7 @@ const (
 	DefaultShutdownGrace      = 10 * time.Second
 	DefaultMaxCachedWorkflows = 10_000
 	DefaultMaxAwaiting        = 1024
+	DefaultCacheTTL           = 10 * time.Minute
 	// DefaultMaxRetries and DefaultRetryBackoff are an activity's retry
 	// policy unless overridden with RetryPolicy (Obelisk's defaults).
 	DefaultMaxRetries   = 5
@@ -73,6 +74,9 @@ type Options struct {
 	// MaxCachedWorkflows bounds the workflows kept in memory between runs
 	// (suspended at a join, resumed without replay). Default DefaultMaxCachedWorkflows.
 	MaxCachedWorkflows int
+	// CacheTTL drops a kept workflow after this long (another worker may
+	// have taken its execution over). Default DefaultCacheTTL.
+	CacheTTL time.Duration
 	// AwaitWindow is how long, under Run, a workflow waiting for a response
 	// stays subscribed in memory, keeping the execution (its JoinNext
 	// carries the lease's expiry, so no other worker locks it before) and
@@ -166,6 +170,9 @@ func New(conn Conn, opts Options) *Worker {
 	if opts.MaxCachedWorkflows <= 0 {
 		opts.MaxCachedWorkflows = DefaultMaxCachedWorkflows
 	}
+	if opts.CacheTTL <= 0 {
+		opts.CacheTTL = DefaultCacheTTL
+	}
 	if opts.AwaitWindow == 0 {
 		opts.AwaitWindow = opts.LockExpiry / 2
 	}
@@ -189,7 +196,7 @@ func New(conn Conn, opts Options) *Worker {
 		panic(fmt.Sprintf("worker: executor id: %v", err))
 	}
 	w.executor = exr
-	w.cache = newRunCache(opts.MaxCachedWorkflows)
+	w.cache = newRunCache(opts.MaxCachedWorkflows, opts.CacheTTL)
 	w.slots = newSlots(opts.Concurrency)
 	return w
 }
@@ -381,8 +388,19 @@ func (w *Worker) request(g *lockGroup, n int) func(now core.Timestamp) core.Lock
 	return func(now core.Timestamp) core.LockRequest {
 		return core.LockRequest{BatchSize: uint32(n), PendingAtOrSooner: now, CreatedAt: now,
 			ComponentID: g.component, DeploymentID: w.opts.DeploymentID, ExecutorID: w.executor, RunID: run,
-			LockExpiresAt: now.Add(w.opts.LockExpiry), RetryConfig: g.retry}
+			LockExpiresAt: now.Add(w.opts.LockExpiry), RetryConfig: g.retry, SkipHistory: w.skipHistory(g)}
 	}
+}
+
+// skipHistory reports whether g's locks leave the history out: activities
+// never read it, and workflows read only what they lack when the transport
+// can (ReadHistory).
+func (w *Worker) skipHistory(g *lockGroup) bool {
+	if g.component.ComponentType != core.ComponentTypeWorkflow {
+		return true
+	}
+	_, ok := w.conn.(historyReader)
+	return ok
 }
 
 // --- slots --------------------------------------------------------------------------

@@ -21,8 +21,8 @@ import (
 // A run writes the events Obelisk's workflow worker writes for the same
 // program: JoinSetCreate, JoinSetRequest (child execution or delay),
 // JoinNext (JoinNextTooMany when nothing is left to await), Persist and
-// Schedule, with ids derived by core (ExecutionId.NextLevel/Incremented,
-// NewDelayId, NewJoinSetId). Events that need no answer are buffered and
+// Schedule, with ids derived by core.IdCounter as Obelisk derives them.
+// Events that need no answer are buffered and
 // written together with the next event that waits for one.
 type Context struct {
 	w      *Worker
@@ -46,8 +46,10 @@ type Context struct {
 	buf      []core.AppendRequest
 	children []core.CreateRequest
 
-	oneOffs, generated int
-	rng                *rand.Rand
+	// ids counts the join sets, children and delays of the history the
+	// program went through, to derive the next ids.
+	ids core.IdCounter
+	rng *rand.Rand
 
 	// active is false while the run is parked (its lock given up).
 	active bool
@@ -84,9 +86,6 @@ type joinSetState struct {
 	consumed  int
 	joinNexts int // JoinNext events (closing included)
 	submitted int // JoinSetRequest events
-	children  int
-	delays    int
-	lastChild core.ExecutionId
 	// members are the submitted children and delays whose response was
 	// not consumed yet, in creation order.
 	members []member
@@ -114,13 +113,33 @@ func (m member) answers(r core.JoinSetResponse) bool {
 // runWorkflow runs one locked workflow execution until it finishes, fails
 // or parks at a join whose response has not arrived.
 func (w *Worker) runWorkflow(le core.LockedExecution, f *function, sl *slot) {
-	wf := w.cache.take(le.ExecutionID)
-	if wf != nil && !wf.resumeFrom(le) {
-		wf.abort()
-		wf = nil
+	id := le.ExecutionID
+	wf := w.cache.take(id)
+	var hist []core.HistoryEventWithVersion
+	var resps []core.ResponseWithCursor
+	if wf != nil {
+		resumed, h, r, err := wf.resumeFrom(le)
+		switch {
+		case err != nil:
+			wf.abort()
+			w.log.Warn("cannot read the history delta; releasing the execution", "execution_id", id.String(), "err", err)
+			w.release(id, le.NextVersion, "history unavailable")
+			return
+		case !resumed:
+			wf.abort()
+			wf, hist, resps = nil, h, r
+		}
 	}
 	if wf == nil {
-		wf = newContext(w, f, le)
+		if hist == nil {
+			var err error
+			if hist, resps, err = w.history(le); err != nil {
+				w.log.Warn("cannot read the history; releasing the execution", "execution_id", id.String(), "err", err)
+				w.release(id, le.NextVersion, "history unavailable")
+				return
+			}
+		}
+		wf = newContext(w, f, le, hist, resps)
 		wf.slot = sl
 		go wf.main()
 	} else {
@@ -139,42 +158,74 @@ func (w *Worker) runWorkflow(le core.LockedExecution, f *function, sl *slot) {
 	}
 }
 
-func newContext(w *Worker, f *function, le core.LockedExecution) *Context {
+// history returns the whole history of a freshly locked workflow: from the
+// lock itself, or read when the lock skipped it.
+func (w *Worker) history(le core.LockedExecution) ([]core.HistoryEventWithVersion, []core.ResponseWithCursor, error) {
+	hr, ok := w.conn.(historyReader)
+	if !ok {
+		return le.EventHistory, le.Responses, nil
+	}
+	if le.NextVersion <= 2 {
+		return []core.HistoryEventWithVersion{}, nil, nil // Created, then this lock: nothing to read
+	}
+	ctx, cancel := w.ioContext()
+	defer cancel()
+	d, err := hr.ReadHistory(ctx, le.ExecutionID, 0, 0)
+	return d.Events, d.Responses, err
+}
+
+func newContext(w *Worker, f *function, le core.LockedExecution, hist []core.HistoryEventWithVersion, resps []core.ResponseWithCursor) *Context {
 	seed := sha256.Sum256([]byte(le.ExecutionID.String()))
 	wf := &Context{w: w, f: f, id: le.ExecutionID, parent: le.Parent, params: le.Params, l: newLease(w, le),
-		hist: le.EventHistory, sets: map[core.JoinSetId]*joinSetState{},
+		hist: hist, sets: map[core.JoinSetId]*joinSetState{},
 		rng:    rand.New(rand.NewChaCha8(seed)),
 		active: true, resumeCh: make(chan bool), yieldCh: make(chan yieldKind)}
-	wf.addResponses(le.Responses)
+	wf.addResponses(resps)
 	return wf
 }
 
 // resumeFrom prepares a parked run for the lock le: it may resume only if
 // nobody else appended history since it parked; it then learns the new
-// responses.
-func (wf *Context) resumeFrom(le core.LockedExecution) bool {
+// responses (reading only them when the lock skipped the history).
+// Otherwise it returns the whole history, the run's plus what was added,
+// for a replay.
+func (wf *Context) resumeFrom(le core.LockedExecution) (bool, []core.HistoryEventWithVersion, []core.ResponseWithCursor, error) {
 	wf.l.mu.Lock()
 	defer wf.l.mu.Unlock()
-	for _, h := range le.EventHistory {
-		if h.Version >= wf.l.next {
-			return false // another run wrote history: replay from scratch
-		}
-	}
 	last := core.ResponseCursor(0)
 	if n := len(wf.resps); n > 0 {
 		last = wf.resps[n-1].Cursor
 	}
+	var added []core.HistoryEventWithVersion
 	var fresh []core.ResponseWithCursor
-	for _, r := range le.Responses {
-		if r.Cursor > last {
-			fresh = append(fresh, r)
+	if hr, ok := wf.w.conn.(historyReader); ok {
+		ctx, cancel := wf.w.ioContext()
+		d, err := hr.ReadHistory(ctx, wf.id, wf.l.next, last)
+		cancel()
+		if err != nil {
+			return false, nil, nil, err
 		}
+		added, fresh = d.Events, d.Responses
+	} else {
+		for _, h := range le.EventHistory {
+			if h.Version >= wf.l.next {
+				added = append(added, h)
+			}
+		}
+		for _, r := range le.Responses {
+			if r.Cursor > last {
+				fresh = append(fresh, r)
+			}
+		}
+	}
+	if len(added) > 0 { // another run wrote history: replay
+		return false, append(wf.hist[:len(wf.hist):len(wf.hist)], added...), append(wf.resps[:len(wf.resps):len(wf.resps)], fresh...), nil
 	}
 	wf.addResponses(fresh)
 	wf.l.next = le.NextVersion
 	wf.l.locked = le.LockedEvent
 	wf.active = true
-	return true
+	return true, nil, nil, nil
 }
 
 // addResponses routes responses (in cursor order) to their join sets.
@@ -375,6 +426,7 @@ func (wf *Context) match(want core.HistoryEvent, same func(got core.HistoryEvent
 			describe(want), describe(h.Event), h.Version))
 	}
 	wf.cur++
+	wf.ids.Observe(h.Event)
 	return h.Event
 }
 
@@ -400,6 +452,7 @@ func (wf *Context) record(ev core.HistoryEvent, child *core.CreateRequest) {
 	}
 	wf.hist = append(wf.hist, core.HistoryEventWithVersion{Event: ev, Version: version})
 	wf.cur = len(wf.hist)
+	wf.ids.Observe(ev)
 }
 
 // flush writes the buffered events.
