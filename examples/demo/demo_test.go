@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/examples/demo"
 	"github.com/stela-dev/stela/internal/backendtest"
@@ -83,6 +84,18 @@ func runExamples(t *testing.T, svc *store.Service, conn worker.Conn, fan int64) 
 // store in-process, on the embedded store and on DynamoDB.
 func TestExamplesInProcess(t *testing.T) {
 	backendtest.Each(t, func(t *testing.T, svc *store.Service) { runExamples(t, svc, svc, fanWidth(t)) })
+}
+
+// TestExamplesOverHTTP runs them with the worker calling an in-process
+// server (the HTTP API of `stela dev`) through package client.
+func TestExamplesOverHTTP(t *testing.T) {
+	backendtest.Each(t, func(t *testing.T, svc *store.Service) {
+		conn, err := client.New(backendtest.Server(t, svc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runExamples(t, svc, conn, fanWidth(t))
+	})
 }
 
 // fanWidth is the fan-out example's width on the test's backend.

@@ -35,7 +35,7 @@ func TestSagaReleasesTheReservationWhenPaymentFails(t *testing.T) {
 	id := env.Submit(demo.PlaceOrderFFQN, demo.Order{ID: "o2", Item: "car", Amount: demo.PaymentLimit + 1})
 	env.Run()
 	_, err := workertest.Result[demo.Receipt](env, id)
-	if err == nil || !strings.Contains(err.Error(), "rolled back: child") || !strings.Contains(err.Error(), "declined") {
+	if err == nil || !strings.Contains(err.Error(), "order o2 rolled back: E_") || !strings.Contains(err.Error(), "declined") {
 		t.Fatalf("want the order rolled back, got %v", err)
 	}
 	release := id.NextLevel(core.JoinSetId{Kind: core.JoinSetKindOneOff, Name: "3-release"})
