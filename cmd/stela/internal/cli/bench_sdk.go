@@ -11,15 +11,13 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/sqlite"
 	"github.com/stela-dev/stela/store"
@@ -46,9 +44,9 @@ const (
 // SDK (package worker), as an application would.
 func sdkBenchCommands() []*command {
 	doc := "Runs against the server given by --url, or else against a `stela dev` it starts on a\n" +
-		"temporary data directory (then the server's CPU time is read from /proc and counted);\n" +
-		"--embedded runs the store in-process instead (no HTTP). Prints throughput, latency\n" +
-		"percentiles, CPU per execution (client + server) and the server's store and durability."
+		"temporary data directory; --embedded runs the store in-process instead (no HTTP). Prints\n" +
+		"throughput, latency percentiles, CPU per execution (client + server, the server's read\n" +
+		"from `stela dev`'s stats) and the server's store, durability and fsyncs per commit."
 	return []*command{
 		sdkBenchLeaf("w1", "W1: executions through 8 SDK workers, as activities and as workflows calling one activity",
 			doc+"\n\nW1 submits --executions activities, then as many workflows that each call one activity,\n"+
@@ -71,6 +69,8 @@ type sdkBenchOptions struct {
 	asJSON     bool
 	devArgs    string
 	cpuProfile string
+	awaitWin   time.Duration
+	durability string
 	executions int
 	workers    int
 	iterations int
@@ -86,9 +86,11 @@ func sdkBenchLeaf(name, summary, doc string, fn func(ctx context.Context, e *Env
 			o := &sdkBenchOptions{cf: addClientFlags(fs, e)}
 			fs.BoolVar(&o.asJSON, "json", false, "print the results as JSON")
 			fs.BoolVar(&o.embedded, "embedded", false, "run the store in-process (SQLite in a temporary directory), without HTTP")
+			fs.StringVar(&o.durability, "durability", sqlite.DurabilityFsyncName, "with --embedded, "+durabilityUsage)
 			fs.StringVar(&o.devArgs, "dev-args", "", "extra flags of the `stela dev` the benchmark starts (space-separated)")
 			fs.IntVar(&o.workers, "workers", 8, "workers, each with its own connection")
 			fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the client's CPU profile (pprof) to this file")
+			fs.DurationVar(&o.awaitWin, "await-window", 0, "the workers' AwaitWindow (0: the SDK default; negative: park at once)")
 			if name == "w1" || name == "sdk" {
 				fs.IntVar(&o.executions, "executions", 2000, "executions of each kind")
 			}
@@ -147,46 +149,58 @@ type benchEnv struct {
 	// conn opens a connection; received returns the bytes received so far.
 	conn     func() (worker.Conn, error)
 	received func() int64
-	// serverCPU returns the server's CPU time, when it is measurable.
-	serverCPU func() (time.Duration, bool)
-	close     func()
-	// svc is the in-process store (embedded mode), nil otherwise.
-	svc *store.Service
+	// stats reads the server's cost counters (`stela dev`'s stats route);
+	// local is the in-process store instead (embedded mode).
+	stats      *client.Client
+	local      *sqlite.Backend
+	durability string
+	close      func()
 }
 
 func newBenchEnv(ctx context.Context, e *Env, o *sdkBenchOptions) (*benchEnv, error) {
 	if o.embedded {
-		return embeddedBenchEnv(ctx)
+		return embeddedBenchEnv(ctx, o)
 	}
-	url, server, pid, stop := o.cf.url, "unknown (server given by --url)", 0, func() {}
+	url, server, stop := o.cf.url, "server given by --url", func() {}
 	if !o.urlGiven {
 		dev, err := startDevServer(ctx, o.devArgs)
 		if err != nil {
 			return nil, err
 		}
-		url, server, pid, stop = dev.url, dev.store, dev.pid, dev.stop
+		url, server, stop = dev.url, dev.store, dev.stop
 	}
 	env, err := httpBenchEnv(url, o.cf.token)
 	if err != nil {
 		stop()
 		return nil, err
 	}
-	env.Server, env.close = server, stop
-	if pid != 0 {
-		env.serverCPU = func() (time.Duration, bool) { return processCPU(pid) }
+	env.close = stop
+	var st devStats
+	if err := getDevStats(ctx, env.stats, &st); err == nil {
+		server = fmt.Sprintf("%s; %s backend", server, st.Backend)
+		if st.Durability != "" {
+			server += ", durability " + st.Durability
+		}
+	} else {
+		server += "; durability not reported by the server"
 	}
+	env.Server = server
 	fmt.Fprintf(e.Stderr, "bench: server %s (%s)\n", url, server)
 	return env, nil
 }
 
-// embeddedBenchEnv runs the store (SQLite, default durability) and its
-// timers in-process: the workers call store.Service directly.
-func embeddedBenchEnv(ctx context.Context) (*benchEnv, error) {
+// embeddedBenchEnv runs the store (SQLite at --durability) and its timers
+// in-process: the workers call store.Service directly.
+func embeddedBenchEnv(ctx context.Context, o *sdkBenchOptions) (*benchEnv, error) {
+	d, err := sqlite.ParseDurability(o.durability)
+	if err != nil {
+		return nil, usagef("--durability: %v", err)
+	}
 	dir, err := os.MkdirTemp("", "stela-bench-sdk-")
 	if err != nil {
 		return nil, err
 	}
-	b, err := sqlite.Open(filepath.Join(dir, "bench.db"), sqlite.Options{})
+	b, err := openBenchStore(ctx, dir, d)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -195,14 +209,15 @@ func embeddedBenchEnv(ctx context.Context) (*benchEnv, error) {
 	tctx, stopTimers := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		_, _ = timers.Run(tctx, svc, store.SystemClock{}, timers.Options{Interval: 10 * time.Millisecond})
+		_, _ = timers.Run(tctx, svc, store.SystemClock{}, timers.Options{Interval: 10 * time.Millisecond,
+			Logger: quietLogger()})
 	})
 	return &benchEnv{
-		Server:    "in-process, embedded SQLite (default durability), timers every 10ms",
-		conn:      func() (worker.Conn, error) { return svc, nil },
-		received:  func() int64 { return 0 },
-		serverCPU: func() (time.Duration, bool) { return 0, true }, // counted in the client's
-		svc:       svc,
+		Server:     "in-process, embedded SQLite, durability " + d.String() + ", timers every 10ms",
+		conn:       func() (worker.Conn, error) { return svc, nil },
+		received:   func() int64 { return 0 },
+		local:      b,
+		durability: d.String(),
 		close: func() {
 			stopTimers()
 			wg.Wait()
@@ -211,6 +226,35 @@ func embeddedBenchEnv(ctx context.Context) (*benchEnv, error) {
 		},
 	}, nil
 }
+
+// startCost starts measuring the benchmark's cost (CPU per execution,
+// client + server, and the store's commits).
+func (env *benchEnv) startCost(ctx context.Context) *costMeter {
+	if env.local != nil {
+		return startLocalCost(env.local, env.durability)
+	}
+	return startCost(ctx, env.stats)
+}
+
+// costLine renders a benchCost on one line.
+func costLine(c benchCost) string {
+	var s string
+	switch {
+	case c.ClientCPUms == 0:
+		s = fmt.Sprintf("CPU %.2f ms/execution (one process)", c.ServerCPUms)
+	case c.ServerCPUms == 0:
+		s = fmt.Sprintf("CPU %.2f ms/execution (client; the server does not report its CPU)", c.ClientCPUms)
+	default:
+		s = fmt.Sprintf("CPU %.2f ms/execution (client %.2f + server %.2f)", c.ClientCPUms+c.ServerCPUms, c.ClientCPUms, c.ServerCPUms)
+	}
+	if c.Commits > 0 {
+		s += fmt.Sprintf(", %.2f fsyncs/commit", c.FsyncsPerCommit)
+	}
+	return s
+}
+
+// totalCPU is the CPU per execution, client + server.
+func totalCPU(c benchCost) float64 { return c.ClientCPUms + c.ServerCPUms }
 
 // devServer is a `stela dev` child process.
 type devServer struct {
@@ -253,7 +297,7 @@ func startDevServer(ctx context.Context, extra string) (*devServer, error) {
 		}
 		os.RemoveAll(dir)
 	}
-	d := &devServer{pid: cmd.Process.Pid, stop: stop}
+	d := &devServer{stop: stop}
 	ready := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -289,87 +333,6 @@ func startDevServer(ctx context.Context, extra string) (*devServer, error) {
 		return nil, ctx.Err()
 	}
 	return d, nil
-}
-
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat CPU times (100 on Linux).
-const clockTicks = 100
-
-// processCPU reads the user + system CPU time of pid from /proc.
-func processCPU(pid int) (time.Duration, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	// Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0, false
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return time.Duration(ut+st) * time.Second / clockTicks, true
-}
-
-// selfCPU is this process's user + system CPU time.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// cpuMeter measures client and server CPU over an interval.
-type cpuMeter struct {
-	env            *benchEnv
-	client, server time.Duration
-	serverOK       bool
-}
-
-func (env *benchEnv) startCPU() *cpuMeter {
-	m := &cpuMeter{env: env, client: selfCPU()}
-	if env.serverCPU != nil {
-		m.server, m.serverOK = env.serverCPU()
-	}
-	return m
-}
-
-// cpuFigures is the CPU spent per execution over a measured interval.
-type cpuFigures struct {
-	ClientMsPerExecution float64  `json:"client_cpu_ms_per_execution"`
-	ServerMsPerExecution *float64 `json:"server_cpu_ms_per_execution"`
-	TotalMsPerExecution  *float64 `json:"total_cpu_ms_per_execution"`
-}
-
-func (m *cpuMeter) per(n int) cpuFigures {
-	perMs := func(d time.Duration) float64 {
-		return math.Round(float64(d.Microseconds())/float64(max(1, n))/10) / 100
-	}
-	f := cpuFigures{ClientMsPerExecution: perMs(selfCPU() - m.client)}
-	if m.serverOK {
-		if s, ok := m.env.serverCPU(); ok {
-			sv := perMs(s - m.server)
-			tot := math.Round((f.ClientMsPerExecution+sv)*100) / 100
-			f.ServerMsPerExecution, f.TotalMsPerExecution = &sv, &tot
-		}
-	}
-	return f
-}
-
-func (f cpuFigures) String() string {
-	if f.TotalMsPerExecution == nil {
-		return fmt.Sprintf("CPU %.2f ms/execution (client; server not measured)", f.ClientMsPerExecution)
-	}
-	return fmt.Sprintf("CPU %.2f ms/execution (client %.2f + server %.2f)", *f.TotalMsPerExecution,
-		f.ClientMsPerExecution, *f.ServerMsPerExecution)
 }
 
 // --- finish tracking ---------------------------------------------------------------------
@@ -450,7 +413,8 @@ func (t *finishTracker) latencies() ([]time.Duration, time.Duration) {
 
 // benchWorkers starts n workers, each on its own connection, and returns
 // them with a function that stops them and waits.
-func (env *benchEnv) benchWorkers(ctx context.Context, n int, t *finishTracker, register func(w *worker.Worker)) ([]*worker.Worker, func() error, error) {
+func (env *benchEnv) benchWorkers(ctx context.Context, o *sdkBenchOptions, t *finishTracker, register func(w *worker.Worker)) ([]*worker.Worker, func() error, error) {
+	n := o.workers
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var ws []*worker.Worker
 	errs := make(chan error, n)
@@ -462,7 +426,7 @@ func (env *benchEnv) benchWorkers(ctx context.Context, n int, t *finishTracker, 
 		}
 		w := worker.New(conn, worker.Options{Name: "bench", LockBatch: sdkBenchWorkerBatch,
 			PollWait: sdkBenchWorkerPollWait, LockExpiry: sdkBenchWorkerLockLease, ShutdownGrace: time.Second,
-			Logger: quietLogger(), OnFinished: t.onFinished})
+			AwaitWindow: o.awaitWin, Logger: quietLogger(), OnFinished: t.onFinished})
 		register(w)
 		ws = append(ws, w)
 		go func() { errs <- w.Run(runCtx) }()
@@ -494,14 +458,14 @@ func submitAll(ctx context.Context, w *worker.Worker, t *finishTracker, ffqn str
 // --- W1 -----------------------------------------------------------------------------------
 
 type w1Part struct {
-	Kind       string     `json:"kind"`
-	Executions int        `json:"executions"`
-	Seconds    float64    `json:"seconds"`
-	PerSecond  float64    `json:"per_second"`
-	Latency    latencies  `json:"latency"`
-	CPU        cpuFigures `json:"cpu"`
-	Target     string     `json:"target"`
-	Pass       bool       `json:"pass"`
+	Kind       string    `json:"kind"`
+	Executions int       `json:"executions"`
+	Seconds    float64   `json:"seconds"`
+	PerSecond  float64   `json:"per_second"`
+	Latency    latencies `json:"latency"`
+	Cost       benchCost `json:"cost"`
+	Target     string    `json:"target"`
+	Pass       bool      `json:"pass"`
 }
 
 type w1Result struct {
@@ -523,7 +487,7 @@ func benchW1(ctx context.Context, e *Env, o *sdkBenchOptions, env *benchEnv) (an
 	res := w1Result{Server: env.Server, Workers: o.workers}
 	for _, kind := range []string{"activities", "workflows"} {
 		t := newFinishTracker(o.executions)
-		ws, stop, err := env.benchWorkers(ctx, o.workers, t, func(w *worker.Worker) {
+		ws, stop, err := env.benchWorkers(ctx, o, t, func(w *worker.Worker) {
 			worker.Activity(w, act, func(context.Context, int) (worker.Unit, error) { return worker.Unit{}, nil })
 			worker.Workflow(w, wf, func(c *worker.Context, i int) (worker.Unit, error) {
 				return worker.Call[worker.Unit](c, act, i)
@@ -536,12 +500,12 @@ func benchW1(ctx context.Context, e *Env, o *sdkBenchOptions, env *benchEnv) (an
 		if kind == "workflows" {
 			target = wf
 		}
-		cpu := env.startCPU()
+		meter := env.startCost(ctx)
 		err = submitAll(ctx, ws[0], t, target, o.executions, func(i int) any { return i })
 		if err == nil {
 			err = t.wait(ctx)
 		}
-		cpuf := cpu.per(o.executions)
+		cost := meter.stop(ctx, o.executions)
 		if serr := stop(); err == nil {
 			err = serr
 		}
@@ -550,19 +514,19 @@ func benchW1(ctx context.Context, e *Env, o *sdkBenchOptions, env *benchEnv) (an
 		}
 		lat, span := t.latencies()
 		p := w1Part{Kind: kind, Executions: o.executions, Seconds: math.Round(span.Seconds()*1000) / 1000,
-			PerSecond: math.Round(float64(o.executions) / span.Seconds()), Latency: summarize(lat), CPU: cpuf}
+			PerSecond: math.Round(float64(o.executions) / span.Seconds()), Latency: summarize(lat), Cost: cost}
 		if kind == "activities" {
 			p.Target = fmt.Sprintf("≥%.0f/s", targetW1Activities)
 			p.Pass = p.PerSecond >= targetW1Activities
 			res.Activities = p
 		} else {
 			p.Target = fmt.Sprintf("≥%.0f/s at ≤%.0f ms CPU", targetW1Workflows, targetW1WorkflowCPUms)
-			p.Pass = p.PerSecond >= targetW1Workflows && cpuf.TotalMsPerExecution != nil && *cpuf.TotalMsPerExecution <= targetW1WorkflowCPUms
+			p.Pass = p.PerSecond >= targetW1Workflows && cost.ServerCPUms > 0 && totalCPU(cost) <= targetW1WorkflowCPUms
 			res.Workflows = p
 		}
 		if !o.asJSON {
 			fmt.Fprintf(e.Stdout, "W1 %s: %d executions, %d workers, %.2fs: %.0f/s   latency p50 %.1fms p99 %.1fms   %s   [target %s: %s]\n",
-				kind, p.Executions, o.workers, p.Seconds, p.PerSecond, p.Latency.P50ms, p.Latency.P99ms, p.CPU, p.Target, verdict(p.Pass))
+				kind, p.Executions, o.workers, p.Seconds, p.PerSecond, p.Latency.P50ms, p.Latency.P99ms, costLine(p.Cost), p.Target, verdict(p.Pass))
 		}
 	}
 	return res, nil
@@ -571,16 +535,16 @@ func benchW1(ctx context.Context, e *Env, o *sdkBenchOptions, env *benchEnv) (an
 // --- W2 -----------------------------------------------------------------------------------
 
 type w2Result struct {
-	Server            string     `json:"server"`
-	Iterations        int        `json:"iterations"`
-	Children          int        `json:"children"`
-	Workers           int        `json:"workers"`
-	Latency           latencies  `json:"latency"`
-	BytesPerActivity  float64    `json:"bytes_received_per_activity"`
-	CPU               cpuFigures `json:"cpu"`
-	TargetP50ms       float64    `json:"target_p50_ms"`
-	TargetBytesPerAct float64    `json:"target_bytes_per_activity"`
-	Pass              bool       `json:"pass"`
+	Server            string    `json:"server"`
+	Iterations        int       `json:"iterations"`
+	Children          int       `json:"children"`
+	Workers           int       `json:"workers"`
+	Latency           latencies `json:"latency"`
+	BytesPerActivity  float64   `json:"bytes_received_per_activity"`
+	Cost              benchCost `json:"cost"`
+	TargetP50ms       float64   `json:"target_p50_ms"`
+	TargetBytesPerAct float64   `json:"target_bytes_per_activity"`
+	Pass              bool      `json:"pass"`
 }
 
 func benchW2(ctx context.Context, e *Env, o *sdkBenchOptions, env *benchEnv) (any, error) {
@@ -593,7 +557,7 @@ func benchW2(ctx context.Context, e *Env, o *sdkBenchOptions, env *benchEnv) (an
 	}
 	act, wf := run.ffqn("w2-child").String(), run.ffqn("w2-parent").String()
 	t := newFinishTracker(o.iterations + 1) // the first iteration warms up and is not counted
-	ws, stop, err := env.benchWorkers(ctx, o.workers, t, func(w *worker.Worker) {
+	ws, stop, err := env.benchWorkers(ctx, o, t, func(w *worker.Worker) {
 		worker.Activity(w, act, func(context.Context, int) (worker.Unit, error) { return worker.Unit{}, nil })
 		worker.Workflow(w, wf, func(c *worker.Context, n int) (int, error) {
 			js := c.NewJoinSet()
@@ -618,11 +582,11 @@ func benchW2(ctx context.Context, e *Env, o *sdkBenchOptions, env *benchEnv) (an
 		return nil, err
 	}
 	var lat []time.Duration
-	var cpu *cpuMeter
+	var meter *costMeter
 	var bytes0 int64
 	for i := range o.iterations + 1 {
 		if i == 1 {
-			cpu, bytes0 = env.startCPU(), env.received()
+			meter, bytes0 = env.startCost(ctx), env.received()
 		}
 		start := time.Now()
 		id, serr := ws[0].Submit(ctx, wf, o.children)
@@ -643,7 +607,7 @@ func benchW2(ctx context.Context, e *Env, o *sdkBenchOptions, env *benchEnv) (an
 	if err == nil {
 		children := o.iterations * o.children
 		res = w2Result{Server: env.Server, Iterations: o.iterations, Children: o.children, Workers: o.workers,
-			Latency: summarize(lat), CPU: cpu.per(o.iterations * (o.children + 1)),
+			Latency: summarize(lat), Cost: meter.stop(ctx, o.iterations*(o.children+1)),
 			BytesPerActivity: math.Round(float64(env.received()-bytes0) / float64(children)),
 			TargetP50ms:      ms(targetW2P50), TargetBytesPerAct: targetW2BytesPerChild}
 		res.Pass = res.Latency.P50ms <= res.TargetP50ms && res.BytesPerActivity <= targetW2BytesPerChild
@@ -657,7 +621,7 @@ func benchW2(ctx context.Context, e *Env, o *sdkBenchOptions, env *benchEnv) (an
 	if !o.asJSON {
 		fmt.Fprintf(e.Stdout, "W2: %d workflows × %d child activities, one after the other, %d workers\n", o.iterations, o.children, o.workers)
 		fmt.Fprintf(e.Stdout, "  per workflow p50 %.1fms p99 %.1fms max %.1fms   %.0f bytes received/activity   %s   [target p50 ≤%dms, ≤%.0f B/activity: %s]\n",
-			res.Latency.P50ms, res.Latency.P99ms, res.Latency.Maxms, res.BytesPerActivity, res.CPU,
+			res.Latency.P50ms, res.Latency.P99ms, res.Latency.Maxms, res.BytesPerActivity, costLine(res.Cost),
 			targetW2P50.Milliseconds(), targetW2BytesPerChild, verdict(res.Pass))
 	}
 	return res, nil
@@ -666,16 +630,16 @@ func benchW2(ctx context.Context, e *Env, o *sdkBenchOptions, env *benchEnv) (an
 // --- W3 -----------------------------------------------------------------------------------
 
 type w3Result struct {
-	Server      string     `json:"server"`
-	Sleepers    int        `json:"sleepers"`
-	SleepMs     float64    `json:"sleep_ms"`
-	AllDoneMs   float64    `json:"all_done_ms"`
-	Latency     latencies  `json:"latency"`
-	Lateness    latencies  `json:"timer_lateness"`
-	CPU         cpuFigures `json:"cpu"`
-	TargetAllMs float64    `json:"target_all_done_ms"`
-	TargetP99ms float64    `json:"target_lateness_p99_ms"`
-	Pass        bool       `json:"pass"`
+	Server      string    `json:"server"`
+	Sleepers    int       `json:"sleepers"`
+	SleepMs     float64   `json:"sleep_ms"`
+	AllDoneMs   float64   `json:"all_done_ms"`
+	Latency     latencies `json:"latency"`
+	Lateness    latencies `json:"timer_lateness"`
+	Cost        benchCost `json:"cost"`
+	TargetAllMs float64   `json:"target_all_done_ms"`
+	TargetP99ms float64   `json:"target_lateness_p99_ms"`
+	Pass        bool      `json:"pass"`
 }
 
 func benchW3(ctx context.Context, e *Env, o *sdkBenchOptions, env *benchEnv) (any, error) {
@@ -691,7 +655,7 @@ func benchW3(ctx context.Context, e *Env, o *sdkBenchOptions, env *benchEnv) (an
 	var asleep sync.Map // execution → wall time its sleep started (first run only)
 	var lateness recorder
 	var measured atomic.Int64
-	ws, stop, err := env.benchWorkers(ctx, o.workers, t, func(w *worker.Worker) {
+	ws, stop, err := env.benchWorkers(ctx, o, t, func(w *worker.Worker) {
 		worker.Workflow(w, wf, func(c *worker.Context, d time.Duration) (worker.Unit, error) {
 			// Wall time is read here only to measure the benchmark: the
 			// workers keep their runs in memory, so nothing is replayed.
@@ -709,12 +673,12 @@ func benchW3(ctx context.Context, e *Env, o *sdkBenchOptions, env *benchEnv) (an
 	if err != nil {
 		return nil, err
 	}
-	cpu := env.startCPU()
+	meter := env.startCost(ctx)
 	err = submitAll(ctx, ws[0], t, wf, o.sleepers, func(int) any { return o.sleep })
 	if err == nil {
 		err = t.wait(ctx)
 	}
-	cpuf := cpu.per(o.sleepers)
+	cost := meter.stop(ctx, o.sleepers)
 	if serr := stop(); err == nil {
 		err = serr
 	}
@@ -723,14 +687,14 @@ func benchW3(ctx context.Context, e *Env, o *sdkBenchOptions, env *benchEnv) (an
 	}
 	lat, span := t.latencies()
 	res := w3Result{Server: env.Server, Sleepers: o.sleepers, SleepMs: ms(o.sleep), AllDoneMs: ms(span),
-		Latency: summarize(lat), Lateness: summarize(lateness.all()), CPU: cpuf,
+		Latency: summarize(lat), Lateness: summarize(lateness.all()), Cost: cost,
 		TargetAllMs: ms(targetW3AllDone), TargetP99ms: ms(targetW3LatenessP99)}
 	res.Pass = span <= targetW3AllDone && res.Lateness.P99ms <= res.TargetP99ms
 	if !o.asJSON {
 		fmt.Fprintf(e.Stdout, "W3: %d workflows sleeping %s each: all done %.0fms after the first submission\n",
 			o.sleepers, o.sleep, res.AllDoneMs)
 		fmt.Fprintf(e.Stdout, "  submit → done p50 %.0fms p99 %.0fms   timer lateness p50 %.1fms p99 %.1fms max %.1fms   %s   [target all ≤%dms, lateness p99 ≤%dms: %s]\n",
-			res.Latency.P50ms, res.Latency.P99ms, res.Lateness.P50ms, res.Lateness.P99ms, res.Lateness.Maxms, res.CPU,
+			res.Latency.P50ms, res.Latency.P99ms, res.Lateness.P50ms, res.Lateness.P99ms, res.Lateness.Maxms, costLine(res.Cost),
 			targetW3AllDone.Milliseconds(), targetW3LatenessP99.Milliseconds(), verdict(res.Pass))
 	}
 	return res, nil
