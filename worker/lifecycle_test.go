@@ -343,3 +343,39 @@ func TestJoinSetClosedOnReturnCancelsMembers(t *testing.T) {
 		t.Fatalf("the unawaited child must be cancelled, got %+v", rv)
 	}
 }
+
+// TestWorkflowCancellation: cancelling a `-cancellable` workflow that waits
+// for a sleep and a child fences the run; the cancellation driver cancels
+// the open members and finishes the workflow as cancelled, and the worker
+// never runs it again.
+func TestWorkflowCancellation(t *testing.T) {
+	env := workertest.New(t, worker.Options{})
+	const ffqn = "demo:test/workflow.nap-cancellable"
+	runs := 0
+	worker.Workflow(env.Worker, ffqn, func(wf *worker.Context, _ worker.Unit) (worker.Unit, error) {
+		runs++
+		js := wf.NewJoinSet()
+		if _, err := js.Submit("demo:test/never.served", nil); err != nil {
+			return worker.Unit{}, err
+		}
+		return worker.Unit{}, wf.Sleep(time.Hour)
+	})
+	id := env.Submit(ffqn, nil)
+	env.Run()
+	if _, err := env.Store.CancelWorkflow(context.Background(), id, env.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// The driver cancels the child and the sleep, finishes the cancelled
+	// child, then (all answered) the workflow: a few passes.
+	for i := 0; i < 5 && env.Status(id).State != core.StateFinished; i++ {
+		env.Advance(0)
+	}
+	rv := env.ReturnValue(id)
+	if rv.Kind != core.ReturnExecutionFailure || rv.Failure.Kind != core.FailureCancelled {
+		t.Fatalf("want Finished(cancelled), got %+v", rv)
+	}
+	env.Advance(time.Hour)
+	if runs != 1 {
+		t.Fatalf("the workflow ran %d times, want once", runs)
+	}
+}
