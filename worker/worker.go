@@ -95,7 +95,8 @@ type Options struct {
 	// Clock tells the time of every event. Default: the wall clock.
 	// workertest injects a simulated one.
 	Clock core.Clock
-	// Entropy seeds the executor and run ids. Default crypto/rand.
+	// Entropy supplies the random bits of the executor, run and submitted
+	// execution ids; it need not be safe for concurrent use. Default crypto/rand.
 	Entropy io.Reader
 	// Logger receives failures and, at debug level, every outcome. Default slog.Default().
 	Logger *slog.Logger
@@ -130,8 +131,9 @@ type Worker struct {
 	wg       sync.WaitGroup
 	finished chan struct{} // signalled (non-blocking) whenever a run ends
 
-	// stopping is closed when a run loop starts shutting down; hardStop
-	// cancels running activities and unwinds running workflows.
+	// lifecycle guards running; hardStop is cancelled when a run loop's
+	// shutdown grace ends: it cancels running activities and unwinds
+	// running workflows.
 	lifecycle sync.Mutex
 	running   bool
 	hardStop  context.Context
@@ -190,7 +192,7 @@ func New(conn Conn, opts Options) *Worker {
 	}
 	w := &Worker{conn: conn, opts: opts, clock: opts.Clock, log: opts.Logger.With("component", opts.Name),
 		funcs: map[core.FunctionFqn]*function{}, declared: map[core.FunctionFqn]core.ComponentType{},
-		entropy: opts.Entropy, finished: make(chan struct{}, 1)}
+		entropy: &lockedReader{r: opts.Entropy}, finished: make(chan struct{}, 1)}
 	exr, err := core.NewExecutorId(uint64(time.Now().UnixMilli()), w.entropy)
 	if err != nil {
 		panic(fmt.Sprintf("worker: executor id: %v", err))
@@ -199,6 +201,18 @@ func New(conn Conn, opts Options) *Worker {
 	w.cache = newRunCache(opts.MaxCachedWorkflows, opts.CacheTTL)
 	w.slots = newSlots(opts.Concurrency)
 	return w
+}
+
+// lockedReader serializes reads of an entropy source.
+type lockedReader struct {
+	mu sync.Mutex
+	r  io.Reader
+}
+
+func (l *lockedReader) Read(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Read(p)
 }
 
 type wallClock struct{}
