@@ -38,6 +38,8 @@ const (
 	sdkBenchWorkerBatch     = 25
 	sdkBenchWorkerPollWait  = 2 * time.Second
 	sdkBenchWorkerLockLease = 30 * time.Second
+	// sdkBenchSubmitters submit concurrently (the load generator).
+	sdkBenchSubmitters = 32
 )
 
 // sdkBenchCommands are the benchmarks that drive Stela through the worker
@@ -259,7 +261,6 @@ func totalCPU(c benchCost) float64 { return c.ClientCPUms + c.ServerCPUms }
 // devServer is a `stela dev` child process.
 type devServer struct {
 	url, store string
-	pid        int
 	stop       func()
 }
 
@@ -442,9 +443,10 @@ func (env *benchEnv) benchWorkers(ctx context.Context, o *sdkBenchOptions, t *fi
 	return ws, stop, nil
 }
 
-// submitAll submits n executions of ffqn from 8 goroutines, recording the times.
+// submitAll submits n executions of ffqn from sdkBenchSubmitters goroutines,
+// recording the times.
 func submitAll(ctx context.Context, w *worker.Worker, t *finishTracker, ffqn string, n int, params func(i int) any) error {
-	return forEach(ctx, n, 8, func(ctx context.Context, i int) error {
+	return forEach(ctx, n, sdkBenchSubmitters, func(ctx context.Context, i int) error {
 		at := time.Now()
 		id, err := w.Submit(ctx, ffqn, params(i))
 		if err != nil {
