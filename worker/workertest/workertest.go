@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
-	"github.com/stela-dev/stela/core/coretest"
+	"github.com/stela-dev/stela/store/storetest"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/store/mem"
 	"github.com/stela-dev/stela/worker"
@@ -32,7 +32,7 @@ var Start = core.TS(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 type Env struct {
 	t testing.TB
 	// Clock is the simulated clock shared by the store and the worker.
-	Clock *coretest.SimClock
+	Clock *storetest.SimClock
 	// Store is the in-memory store.
 	Store *store.Service
 	// Worker is the worker to register functions on.
@@ -43,7 +43,7 @@ type Env struct {
 // replaced by the simulated one). Everything is released when the test ends.
 func New(t testing.TB, opts worker.Options) *Env {
 	t.Helper()
-	clock := coretest.NewSimClock(Start)
+	clock := storetest.NewSimClock(Start)
 	svc := store.New(mem.New(), store.Options{Clock: clock, PollInterval: 10 * time.Millisecond})
 	opts.Clock = clock
 	w := worker.New(svc, opts)
