@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/store"
+	"github.com/stela-dev/stela/worker"
 )
 
 // seededEntropy is a deterministic id source: two environments given the
@@ -156,4 +158,28 @@ func countFinished(log *core.ExecutionLog) int {
 		}
 	}
 	return n
+}
+
+// greetAll fans out n greet children into one join set and joins them in
+// arrival order, returning the total length of the greetings.
+func greetAll(wf *worker.Context, n int) (int, error) {
+	js := wf.NewJoinSet()
+	for i := range n {
+		if _, err := js.Submit(greetFFQN, fmt.Sprint(i)); err != nil {
+			return 0, err
+		}
+	}
+	total := 0
+	for range n {
+		r, err := js.Next()
+		if err != nil {
+			return 0, err
+		}
+		s, err := worker.Result[string](r)
+		if err != nil {
+			return 0, err
+		}
+		total += len(s)
+	}
+	return total, nil
 }

@@ -3,7 +3,6 @@ package worker_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -98,12 +97,12 @@ func TestKilledWorkerWorkIsCompletedOnceByAnother(t *testing.T) {
 	}
 }
 
-// TestShutdownReleasesWorkInFlight: Run stops while an activity runs; after
-// the grace period its context is cancelled and the execution released
-// (Unlocked "executor closing"), so another worker completes it at once.
-func TestShutdownReleasesWorkInFlight(t *testing.T) {
-	env := workertest.New(t, worker.Options{})
-	a := env.NewWorker(nil, worker.Options{ShutdownGrace: 20 * time.Millisecond, PollWait: 50 * time.Millisecond})
+// shutDownMidActivity runs a worker with the given grace until its
+// activity started, stops it (finishing the activity first when finish is
+// set) and returns once Run returned.
+func shutDownMidActivity(t *testing.T, env *workertest.Env, grace time.Duration, finish bool) core.ExecutionId {
+	t.Helper()
+	a := env.NewWorker(nil, worker.Options{ShutdownGrace: grace, PollWait: 50 * time.Millisecond})
 	blockA := newBlocking()
 	worker.Activity(a, slowFFQN, blockA.fn)
 	id := env.Submit(slowFFQN, "it")
@@ -112,9 +111,21 @@ func TestShutdownReleasesWorkInFlight(t *testing.T) {
 	go func() { runDone <- a.Run(ctx) }()
 	waitFor(t, blockA.started, "the activity to start")
 	stop()
+	if finish {
+		close(blockA.release)
+	}
 	if err := waitFor(t, runDone, "Run to return"); err != nil {
 		t.Fatal(err)
 	}
+	return id
+}
+
+// TestShutdownReleasesWorkInFlight: Run stops while an activity runs; after
+// the grace period its context is cancelled and the execution released
+// (Unlocked "executor closing"), so another worker completes it at once.
+func TestShutdownReleasesWorkInFlight(t *testing.T) {
+	env := workertest.New(t, worker.Options{})
+	id := shutDownMidActivity(t, env, 20*time.Millisecond, false)
 	log := env.Log(id)
 	last, ok := log.LastEvent().Event.(*core.Unlocked)
 	if !ok || last.Reason != "executor closing" {
@@ -131,19 +142,7 @@ func TestShutdownReleasesWorkInFlight(t *testing.T) {
 // the grace period records its result.
 func TestShutdownLetsWorkFinishWithinGrace(t *testing.T) {
 	env := workertest.New(t, worker.Options{})
-	a := env.NewWorker(nil, worker.Options{ShutdownGrace: 30 * time.Second, PollWait: 50 * time.Millisecond})
-	blockA := newBlocking()
-	worker.Activity(a, slowFFQN, blockA.fn)
-	id := env.Submit(slowFFQN, "it")
-	ctx, stop := context.WithCancel(context.Background())
-	runDone := make(chan error, 1)
-	go func() { runDone <- a.Run(ctx) }()
-	waitFor(t, blockA.started, "the activity to start")
-	stop()
-	close(blockA.release)
-	if err := waitFor(t, runDone, "Run to return"); err != nil {
-		t.Fatal(err)
-	}
+	id := shutDownMidActivity(t, env, 30*time.Second, true)
 	if got, err := workertest.Result[string](env, id); err != nil || got != "done it" {
 		t.Fatalf("got %q, %v", got, err)
 	}
@@ -270,27 +269,7 @@ func TestFanOutRespectsTheAppendLimit(t *testing.T) {
 	})
 	w := env.NewWorker(conn, worker.Options{})
 	worker.Activity(w, greetFFQN, greet)
-	worker.Workflow(w, "demo:test/workflow.fan", func(wf *worker.Context, n int) (int, error) {
-		js := wf.NewJoinSet()
-		for i := range n {
-			if _, err := js.Submit(greetFFQN, fmt.Sprint(i)); err != nil {
-				return 0, err
-			}
-		}
-		sum := 0
-		for range n {
-			r, err := js.Next()
-			if err != nil {
-				return 0, err
-			}
-			s, err := worker.Result[string](r)
-			if err != nil {
-				return 0, err
-			}
-			sum += len(s)
-		}
-		return sum, nil
-	})
+	worker.Workflow(w, "demo:test/workflow.fan", greetAll)
 	id, err := w.Submit(context.Background(), "demo:test/workflow.fan", 50)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package worker_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -45,27 +44,7 @@ func TestSDKOnBothTransports(t *testing.T) {
 				fan := "demo:test/workflow.fan-" + tc.name
 				worker.Activity(w, greetFFQN, greet)
 				worker.Workflow(w, twiceFFQN, twice)
-				worker.Workflow(w, fan, func(wf *worker.Context, n int) (int, error) {
-					js := wf.NewJoinSet()
-					for i := range n {
-						if _, err := js.Submit(greetFFQN, fmt.Sprint(i)); err != nil {
-							return 0, err
-						}
-					}
-					total := 0
-					for range n {
-						r, err := js.Next()
-						if err != nil {
-							return 0, err
-						}
-						s, err := worker.Result[string](r)
-						if err != nil {
-							return 0, err
-						}
-						total += len(s)
-					}
-					return total, nil
-				})
+				worker.Workflow(w, fan, greetAll)
 				runFor(t, w)
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()

@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
-	"github.com/stela-dev/stela/store/storetest"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/store/mem"
+	"github.com/stela-dev/stela/store/storetest"
 	"github.com/stela-dev/stela/worker"
 )
 
