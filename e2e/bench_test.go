@@ -36,6 +36,34 @@ func TestBenchCommandsRunToCompletion(t *testing.T) {
 				t.Errorf("console bench = %v", out)
 			}
 		}},
+		{"SDKW1", false, []string{"bench", "w1", "--executions", "20", "--workers", "2", "--json"}, func(t *testing.T, out map[string]any) {
+			for _, kind := range []string{"activities", "workflows"} {
+				if got := out[kind].(map[string]any)["latency"].(map[string]any)["count"]; got != 20.0 {
+					t.Errorf("%s measured = %v, want 20", kind, got)
+				}
+			}
+		}},
+		{"SDKW2", false, []string{"bench", "w2", "--iterations", "2", "--children", "5", "--workers", "2", "--json"}, func(t *testing.T, out map[string]any) {
+			if got := out["latency"].(map[string]any)["count"]; got != 2.0 {
+				t.Errorf("workflows measured = %v, want 2", got)
+			}
+		}},
+		{"SDKW3", false, []string{"bench", "w3", "--sleepers", "5", "--sleep", "100ms", "--workers", "2", "--json"}, func(t *testing.T, out map[string]any) {
+			if got := out["timer_lateness"].(map[string]any)["count"]; got != 5.0 {
+				t.Errorf("sleeps measured = %v, want 5", got)
+			}
+		}},
+		{"SDKW1StartsItsOwnServer", true, []string{"bench", "w1", "--executions", "10", "--workers", "1", "--json"}, func(t *testing.T, out map[string]any) {
+			cost := out["workflows"].(map[string]any)["cost"].(map[string]any)
+			if cost["server_cpu_ms_per_op"] == nil || cost["durability"] != "fsync" {
+				t.Errorf("the server it started must be measured: %v", cost)
+			}
+		}},
+		{"SDKEmbedded", true, []string{"bench", "w2", "--embedded", "--iterations", "1", "--children", "5", "--json"}, func(t *testing.T, out map[string]any) {
+			if got := out["latency"].(map[string]any)["count"]; got != 1.0 {
+				t.Errorf("workflows measured = %v, want 1", got)
+			}
+		}},
 		{"Embedded", true, []string{"bench", "embedded", "--executions", "100", "--json"}, func(t *testing.T, out map[string]any) {
 			if got := out["latency"].(map[string]any)["count"]; got != 100.0 {
 				t.Errorf("round trips measured = %v, want 100", got)

@@ -9,7 +9,7 @@ import (
 // The Lambda binaries must not link test kits or the in-memory store
 // (production mains never import testing).
 func TestMainsDoNotDependOnTestCode(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "./api", "./lock", "./append", "./timers").CombinedOutput()
+	out, err := exec.Command("go", "list", "-deps", "./api", "./lock", "./append", "./timers", "./worker").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}

@@ -82,11 +82,7 @@ var errEveryPassFailed = errors.New("every timers pass failed")
 // time left before ctx's deadline minus the safety margin, capped at
 // MaxBudget; at least 1 ns (so one pass still runs).
 func (t *Timers) Budget(ctx context.Context) time.Duration {
-	b := t.opts.MaxBudget
-	if dl, ok := ctx.Deadline(); ok {
-		b = min(b, time.Until(dl)-t.opts.SafetyMargin)
-	}
-	return max(b, time.Nanosecond)
+	return invocationBudget(ctx, t.opts.MaxBudget, t.opts.SafetyMargin)
 }
 
 // Handle runs the loop for one scheduled event and returns its statistics.

@@ -78,7 +78,8 @@ func (f functionSpec) ID() string { return functionID(f.Name) }
 
 func functionID(name string) string { return strings.ToUpper(name[:1]) + name[1:] + "Function" }
 
-// functionSpecs are the four functions (functions/<name>/main.go).
+// functionSpecs are the four functions every stack deploys
+// (functions/<name>/main.go); workerSpec is the optional fifth.
 //
 //   - api serves the public routes plus the worker routes not split off
 //     below (worker reads, expired-timers, cancelling, sweep), so it may use
@@ -126,6 +127,27 @@ var functionSpecs = []functionSpec{
 			QueryIndexes: []string{dynamo.IndexTimers, dynamo.IndexCancelling, dynamo.IndexOrdinals},
 			CasRead:      true,
 		},
+	},
+}
+
+// workerSpec is the optional worker function (context worker=true): it runs
+// worker passes (functions.WorkerPass) over the functions registered in
+// functions/worker/main.go, calling the store directly, as timers does,
+// rather than the HTTP API: no API Gateway hop or SigV4 signing per call,
+// and the same data permissions as a worker route function — lock (the
+// pending-ffqn index), append (ordinals for join-set reads in commits),
+// children, responses and cancellations (item writes), large payloads in the
+// CAS (read and put-if-absent). It needs no other index (no listing, no
+// timers or cancelling scans, no lock by digest) and no BatchWriteItem (it
+// writes no log rows).
+var workerSpec = functionSpec{
+	Name: WorkerFunction, Description: "Stela worker passes (scheduled and on demand)",
+	MemoryMB: 512, TimeoutSeconds: WorkerFunctionTimeoutSeconds,
+	ReservedConcurrency: WorkerReservedConcurrency, Scheduled: true,
+	Access: dataAccess{
+		TableActions: concat(itemReads, itemWrites),
+		QueryIndexes: []string{dynamo.IndexPendingFFQN, dynamo.IndexOrdinals},
+		CasRead:      true, CasWrite: true,
 	},
 }
 

@@ -9,7 +9,8 @@
 // Context (cdk -c key=value, or the CDK_CONTEXT_JSON environment variable):
 // jwtIssuer and jwtAudience (comma-separated) select a JWT authorizer instead
 // of IAM; packaging=sam makes the template deployable with `sam deploy`;
-// throttleRate / throttleBurst limit the API stage.
+// throttleRate / throttleBurst limit the API stage; worker=true adds the
+// worker function (functions/worker) with its schedule and invoke policy.
 package main
 
 import (
@@ -26,12 +27,6 @@ import (
 const StackName = "StelaStack"
 
 func main() {
-	buildDir, cleanup, err := assetDir("build", os.Getenv("STELA_PLACEHOLDER_ASSETS") == "1")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "infra:", err)
-		os.Exit(1)
-	}
-	defer cleanup()
 	defer jsii.Close()
 	var outdir *string
 	if os.Getenv("CDK_OUTDIR") == "" { // set by the cdk CLI
@@ -44,6 +39,16 @@ func main() {
 		// without the cdk CLI (`go run .`).
 		Context: &map[string]any{"aws:cdk:enable-asset-metadata": true, "aws:cdk:enable-path-metadata": true},
 	})
+	specs := functionSpecs
+	if v := app.Node().TryGetContext(jsii.String(CtxWorker)); fmt.Sprint(v) == "true" {
+		specs = specsOf(StelaStackProps{Worker: true})
+	}
+	buildDir, cleanup, err := assetDir("build", specs, os.Getenv("STELA_PLACEHOLDER_ASSETS") == "1")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "infra:", err)
+		os.Exit(1)
+	}
+	defer cleanup()
 	NewStelaStack(app, StackName, &StelaStackProps{
 		StackProps: awscdk.StackProps{Env: envFromCLI()},
 		BuildDir:   buildDir,
@@ -61,12 +66,12 @@ func envFromCLI() *awscdk.Environment {
 	return &awscdk.Environment{Account: jsii.String(acct), Region: jsii.String(region)}
 }
 
-// assetDir returns buildDir when every function has <name>/bootstrap in it.
-// Otherwise, with placeholders set, it returns a temporary directory of
-// placeholders (removed by cleanup); without, an error.
-func assetDir(buildDir string, placeholders bool) (dir string, cleanup func(), err error) {
+// assetDir returns buildDir when every function of specs has
+// <name>/bootstrap in it. Otherwise, with placeholders set, it returns a
+// temporary directory of placeholders (removed by cleanup); without, an error.
+func assetDir(buildDir string, specs []functionSpec, placeholders bool) (dir string, cleanup func(), err error) {
 	var missing []string
-	for _, spec := range functionSpecs {
+	for _, spec := range specs {
 		p := filepath.Join(buildDir, spec.Name, "bootstrap")
 		if _, err := os.Stat(p); err != nil {
 			missing = append(missing, p)
@@ -83,7 +88,7 @@ func assetDir(buildDir string, placeholders bool) (dir string, cleanup func(), e
 		return "", nil, err
 	}
 	cleanup = func() { os.RemoveAll(tmp) }
-	for _, spec := range functionSpecs {
+	for _, spec := range specs {
 		if err := WritePlaceholder(filepath.Join(tmp, spec.Name, "bootstrap")); err != nil {
 			cleanup()
 			return "", nil, err

@@ -51,6 +51,9 @@ const (
 	CtxPackaging     = "packaging"     // "cdk" (default) or "sam"
 	CtxThrottleRate  = "throttleRate"  // steady requests/s of the stage (default 100)
 	CtxThrottleBurst = "throttleBurst" // burst of the stage (default 200)
+	// CtxWorker ("true") adds the worker function (functions/worker), its
+	// schedule and the policy that lets callers invoke it on demand.
+	CtxWorker = "worker"
 	// CtxLocalEndpoint sets AWS_ENDPOINT_URL in every function, for
 	// `sam local` against LocalStack (e.g. http://localstack:4566); never
 	// for a deployment.
@@ -73,6 +76,13 @@ const (
 	// an old event is worth nothing.
 	TimersMaxEventAgeSeconds = 300
 	TimersRetryAttempts      = 2
+	// WorkerFunction names the optional worker function (functions/worker).
+	WorkerFunction = "worker"
+	// The worker runs a pass per invocation until 5 s before its deadline
+	// (functions.DefaultWorkerMargin); its schedule runs one a minute, and
+	// on-demand invocations add passes, at most WorkerReservedConcurrency at once.
+	WorkerFunctionTimeoutSeconds = 60
+	WorkerReservedConcurrency    = 4
 )
 
 // StelaStackProps configure NewStelaStack.
@@ -97,6 +107,8 @@ type StelaStackProps struct {
 	// (context localEndpoint): `sam local` only passes environment
 	// variables the template declares.
 	LocalEndpoint string
+	// Worker adds the worker function (context worker=true).
+	Worker bool
 }
 
 // StelaStack is the deployed system: table, bucket, functions, API, schedule.
@@ -108,6 +120,10 @@ type StelaStack struct {
 	API       awsapigatewayv2.HttpApi
 	Stage     awsapigatewayv2.HttpStage
 	TimersDLQ awssqs.Queue
+	// WorkerDLQ and WorkerInvoke exist with the worker function: its
+	// failed passes, and the managed policy a caller attaches to invoke it.
+	WorkerDLQ    awssqs.Queue
+	WorkerInvoke awsiam.ManagedPolicy
 }
 
 // NewStelaStack defines Stela's whole deployment in one stack.
@@ -134,27 +150,22 @@ func NewStelaStack(scope constructs.Construct, id string, props *StelaStackProps
 	s.Table = newTable(stack)
 	s.Bucket = newBucket(stack)
 
-	s.TimersDLQ = awssqs.NewQueue(stack, jsii.String("TimersDeadLetters"), &awssqs.QueueProps{
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:      jsii.Bool(true),
-		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
-	})
+	s.TimersDLQ = newDeadLetterQueue(stack, "TimersDeadLetters")
+	if p.Worker {
+		s.WorkerDLQ = newDeadLetterQueue(stack, "WorkerDeadLetters")
+	}
 
-	for _, spec := range functionSpecs {
+	for _, spec := range specsOf(p) {
 		s.Functions[spec.Name] = s.newFunction(stack, spec, p)
 	}
 
 	s.newAPI(stack, p)
 
-	rule := awsevents.NewRule(stack, jsii.String("TimersSchedule"), &awsevents.RuleProps{
-		Description: jsii.String("Runs the timer sweep (expired locks and delays, cancellations) every minute"),
-		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
-	})
-	rule.AddTarget(awseventstargets.NewLambdaFunction(s.Functions["timers"], &awseventstargets.LambdaFunctionProps{
-		DeadLetterQueue: s.TimersDLQ,
-		MaxEventAge:     awscdk.Duration_Seconds(jsii.Number(TimersMaxEventAgeSeconds)),
-		RetryAttempts:   jsii.Number(TimersRetryAttempts),
-	}))
+	schedule(stack, "TimersSchedule", "Runs the timer sweep (expired locks and delays, cancellations) every minute",
+		s.Functions["timers"], s.TimersDLQ)
+	if p.Worker {
+		s.newWorkerAccess(stack)
+	}
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Base URL of the HTTP API"), Value: s.Stage.Url()})
@@ -165,6 +176,62 @@ func NewStelaStack(scope constructs.Construct, id string, props *StelaStackProps
 	awscdk.NewCfnOutput(stack, jsii.String("TimersDeadLetterQueueUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Sweeps that could not be delivered or failed after retries"), Value: s.TimersDLQ.QueueUrl()})
 	return s
+}
+
+// specsOf returns the functions the stack deploys.
+func specsOf(p StelaStackProps) []functionSpec {
+	specs := append([]functionSpec{}, functionSpecs...)
+	if p.Worker {
+		specs = append(specs, workerSpec)
+	}
+	return specs
+}
+
+func newDeadLetterQueue(stack awscdk.Stack, id string) awssqs.Queue {
+	return awssqs.NewQueue(stack, jsii.String(id), &awssqs.QueueProps{
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+	})
+}
+
+// schedule invokes fn every minute; late events are dropped and failed
+// deliveries kept in dlq (both functions are level-triggered: the next
+// minute's invocation does the same work).
+func schedule(stack awscdk.Stack, id, description string, fn awslambda.Function, dlq awssqs.Queue) {
+	rule := awsevents.NewRule(stack, jsii.String(id), &awsevents.RuleProps{
+		Description: jsii.String(description),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
+	})
+	rule.AddTarget(awseventstargets.NewLambdaFunction(fn, &awseventstargets.LambdaFunctionProps{
+		DeadLetterQueue: dlq,
+		MaxEventAge:     awscdk.Duration_Seconds(jsii.Number(TimersMaxEventAgeSeconds)),
+		RetryAttempts:   jsii.Number(TimersRetryAttempts),
+	}))
+}
+
+// newWorkerAccess schedules the worker function and creates the managed
+// policy that allows invoking it on demand (e.g. by the service that just
+// submitted work): lambda:InvokeFunction on that one function, nothing else.
+func (s *StelaStack) newWorkerAccess(stack awscdk.Stack) {
+	fn := s.Functions[WorkerFunction]
+	schedule(stack, "WorkerSchedule", "Runs a worker pass every minute (pending executions of the worker's functions)",
+		fn, s.WorkerDLQ)
+	s.WorkerInvoke = awsiam.NewManagedPolicy(stack, jsii.String("WorkerInvokePolicy"), &awsiam.ManagedPolicyProps{
+		Description: jsii.String("Invoke the Stela worker function on demand (one more worker pass)"),
+		Statements: &[]awsiam.PolicyStatement{awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("lambda:InvokeFunction"),
+			Resources: jsii.Strings(*fn.FunctionArn()),
+		})},
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("WorkerFunctionName"), &awscdk.CfnOutputProps{
+		Description: jsii.String("Worker function: `aws lambda invoke --function-name <it> --invocation-type Event` runs a pass"),
+		Value:       fn.FunctionName()})
+	awscdk.NewCfnOutput(stack, jsii.String("WorkerInvokePolicyArn"), &awscdk.CfnOutputProps{
+		Description: jsii.String("Managed policy allowing on-demand invocation of the worker function"),
+		Value:       s.WorkerInvoke.ManagedPolicyArn()})
+	awscdk.NewCfnOutput(stack, jsii.String("WorkerDeadLetterQueueUrl"), &awscdk.CfnOutputProps{
+		Description: jsii.String("Worker passes that could not be delivered or failed after retries"), Value: s.WorkerDLQ.QueueUrl()})
 }
 
 // resolveContext fills unset props from the CDK context.
@@ -229,6 +296,15 @@ func resolveContext(node constructs.Node, p *StelaStackProps) {
 	}
 	if p.LocalEndpoint == "" {
 		p.LocalEndpoint = ctx(CtxLocalEndpoint)
+	}
+	if !p.Worker {
+		switch ctx(CtxWorker) {
+		case "", "false":
+		case "true":
+			p.Worker = true
+		default:
+			panic(fmt.Sprintf("stela: context worker=%q, want true or false", ctx(CtxWorker)))
+		}
 	}
 }
 
@@ -375,9 +451,13 @@ func (s *StelaStack) newFunction(stack awscdk.Stack, spec functionSpec, p StelaS
 		fp.ReservedConcurrentExecutions = jsii.Number(spec.ReservedConcurrency)
 	}
 	if spec.Scheduled {
+		dlq := s.TimersDLQ
+		if spec.Name == WorkerFunction {
+			dlq = s.WorkerDLQ
+		}
 		fp.RetryAttempts = jsii.Number(TimersRetryAttempts)
 		fp.MaxEventAge = awscdk.Duration_Seconds(jsii.Number(TimersMaxEventAgeSeconds))
-		fp.OnFailure = awslambdadestinations.NewSqsDestination(s.TimersDLQ)
+		fp.OnFailure = awslambdadestinations.NewSqsDestination(dlq)
 	}
 	fn := awslambda.NewFunction(stack, jsii.String(id), fp)
 	if p.SAMPackaging {

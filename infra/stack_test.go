@@ -32,6 +32,7 @@ var (
 	iamStack    tmpl
 	jwtStack    tmpl // context jwtIssuer/jwtAudience
 	samStack    tmpl // context packaging=sam
+	workerStack tmpl // context worker=true
 	samOutdir   string
 	buildDir    string
 )
@@ -53,7 +54,7 @@ func TestMain(m *testing.M) {
 		defer os.RemoveAll(dir)
 		// Placeholders: synth never needs the cross-compiled binaries.
 		buildDir = filepath.Join(dir, "build")
-		for _, spec := range functionSpecs {
+		for _, spec := range append(functionSpecs, workerSpec) {
 			if err := WritePlaceholder(filepath.Join(buildDir, spec.Name, "bootstrap")); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return 1
@@ -77,6 +78,7 @@ func TestMain(m *testing.M) {
 		iamTemplate, iamStack, _ = synth("iam", map[string]any{})
 		_, jwtStack, _ = synth("jwt", map[string]any{CtxJWTIssuer: testIssuer, CtxJWTAudience: testAudience})
 		_, samStack, samOutdir = synth("sam", map[string]any{CtxPackaging: "sam", CtxLocalEndpoint: testLocalEndpoint})
+		_, workerStack, _ = synth("worker", map[string]any{CtxWorker: "true"})
 		return m.Run()
 	}()
 	os.Exit(code)
@@ -148,7 +150,7 @@ func (t tmpl) function(tb testing.TB, name string) resource {
 // functionName maps a function's logical id to its name ("api").
 func (t tmpl) functionName(tb testing.TB, logicalID string) string {
 	tb.Helper()
-	for _, spec := range functionSpecs {
+	for _, spec := range append(functionSpecs, workerSpec) {
 		if t.function(tb, spec.Name).ID == logicalID {
 			return spec.Name
 		}
@@ -903,93 +905,104 @@ var wantData = map[string]map[string][]string{
 		"index:cancelling": {"dynamodb:Query"}, "index:ordinals": {"dynamodb:Query"}, "index:timers": {"dynamodb:Query"},
 		"objects": {"s3:GetObject"}, "bucket": {"s3:ListBucket"},
 	},
+	"worker": {
+		"table": {"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem",
+			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"},
+		"index:ordinals": {"dynamodb:Query"}, "index:pending-ffqn": {"dynamodb:Query"},
+		"objects": {"s3:GetObject", "s3:PutObject"}, "bucket": {"s3:ListBucket"},
+	},
 }
 
 func TestFunctionsHaveLeastPrivilege(t *testing.T) {
 	for _, spec := range functionSpecs {
-		t.Run(spec.Name, func(t *testing.T) {
-			fn := iamStack.function(t, spec.Name)
-			roleID := fn.Props["Role"].(map[string]any)["Fn::GetAtt"].([]any)[0].(string)
-			role := iamStack.get(roleID)
-			t.Run("RoleHasNoManagedPolicies", func(t *testing.T) {
-				if mp, ok := role.Props["ManagedPolicyArns"]; ok {
-					t.Fatalf("ManagedPolicyArns = %v", mp)
-				}
-				if p, ok := role.Props["Policies"]; ok {
-					t.Fatalf("inline Policies = %v", p)
-				}
-			})
-			got := map[string][]string{}
-			other := map[string][]string{}
-			for _, st := range iamStack.policiesOf(roleID) {
-				if st.Effect != "Allow" {
-					continue
-				}
-				for _, a := range st.Actions {
-					if strings.Contains(a, "*") {
-						t.Errorf("wildcard action %q", a)
-					}
-				}
-				for _, r := range st.Resources {
-					if r == "*" {
-						t.Errorf("statement %v has Resource *", st.Actions)
-						continue
-					}
-					kind := iamStack.resourceKind(t, r)
-					for _, a := range st.Actions {
-						switch {
-						case strings.HasPrefix(a, "dynamodb:"), strings.HasPrefix(a, "s3:"):
-							got[kind] = append(got[kind], a)
-							if a == "s3:PutObject" && !strings.Contains(fmt.Sprint(st.Condition), "s3:if-none-match:false") {
-								t.Errorf("s3:PutObject without the If-None-Match condition: %v", st.Condition)
-							}
-						default:
-							other[kind] = append(other[kind], a)
-						}
-					}
-				}
-			}
-			for k := range got {
-				slices.Sort(got[k])
-				got[k] = slices.Compact(got[k])
-			}
-			t.Run("DataAccessIsExactlyWhatItNeeds", func(t *testing.T) {
-				want := wantData[spec.Name]
-				for kind := range mergeKeys(got, want) {
-					if extra := without(got[kind], want[kind]); len(extra) > 0 {
-						t.Errorf("%s: broader than needed: %v", kind, extra)
-					}
-					if missing := without(want[kind], got[kind]); len(missing) > 0 {
-						t.Errorf("%s: missing: %v", kind, missing)
-					}
-				}
-			})
-			t.Run("OtherGrantsAreItsLogsAndDeadLetters", func(t *testing.T) {
-				logs := iamStack.byPath(t, spec.ID()+"Logs/Resource").ID
-				for kind, actions := range other {
-					switch {
-					case kind == "loggroup:"+logs:
-						slices.Sort(actions)
-						if !slices.Equal(actions, []string{"logs:CreateLogStream", "logs:PutLogEvents"}) {
-							t.Errorf("log group actions %v", actions)
-						}
-					case strings.HasPrefix(kind, "queue:") && spec.Scheduled:
-						for _, a := range actions {
-							if !strings.HasPrefix(a, "sqs:") || a == "sqs:ReceiveMessage" || a == "sqs:DeleteMessage" || a == "sqs:PurgeQueue" {
-								t.Errorf("queue action %s", a)
-							}
-						}
-					default:
-						t.Errorf("unexpected grant %v on %s", actions, kind)
-					}
-				}
-			})
-		})
+		t.Run(spec.Name, func(t *testing.T) { checkLeastPrivilege(t, iamStack, spec) })
 	}
+	t.Run(WorkerFunction, func(t *testing.T) { checkLeastPrivilege(t, workerStack, workerSpec) })
 	t.Run("NoRoleAnywhereHasManagedFullAccess", func(t *testing.T) {
-		for _, r := range iamStack.resources("AWS::IAM::Role") {
+		for _, r := range append(iamStack.resources("AWS::IAM::Role"), workerStack.resources("AWS::IAM::Role")...) {
 			if strings.Contains(fmt.Sprint(r.Props["ManagedPolicyArns"]), "FullAccess") {
 				t.Errorf("role %s has %v", r.ID, r.Props["ManagedPolicyArns"])
+			}
+		}
+	})
+}
+
+// checkLeastPrivilege checks that the role of spec's function in stack
+// grants exactly wantData, its logs and (scheduled functions) its queue.
+func checkLeastPrivilege(t *testing.T, stack tmpl, spec functionSpec) {
+	fn := stack.function(t, spec.Name)
+	roleID := fn.Props["Role"].(map[string]any)["Fn::GetAtt"].([]any)[0].(string)
+	role := stack.get(roleID)
+	t.Run("RoleHasNoManagedPolicies", func(t *testing.T) {
+		if mp, ok := role.Props["ManagedPolicyArns"]; ok {
+			t.Fatalf("ManagedPolicyArns = %v", mp)
+		}
+		if p, ok := role.Props["Policies"]; ok {
+			t.Fatalf("inline Policies = %v", p)
+		}
+	})
+	got := map[string][]string{}
+	other := map[string][]string{}
+	for _, st := range stack.policiesOf(roleID) {
+		if st.Effect != "Allow" {
+			continue
+		}
+		for _, a := range st.Actions {
+			if strings.Contains(a, "*") {
+				t.Errorf("wildcard action %q", a)
+			}
+		}
+		for _, r := range st.Resources {
+			if r == "*" {
+				t.Errorf("statement %v has Resource *", st.Actions)
+				continue
+			}
+			kind := stack.resourceKind(t, r)
+			for _, a := range st.Actions {
+				switch {
+				case strings.HasPrefix(a, "dynamodb:"), strings.HasPrefix(a, "s3:"):
+					got[kind] = append(got[kind], a)
+					if a == "s3:PutObject" && !strings.Contains(fmt.Sprint(st.Condition), "s3:if-none-match:false") {
+						t.Errorf("s3:PutObject without the If-None-Match condition: %v", st.Condition)
+					}
+				default:
+					other[kind] = append(other[kind], a)
+				}
+			}
+		}
+	}
+	for k := range got {
+		slices.Sort(got[k])
+		got[k] = slices.Compact(got[k])
+	}
+	t.Run("DataAccessIsExactlyWhatItNeeds", func(t *testing.T) {
+		want := wantData[spec.Name]
+		for kind := range mergeKeys(got, want) {
+			if extra := without(got[kind], want[kind]); len(extra) > 0 {
+				t.Errorf("%s: broader than needed: %v", kind, extra)
+			}
+			if missing := without(want[kind], got[kind]); len(missing) > 0 {
+				t.Errorf("%s: missing: %v", kind, missing)
+			}
+		}
+	})
+	t.Run("OtherGrantsAreItsLogsAndDeadLetters", func(t *testing.T) {
+		logs := stack.byPath(t, spec.ID()+"Logs/Resource").ID
+		for kind, actions := range other {
+			switch {
+			case kind == "loggroup:"+logs:
+				slices.Sort(actions)
+				if !slices.Equal(actions, []string{"logs:CreateLogStream", "logs:PutLogEvents"}) {
+					t.Errorf("log group actions %v", actions)
+				}
+			case strings.HasPrefix(kind, "queue:") && spec.Scheduled:
+				for _, a := range actions {
+					if !strings.HasPrefix(a, "sqs:") || a == "sqs:ReceiveMessage" || a == "sqs:DeleteMessage" || a == "sqs:PurgeQueue" {
+						t.Errorf("queue action %s", a)
+					}
+				}
+			default:
+				t.Errorf("unexpected grant %v on %s", actions, kind)
 			}
 		}
 	})
@@ -1061,6 +1074,82 @@ func TestLocalEndpointIsOnlyInLocalTemplates(t *testing.T) {
 		}
 		if v := env(samStack)["AWS_ENDPOINT_URL"]; v != testLocalEndpoint {
 			t.Errorf("%s: with context %s, AWS_ENDPOINT_URL=%v, want %s", spec.Name, CtxLocalEndpoint, v, testLocalEndpoint)
+		}
+	}
+}
+
+// --- worker (optional) -------------------------------------------------------
+
+func TestWorkerFunctionIsOptional(t *testing.T) {
+	if _, ok := iamStack["Resources"].(map[string]any)[functionID(WorkerFunction)]; ok || len(iamStack.resources("AWS::Events::Rule")) != 1 {
+		t.Fatal("the default stack must not deploy the worker")
+	}
+	fn := workerStack.function(t, WorkerFunction)
+	want := map[string]any{"Runtime": "provided.al2023", "Handler": "bootstrap", "Timeout": float64(WorkerFunctionTimeoutSeconds),
+		"ReservedConcurrentExecutions": float64(WorkerReservedConcurrency)}
+	for k, v := range want {
+		if !jsonEq(fn.Props[k], v) {
+			t.Errorf("%s = %v, want %v", k, fn.Props[k], v)
+		}
+	}
+	if !jsonEq(fn.Props["Architectures"], []any{"arm64"}) {
+		t.Errorf("Architectures = %v", fn.Props["Architectures"])
+	}
+	env := fn.Props["Environment"].(map[string]any)["Variables"].(map[string]any)
+	if _, ok := env[EnvTable]; !ok {
+		t.Errorf("no %s in %v", EnvTable, env)
+	}
+	if _, ok := env[EnvFollowWait]; ok {
+		t.Errorf("the worker serves no long polls: %v", env)
+	}
+}
+
+func TestWorkerRunsEveryMinuteAndOnDemand(t *testing.T) {
+	fn := workerStack.function(t, WorkerFunction)
+	dlq := workerStack.byPath(t, "WorkerDeadLetters/Resource")
+	var rule resource
+	for _, r := range workerStack.resources("AWS::Events::Rule") {
+		if tg := asList(r.Props["Targets"]); len(tg) == 1 && refersTo(tg[0].(map[string]any)["Arn"], fn.ID) {
+			rule = r
+		}
+	}
+	if rule.ID == "" {
+		t.Fatal("no schedule targets the worker")
+	}
+	if rule.Props["ScheduleExpression"] != "rate(1 minute)" {
+		t.Errorf("ScheduleExpression = %v", rule.Props["ScheduleExpression"])
+	}
+	tg := asList(rule.Props["Targets"])[0].(map[string]any)
+	if !refersTo(tg["DeadLetterConfig"].(map[string]any)["Arn"], dlq.ID) {
+		t.Errorf("DeadLetterConfig = %v, want the worker's queue", tg["DeadLetterConfig"])
+	}
+	found := false
+	for _, cfg := range workerStack.resources("AWS::Lambda::EventInvokeConfig") {
+		if refersTo(cfg.Props["FunctionName"], fn.ID) {
+			found = true
+			onFailure := cfg.Props["DestinationConfig"].(map[string]any)["OnFailure"].(map[string]any)
+			if !refersTo(onFailure["Destination"], dlq.ID) {
+				t.Errorf("OnFailure = %v, want the worker's queue", onFailure)
+			}
+		}
+	}
+	if !found {
+		t.Error("no EventInvokeConfig for the worker")
+	}
+	policy := workerStack.byPath(t, "WorkerInvokePolicy/Resource")
+	doc := policy.Props["PolicyDocument"].(map[string]any)
+	stmts := asList(doc["Statement"])
+	if len(stmts) != 1 {
+		t.Fatalf("invoke policy statements %v", stmts)
+	}
+	st := stmts[0].(map[string]any)
+	if !jsonEq(st["Action"], "lambda:InvokeFunction") || !refersTo(st["Resource"], fn.ID) {
+		t.Errorf("invoke policy = %v, want lambda:InvokeFunction on the worker only", st)
+	}
+	outs := workerStack["Outputs"].(map[string]any)
+	for _, name := range []string{"WorkerFunctionName", "WorkerInvokePolicyArn", "WorkerDeadLetterQueueUrl"} {
+		if _, ok := outs[name]; !ok {
+			t.Errorf("no output %s", name)
 		}
 	}
 }

@@ -3,7 +3,7 @@
 # binaries for the provided.al2023 runtime into infra/build/<name>/bootstrap,
 # where the CDK stack (infra/) packages them, and prints their sizes.
 #
-#   scripts/build-lambdas.sh                 # all four, linux/arm64 (Graviton)
+#   scripts/build-lambdas.sh                 # all five, linux/arm64 (Graviton)
 #   scripts/build-lambdas.sh api timers      # only these
 #   GOARCH=amd64 OUT=/tmp/x scripts/build-lambdas.sh api   # e.g. for RIE on this host
 #
@@ -15,7 +15,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/infra/build}
 GOARCH=${GOARCH:-arm64}
 FUNCTIONS=("$@")
-[ ${#FUNCTIONS[@]} -gt 0 ] || FUNCTIONS=(api lock append timers)
+[ ${#FUNCTIONS[@]} -gt 0 ] || FUNCTIONS=(api lock append timers worker)
 
 cd "$ROOT"
 for fn in "${FUNCTIONS[@]}"; do

@@ -35,7 +35,7 @@ const (
 )
 
 func benchCommand() *command {
-	return &command{
+	bench := &command{
 		name:    "bench",
 		summary: "benchmark a running server, or the embedded store in-process",
 		doc: "stela bench: throughput and latency benchmarks. roundtrip, fanout and delays drive a running\n" +
@@ -61,6 +61,8 @@ func benchCommand() *command {
 			benchConsole(),
 		},
 	}
+	bench.sub = append(bench.sub, sdkBenchCommands()...)
+	return bench
 }
 
 // benchOptions are the flags shared by the benchmarks.

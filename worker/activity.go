@@ -1,0 +1,155 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/stela-dev/stela/core"
+)
+
+// Texts recorded in TemporarilyFailed and execution failures, as Obelisk's
+// executor writes them.
+const (
+	reasonActivityError = "activity finished with error"
+	reasonExecutorClose = "executor closing"
+)
+
+// runActivity runs one locked activity execution and appends its outcome.
+func (w *Worker) runActivity(le core.LockedExecution, f *function) {
+	l := newLease(w, le)
+	ctx, cancel := w.runContext()
+	defer cancel(nil)
+	stop := w.keepLease(l.extendActivity, func(error) { cancel(w.lostCause(le.ExecutionID)) })
+	rv, err, pv := callActivity(ctx, f, le.Params)
+	stop()
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, ErrCancelled):
+		w.finishCancelled(le)
+		return
+	case errors.Is(cause, ErrLeaseLost):
+		w.log.Info("activity lost its lease; its outcome is dropped", "execution_id", le.ExecutionID.String())
+		return
+	case errors.Is(cause, ErrShutdown) && (err != nil || pv != nil):
+		w.release(le.ExecutionID, l.next, reasonExecutorClose)
+		return
+	}
+	now := w.clock.Now()
+	ev := activityOutcome(le, rv, err, pv, now)
+	werr := w.retryWrite(l, func(ctx context.Context) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return w.appendOutcome(ctx, le.ExecutionID, le.Parent, l.next, ev, now)
+	})
+	if werr != nil {
+		w.log.Warn("activity outcome not recorded", "execution_id", le.ExecutionID.String(), "err", werr)
+		return
+	}
+	w.log.Debug("activity done", "execution_id", le.ExecutionID.String(), "event", ev.Event.Variant())
+	if fin, ok := ev.Event.(*core.Finished); ok {
+		w.reportFinished(le.ExecutionID, fin.Retval)
+	}
+}
+
+// reportFinished reports a stored Finished to Options.OnFinished.
+func (w *Worker) reportFinished(id core.ExecutionId, rv core.ReturnValue) {
+	if w.opts.OnFinished != nil {
+		w.opts.OnFinished(id, rv)
+	}
+}
+
+// panicValue is a recovered panic with its stack.
+type panicValue struct {
+	value any
+	stack string
+}
+
+// callActivity runs the function, turning a panic into a panicValue.
+func callActivity(ctx context.Context, f *function, params core.Params) (rv core.ReturnValue, err error, pv *panicValue) {
+	defer func() {
+		if p := recover(); p != nil {
+			pv = &panicValue{value: p, stack: string(debug.Stack())}
+		}
+	}()
+	rv, err = f.activity(ctx, params)
+	return rv, err, nil
+}
+
+// activityOutcome maps a run's result to the event Obelisk's executor
+// would append: Finished(ok), TemporarilyFailed while retries are left
+// (errors and panics), Finished(err) for a permanent or final error, and
+// Finished(execution failure) for a final panic or a fatal error.
+func activityOutcome(le core.LockedExecution, rv core.ReturnValue, err error, pv *panicValue, now core.Timestamp) core.AppendRequest {
+	retry := le.LockedEvent.RetryConfig
+	backoff, canRetry := core.CanBeRetriedAfter(le.IntermittentEventCount+1, retry.MaxRetries, retry.RetryExpBackoff)
+	retryAt := func() core.Timestamp {
+		d, ok := backoff.Std()
+		if !ok {
+			d = time.Duration(1<<63 - 1)
+		}
+		return now.Add(d)
+	}
+	finished := func(rv core.ReturnValue) core.AppendRequest {
+		return core.AppendRequest{CreatedAt: now, Event: &core.Finished{Retval: rv}}
+	}
+	var fatal *fatalError
+	switch {
+	case pv != nil:
+		reason := fmt.Sprintf("activity panicked: %v", pv.value)
+		if canRetry {
+			return core.AppendRequest{CreatedAt: now, Event: &core.TemporarilyFailed{BackoffExpiresAt: retryAt(),
+				Reason: reason, Detail: &pv.stack}}
+		}
+		return finished(core.RetFailure(core.FailureUncategorized, &reason, &pv.stack))
+	case err == nil:
+		return finished(rv)
+	case errors.As(err, &fatal):
+		reason := err.Error()
+		return finished(core.RetFailure(core.FailureUncategorized, &reason, nil))
+	case IsPermanent(err) || !canRetry:
+		return finished(core.RetErr(errorValue(err)))
+	}
+	detail, _ := core.MarshalJSON(errorValue(err))
+	d := string(detail)
+	return core.AppendRequest{CreatedAt: now, Event: &core.TemporarilyFailed{BackoffExpiresAt: retryAt(),
+		Reason: reasonActivityError, Detail: &d}}
+}
+
+// appendOutcome appends ev at version; a Finished of a child execution is
+// appended together with the response to its parent.
+func (w *Worker) appendOutcome(ctx context.Context, id core.ExecutionId, parent *core.Parent, version core.Version, ev core.AppendRequest, now core.Timestamp) error {
+	fin, ok := ev.Event.(*core.Finished)
+	if !ok || parent == nil {
+		_, err := w.conn.Append(ctx, id, version, ev)
+		return err
+	}
+	_, err := w.conn.AppendBatchRespondToParent(ctx,
+		core.AppendEventsToExecution{ExecutionID: id, Version: version, Batch: []core.AppendRequest{ev}},
+		core.AppendResponseToExecution{ParentExecutionID: parent.ExecutionID, CreatedAt: now, JoinSetID: parent.JoinSetID,
+			ChildExecutionID: core.ExecutionIdDerived{ExecutionId: id}, FinishedVersion: version, Result: fin.Retval},
+		now)
+	return err
+}
+
+// finishCancelled confirms a cancellation request: Finished(cancelled) at
+// the execution's current version (the request bumped it).
+func (w *Worker) finishCancelled(le core.LockedExecution) {
+	err := w.retryWrite(nil, func(ctx context.Context) error {
+		log, err := w.conn.Get(ctx, le.ExecutionID)
+		if err != nil {
+			return err
+		}
+		if log.PendingState.State == core.StateFinished || log.PendingState.Lifecycle != core.LifecycleCancelling {
+			return nil
+		}
+		now := w.clock.Now()
+		ev := core.AppendRequest{CreatedAt: now, Event: &core.Finished{Retval: core.RetFailure(core.FailureCancelled, nil, nil)}}
+		return w.appendOutcome(ctx, le.ExecutionID, le.Parent, log.NextVersion, ev, now)
+	})
+	if err != nil {
+		w.log.Debug("cancellation not confirmed (the cancellation driver will)", "execution_id", le.ExecutionID.String(), "err", err)
+	}
+}

@@ -1,0 +1,491 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/stela-dev/stela/core"
+)
+
+// ExecutionID returns the id of the running workflow execution.
+func (wf *Context) ExecutionID() core.ExecutionId { return wf.id }
+
+// IsReplaying reports whether the workflow is re-executing calls already
+// recorded in its history (useful to silence logs).
+func (wf *Context) IsReplaying() bool {
+	wf.l.mu.Lock()
+	defer wf.l.mu.Unlock()
+	return wf.replaying()
+}
+
+// Response is the answer to one member of a join set: a child execution's
+// result or a delay's expiry.
+type Response struct {
+	// ChildID is the child execution, zero for a delay.
+	ChildID core.ExecutionId
+	// DelayID is the delay, zero for a child.
+	DelayID core.DelayId
+	// Result is the child's return value; for a delay, Ok when it fired and
+	// Err when it was cancelled.
+	Result core.ReturnValue
+}
+
+func responseOf(r core.ResponseWithCursor) Response {
+	switch e := r.Event.Event.Event.(type) {
+	case *core.ChildExecutionFinished:
+		return Response{ChildID: e.ChildExecutionID.ExecutionId, Result: e.Result}
+	case *core.DelayFinished:
+		rv := core.RetOk(nil)
+		if !e.Result {
+			rv = core.RetErr(nil)
+		}
+		return Response{DelayID: e.DelayID, Result: rv}
+	}
+	return Response{}
+}
+
+// Err returns nil for a child that returned Ok and a delay that fired; a
+// *ResultError for a child that returned its error or failed, and
+// ErrDelayCancelled for a cancelled delay.
+func (r Response) Err() error {
+	if r.Result.Kind == core.ReturnOk {
+		return nil
+	}
+	if !r.DelayID.IsZero() {
+		return ErrDelayCancelled
+	}
+	return &ResultError{ID: r.ChildID, Result: r.Result}
+}
+
+// Result decodes a child's Ok value into R, or returns r.Err().
+func Result[R any](r Response) (R, error) {
+	if err := r.Err(); err != nil {
+		var zero R
+		return zero, err
+	}
+	return decodeResult[R](r.Result)
+}
+
+// Call runs ffqn as a child execution and waits for its result (Obelisk's
+// direct call): a one-off join set o:<n>-<function> is created, the child
+// <id>.o:<n>-<function>_1 submitted with params (see Args) and awaited. A
+// child that returned its error or failed yields a *ResultError.
+func Call[R any](wf *Context, ffqn string, params any) (R, error) {
+	r, err := wf.call(ffqn, params)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	return Result[R](r)
+}
+
+func (wf *Context) call(ffqn string, params any) (Response, error) {
+	target, ps, err := parseTarget(ffqn, params)
+	if err != nil {
+		return Response{}, err
+	}
+	wf.enter()
+	defer wf.leave()
+	wf.room(4)
+	js := wf.newOneOff(target.FunctionName)
+	wf.submitChild(js, wf.ids.NextChild(wf.id, js.id), target, ps)
+	return responseOf(wf.awaitNext(js, &target, false, core.Timestamp{})), nil
+}
+
+// parseTarget validates a call's function name and encodes its params.
+func parseTarget(ffqn string, params any) (core.FunctionFqn, core.Params, error) {
+	target, err := core.ParseFunctionFqn(ffqn)
+	if err != nil {
+		return core.FunctionFqn{}, nil, fmt.Errorf("worker: %w", err)
+	}
+	ps, err := encodeParams(params)
+	return target, ps, err
+}
+
+// newOneOff creates the next one-off join set o:<n>-<suffix>. mu is held.
+func (wf *Context) newOneOff(suffix string) *joinSetState {
+	id, err := wf.ids.NextOneOffJoinSet(joinSetNamePart(suffix))
+	if err != nil {
+		panic(fmt.Sprintf("worker: one-off join set: %v", err)) // the name is sanitized
+	}
+	js := wf.createSet(id)
+	js.oneOff = true
+	return js
+}
+
+// joinSetNamePart maps a function name to join-set-name characters
+// (letters, digits, '-', '/'); WIT names need no change.
+func joinSetNamePart(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 128 && (r == '-' || r == '/' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9')) {
+			return r
+		}
+		return '-'
+	}, s)
+}
+
+// createSet records JoinSetCreate for id. mu is held.
+func (wf *Context) createSet(id core.JoinSetId) *joinSetState {
+	want := &core.JoinSetCreate{JoinSetID: id}
+	if wf.match(want, func(got core.HistoryEvent) bool {
+		c, ok := got.(*core.JoinSetCreate)
+		return ok && c.JoinSetID == id
+	}) == nil {
+		wf.record(want, nil)
+	}
+	js := wf.set(id)
+	js.created = true
+	wf.order = append(wf.order, js)
+	return js
+}
+
+// submitChild records the request of child in js and its creation. mu is held.
+func (wf *Context) submitChild(js *joinSetState, child core.ExecutionId, target core.FunctionFqn, params core.Params) {
+	req := &core.ChildExecutionRequest{ChildExecutionID: core.ExecutionIdDerived{ExecutionId: child}, TargetFFQN: target, Params: params}
+	want := &core.JoinSetRequestEvent{JoinSetID: js.id, Request: req}
+	if wf.match(want, func(got core.HistoryEvent) bool {
+		j, ok := got.(*core.JoinSetRequestEvent)
+		if !ok || j.JoinSetID != js.id {
+			return false
+		}
+		c, ok := j.Request.(*core.ChildExecutionRequest)
+		return ok && c.ChildExecutionID.ExecutionId == child && c.TargetFFQN == target && sameParams(c.Params, params)
+	}) == nil {
+		now := wf.w.clock.Now()
+		kind := wf.w.componentType(target)
+		wf.record(want, &core.CreateRequest{CreatedAt: now, ExecutionID: child, FFQN: target, Params: params,
+			Parent: &core.Parent{ExecutionID: wf.id, JoinSetID: js.id}, ScheduledAt: now,
+			ComponentID: core.ComponentId{ComponentType: kind, Name: wf.w.opts.Name}, DeploymentID: wf.w.opts.DeploymentID,
+			Metadata: core.ExecutionMetadata{}})
+	}
+	js.submitted++
+	js.members = append(js.members, member{child: child, kind: wf.w.componentType(target), ffqn: target})
+}
+
+// sameParams compares params as JSON values (the store keeps them verbatim).
+func sameParams(a, b core.Params) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if bytes.Equal(a[i], b[i]) {
+			continue
+		}
+		var x, y any
+		if json.Unmarshal(a[i], &x) != nil || json.Unmarshal(b[i], &y) != nil || !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
+}
+
+// Sleep waits durably for d (a one-off join set o:<n>-sleep with one
+// delay, fired by the server's timers); the workflow is parked meanwhile
+// and may resume on another worker. It returns ErrDelayCancelled if the
+// delay was cancelled.
+func (wf *Context) Sleep(d time.Duration) error {
+	_, err := wf.sleep(core.ScheduleAt{Kind: "in", In: core.DurationOf(d)}, "sleep")
+	return err
+}
+
+// SleepUntil waits durably until t.
+func (wf *Context) SleepUntil(t time.Time) error {
+	_, err := wf.sleep(core.ScheduleAt{Kind: "at", At: core.TS(t)}, "sleep")
+	return err
+}
+
+// Now returns the current time, persisted so that replays see the same
+// value: Obelisk's sleep(now), a delay that is already due (o:<n>-now)
+// answered in the same write.
+func (wf *Context) Now() time.Time {
+	at, _ := wf.sleep(core.ScheduleAt{Kind: "now"}, "now")
+	return timeOf(at)
+}
+
+// sleep records a one-off delay and awaits it; it returns the delay's expiry.
+func (wf *Context) sleep(at core.ScheduleAt, suffix string) (core.Timestamp, error) {
+	wf.enter()
+	defer wf.leave()
+	if len(wf.children) > 0 {
+		wf.flush() // an already-due delay is answered in a write that cannot create children
+	}
+	wf.room(3)
+	js := wf.newOneOff(suffix)
+	delay := wf.ids.NextDelay(wf.id, js.id)
+	expires := wf.submitDelay(js, delay, at)
+	r, answered := wf.awaitDueDelay(js, delay, expires)
+	if !answered {
+		r = responseOf(wf.awaitNext(js, nil, false, expires))
+	}
+	return expires, r.Err()
+}
+
+// awaitDueDelay handles a new JoinNext on a one-off delay that is already
+// due: the JoinNext and the delay's response are written together (no
+// timer round trip). mu is held.
+func (wf *Context) awaitDueDelay(js *joinSetState, delay core.DelayId, expires core.Timestamp) (Response, bool) {
+	now := wf.w.clock.Now()
+	if wf.replaying() || expires.After(now) {
+		return Response{}, false
+	}
+	js.joinNexts++
+	wf.record(&core.JoinNext{JoinSetID: js.id, RunExpiresAt: wf.l.locked.LockExpiresAt}, nil)
+	batch := wf.buf
+	wf.check(wf.w.retryWrite(wf.l, func(ctx context.Context) error {
+		next, err := wf.w.conn.AppendBatchWithDelayResponse(ctx, now, batch, wf.id, wf.l.next, js.id, delay)
+		if err == nil {
+			wf.l.next = next
+		}
+		return err
+	}))
+	wf.buf = wf.buf[:0]
+	// The response arrives with a later read; it is this set's only one.
+	js.consumed++
+	js.members = nil
+	return Response{DelayID: delay, Result: core.RetOk(nil)}, true
+}
+
+// submitDelay records a DelayRequest in js and returns its expiry (the
+// recorded one when replaying). mu is held.
+func (wf *Context) submitDelay(js *joinSetState, delay core.DelayId, at core.ScheduleAt) core.Timestamp {
+	want := &core.DelayRequest{DelayID: delay, ScheduleAt: at}
+	got := wf.match(&core.JoinSetRequestEvent{JoinSetID: js.id, Request: want}, func(got core.HistoryEvent) bool {
+		j, ok := got.(*core.JoinSetRequestEvent)
+		if !ok || j.JoinSetID != js.id {
+			return false
+		}
+		d, ok := j.Request.(*core.DelayRequest)
+		return ok && d.DelayID == delay && sameScheduleAt(d.ScheduleAt, at)
+	})
+	js.submitted++
+	js.members = append(js.members, member{delay: delay})
+	if got != nil {
+		return got.(*core.JoinSetRequestEvent).Request.(*core.DelayRequest).ExpiresAt
+	}
+	expires, err := at.AsTimestamp(wf.w.clock.Now())
+	if err != nil {
+		panic(fmt.Sprintf("worker: delay %v: %v", at, err))
+	}
+	want.ExpiresAt = expires
+	wf.record(&core.JoinSetRequestEvent{JoinSetID: js.id, Request: want}, nil)
+	return expires
+}
+
+func sameScheduleAt(a, b core.ScheduleAt) bool {
+	return a.Kind == b.Kind && a.At.Equal(b.At) && a.In == b.In
+}
+
+// Random returns a pseudorandom integer in [min, maxInclusive], persisted
+// (Persist random_u64) so that replays get the same value.
+func (wf *Context) Random(min, maxInclusive uint64) uint64 {
+	if maxInclusive < min {
+		panic("worker: Random: empty range")
+	}
+	wf.enter()
+	defer wf.leave()
+	v := min
+	if span := maxInclusive - min; span == ^uint64(0) {
+		v = wf.rng.Uint64()
+	} else {
+		v += wf.rng.Uint64N(span + 1)
+	}
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	wf.persist(b[:], core.PersistKind{Type: "random_u64", Min: min, MaxInclusive: maxInclusive})
+	return v
+}
+
+// RandomString returns a pseudorandom alphanumeric string whose length is
+// in [minLen, maxLenExclusive), persisted (Persist random_string).
+func (wf *Context) RandomString(minLen, maxLenExclusive int) string {
+	if minLen < 0 || maxLenExclusive <= minLen {
+		panic("worker: RandomString: empty range")
+	}
+	const charset = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	wf.enter()
+	defer wf.leave()
+	n := minLen + wf.rng.IntN(maxLenExclusive-minLen)
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = charset[wf.rng.IntN(len(charset))]
+	}
+	wf.persist(b, core.PersistKind{Type: "random_string", MinLength: uint64(minLen), MaxLengthExclusive: uint64(maxLenExclusive)})
+	return string(b)
+}
+
+// persist records a Persist event; a replay must draw the same value. mu is held.
+func (wf *Context) persist(value []byte, kind core.PersistKind) {
+	want := &core.Persist{Value: core.Bytes(value), Kind: kind}
+	if wf.match(want, func(got core.HistoryEvent) bool {
+		p, ok := got.(*core.Persist)
+		return ok && p.Kind == kind && bytes.Equal(p.Value, value)
+	}) == nil {
+		wf.record(want, nil)
+	}
+}
+
+// ScheduleAt says when a scheduled execution runs: Now(), At(t) or In(d).
+type ScheduleAt = core.ScheduleAt
+
+// Now schedules at once.
+func Now() ScheduleAt { return core.ScheduleAt{Kind: "now"} }
+
+// At schedules at t.
+func At(t time.Time) ScheduleAt { return core.ScheduleAt{Kind: "at", At: core.TS(t)} }
+
+// In schedules after d.
+func In(d time.Duration) ScheduleAt { return core.ScheduleAt{Kind: "in", In: core.DurationOf(d)} }
+
+// Schedule creates a new top-level execution of ffqn (not a child: nobody
+// awaits it; its Created event names this workflow in scheduled_by) and
+// returns its id, derived from the workflow's persisted randomness.
+func (wf *Context) Schedule(ffqn string, params any, at ScheduleAt) (core.ExecutionId, error) {
+	target, ps, err := parseTarget(ffqn, params)
+	if err != nil {
+		return core.ExecutionId{}, err
+	}
+	wf.enter()
+	defer wf.leave()
+	var entropy [10]byte
+	for i := range entropy {
+		entropy[i] = byte(wf.rng.UintN(256))
+	}
+	id, err := core.NewExecutionId(wf.id.ULID().Time(), bytes.NewReader(entropy[:]))
+	if err != nil {
+		return core.ExecutionId{}, fmt.Errorf("worker: schedule id: %w", err)
+	}
+	want := &core.Schedule{ExecutionID: id, ScheduleAt: at}
+	if wf.match(want, func(got core.HistoryEvent) bool {
+		s, ok := got.(*core.Schedule)
+		return ok && s.ExecutionID == id && sameScheduleAt(s.ScheduleAt, at)
+	}) != nil {
+		return id, nil
+	}
+	now := wf.w.clock.Now()
+	when, err := at.AsTimestamp(now)
+	if err != nil {
+		return core.ExecutionId{}, fmt.Errorf("worker: schedule %s: %w", ffqn, err)
+	}
+	scheduler := wf.id
+	wf.record(want, &core.CreateRequest{CreatedAt: now, ExecutionID: id, FFQN: target, Params: ps, ScheduledAt: when,
+		ComponentID:  core.ComponentId{ComponentType: wf.w.componentType(target), Name: wf.w.opts.Name},
+		DeploymentID: wf.w.opts.DeploymentID, Metadata: core.ExecutionMetadata{}, ScheduledBy: &scheduler})
+	return id, nil
+}
+
+// JoinSet groups child executions and delays whose responses the workflow
+// awaits one at a time, in the order they arrive (fan-out / fan-in). Join
+// sets left with unawaited members when the workflow returns are closed:
+// their activities and delays are cancelled, then every member is awaited.
+type JoinSet struct {
+	wf *Context
+	js *joinSetState
+}
+
+// NewJoinSet creates a join set named g:<n> (the n-th generated one).
+func (wf *Context) NewJoinSet() *JoinSet {
+	wf.enter()
+	defer wf.leave()
+	return &JoinSet{wf: wf, js: wf.createSet(wf.ids.NextGeneratedJoinSet())}
+}
+
+// NewJoinSetNamed creates the join set n:<name>; the name may contain
+// letters, digits, '-' and '/', and must be unique within the execution.
+func (wf *Context) NewJoinSetNamed(name string) (*JoinSet, error) {
+	id, err := core.NamedJoinSetId(name)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	wf.enter()
+	defer wf.leave()
+	if s, ok := wf.sets[id]; ok && s.created {
+		return nil, fmt.Errorf("worker: join set %s already exists", id)
+	}
+	return &JoinSet{wf: wf, js: wf.createSet(id)}, nil
+}
+
+// ID returns the join set's id.
+func (j *JoinSet) ID() core.JoinSetId { return j.js.id }
+
+// Submit starts ffqn as a child execution in the join set and returns its
+// id (<workflow id>.<join set>_<k> for the k-th child of the set). The
+// child is created with the next write of the workflow (at the latest when
+// it awaits something).
+func (j *JoinSet) Submit(ffqn string, params any) (core.ExecutionId, error) {
+	target, ps, err := parseTarget(ffqn, params)
+	if err != nil {
+		return core.ExecutionId{}, err
+	}
+	wf := j.wf
+	wf.enter()
+	defer wf.leave()
+	if j.js.closed {
+		return core.ExecutionId{}, fmt.Errorf("worker: join set %s is closed", j.js.id)
+	}
+	child := wf.ids.NextChild(wf.id, j.js.id)
+	wf.submitChild(j.js, child, target, ps)
+	return child, nil
+}
+
+// SubmitDelay adds a delay of d to the join set; its response arrives
+// (DelayID set) once the server's timers fire it.
+func (j *JoinSet) SubmitDelay(d time.Duration) (core.DelayId, error) {
+	wf := j.wf
+	wf.enter()
+	defer wf.leave()
+	if j.js.closed {
+		return core.DelayId{}, fmt.Errorf("worker: join set %s is closed", j.js.id)
+	}
+	delay := wf.ids.NextDelay(wf.id, j.js.id)
+	wf.submitDelay(j.js, delay, core.ScheduleAt{Kind: "in", In: core.DurationOf(d)})
+	return delay, nil
+}
+
+// Next waits for the next response of the join set (in arrival order). It
+// returns ErrAllProcessed, recording JoinNextTooMany, when every member was
+// already awaited.
+func (j *JoinSet) Next() (Response, error) {
+	wf := j.wf
+	wf.enter()
+	defer wf.leave()
+	js := j.js
+	if js.closed {
+		return Response{}, fmt.Errorf("worker: join set %s is closed", js.id)
+	}
+	if js.submitted <= js.joinNexts {
+		want := &core.JoinNextTooMany{JoinSetID: js.id}
+		if wf.match(want, func(got core.HistoryEvent) bool {
+			t, ok := got.(*core.JoinNextTooMany)
+			return ok && t.JoinSetID == js.id && t.RequestedFFQN == nil
+		}) == nil {
+			wf.record(want, nil)
+		}
+		return Response{}, ErrAllProcessed
+	}
+	return responseOf(wf.awaitNext(js, nil, false, core.Timestamp{})), nil
+}
+
+// Close closes the join set now instead of when the workflow returns: its
+// unanswered activities and delays are cancelled, its cancellable child
+// workflows asked to cancel, and every unawaited member is awaited.
+func (j *JoinSet) Close() {
+	wf := j.wf
+	wf.enter()
+	defer wf.leave()
+	if !j.js.closed {
+		wf.closeSet(j.js)
+	}
+}
+
+// Pending returns how many members were submitted and not yet awaited.
+func (j *JoinSet) Pending() int {
+	j.wf.l.mu.Lock()
+	defer j.wf.l.mu.Unlock()
+	return len(j.js.members)
+}

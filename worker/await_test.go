@@ -1,0 +1,115 @@
+package worker_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/internal/backendtest"
+	"github.com/stela-dev/stela/worker"
+)
+
+func countLocks(log *core.ExecutionLog) int {
+	n := 0
+	for _, e := range log.Events {
+		if _, ok := e.Event.(*core.Locked); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// runFor runs w until ctx's test ends.
+func runFor(t *testing.T, w *worker.Worker) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// TestWorkflowWaitsInMemoryUnderRun: under Run a workflow awaiting its
+// child's result (and a short sleep) stays subscribed and continues when
+// the response arrives: one lock for the whole execution, and its JoinNexts
+// carry the lease's expiry.
+func TestWorkflowWaitsInMemoryUnderRun(t *testing.T) {
+	svc := backendtest.SQLite(t)
+	backendtest.Timers(t, svc, 20*time.Millisecond)
+	w := worker.New(svc, worker.Options{LockExpiry: 20 * time.Second, PollWait: 200 * time.Millisecond})
+	worker.Activity(w, greetFFQN, greet)
+	worker.Workflow(w, twiceFFQN, func(wf *worker.Context, name string) (string, error) {
+		a, err := worker.Call[string](wf, greetFFQN, name)
+		if err != nil {
+			return "", err
+		}
+		if err := wf.Sleep(50 * time.Millisecond); err != nil {
+			return "", err
+		}
+		return worker.Call[string](wf, greetFFQN, a)
+	})
+	runFor(t, w)
+	ctx := context.Background()
+	id, err := w.Submit(ctx, twiceFFQN, "World")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := worker.Await[string](ctx, w, id)
+	if err != nil || got != "Hello, Hello, World!!" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	log, err := svc.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countLocks(log); n != 1 {
+		t.Errorf("the workflow was locked %d times, want once", n)
+	}
+	lock := log.Events[1].Event.(*core.Locked)
+	for _, h := range log.EventHistory() {
+		if j, ok := h.Event.(*core.JoinNext); ok && !j.RunExpiresAt.Equal(lock.LockExpiresAt) {
+			t.Errorf("JoinNext at v%d: run_expires_at %s, want the lease's expiry %s", h.Version, j.RunExpiresAt, lock.LockExpiresAt)
+		}
+	}
+}
+
+// TestLongSleepParksAndResumes: a sleep longer than the await window gives
+// the execution up (run_expires_at = now) and the run is resumed from the
+// cache when the timer fires.
+func TestLongSleepParksAndResumes(t *testing.T) {
+	svc := backendtest.SQLite(t)
+	backendtest.Timers(t, svc, 20*time.Millisecond)
+	w := worker.New(svc, worker.Options{LockExpiry: 20 * time.Second, AwaitWindow: 10 * time.Millisecond,
+		PollWait: 200 * time.Millisecond})
+	calls := 0
+	worker.Workflow(w, "demo:test/workflow.nap", func(wf *worker.Context, _ worker.Unit) (int, error) {
+		calls++
+		return calls, wf.Sleep(200 * time.Millisecond)
+	})
+	runFor(t, w)
+	ctx := context.Background()
+	id, err := w.Submit(ctx, "demo:test/workflow.nap", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := worker.Await[int](ctx, w, id)
+	if err != nil || got != 1 {
+		t.Fatalf("got %d, %v (the run must resume from memory, not replay)", got, err)
+	}
+	log, err := svc.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countLocks(log); n != 2 {
+		t.Errorf("locked %d times, want twice (before and after the sleep)", n)
+	}
+	for _, h := range log.EventHistory() {
+		if j, ok := h.Event.(*core.JoinNext); ok && !j.RunExpiresAt.Before(log.Events[1].Event.(*core.Locked).LockExpiresAt) {
+			t.Errorf("a parking JoinNext must give the execution up at once, run_expires_at %s", j.RunExpiresAt)
+		}
+	}
+}

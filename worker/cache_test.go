@@ -1,0 +1,56 @@
+package worker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stela-dev/stela/core"
+)
+
+// parkedRun is a Context whose goroutine waits to be resumed or unwound,
+// reporting an unwind on aborted.
+func parkedRun(t *testing.T, n uint64, aborted chan<- core.ExecutionId) *Context {
+	t.Helper()
+	id, err := core.NewExecutionId(n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := &Context{id: id, resumeCh: make(chan bool)}
+	go func() {
+		if !<-wf.resumeCh {
+			aborted <- id
+		}
+	}()
+	return wf
+}
+
+func TestRunCacheEvictsTheOldestBeyondItsSizeAndTTL(t *testing.T) {
+	aborted := make(chan core.ExecutionId, 8)
+	c := newRunCache(2, time.Hour)
+	a, b, d := parkedRun(t, 1, aborted), parkedRun(t, 2, aborted), parkedRun(t, 3, aborted)
+	c.put(a)
+	c.put(b)
+	c.put(d) // evicts a, the least recently parked
+	if got := <-aborted; got != a.id {
+		t.Fatalf("evicted %s, want %s", got, a.id)
+	}
+	if c.take(a.id) != nil || c.take(b.id) != b || c.len() != 1 {
+		t.Fatal("the cache must hold b and d, and hand b out once")
+	}
+
+	c = newRunCache(10, time.Minute)
+	now := time.Unix(0, 0)
+	c.now = func() time.Time { return now }
+	old := parkedRun(t, 4, aborted)
+	c.put(old)
+	now = now.Add(2 * time.Minute)
+	c.put(parkedRun(t, 5, aborted))
+	if got := <-aborted; got != old.id {
+		t.Fatalf("evicted %s, want the expired %s", got, old.id)
+	}
+	c.dropAll()
+	<-aborted
+	if c.len() != 0 {
+		t.Fatal("dropAll left runs")
+	}
+}

@@ -1,0 +1,79 @@
+// Package worker is Stela's Go SDK: it turns Go functions into durable
+// executions. Register activities (plain functions, retried on error) and
+// workflows (deterministic orchestrations replayed from their history) on a
+// Worker, then Run it against a store.
+//
+//	w := worker.New(conn, worker.Options{})
+//	worker.Activity(w, "demo:hello/greeter.greet", func(ctx context.Context, name string) (string, error) {
+//		return "Hello, " + name + "!", nil
+//	})
+//	worker.Workflow(w, "demo:hello/workflow.greet-twice", func(wf *worker.Context, name string) (string, error) {
+//		a, err := worker.Call[string](wf, "demo:hello/greeter.greet", name)
+//		if err != nil {
+//			return "", err
+//		}
+//		if err := wf.Sleep(time.Second); err != nil {
+//			return "", err
+//		}
+//		b, err := worker.Call[string](wf, "demo:hello/greeter.greet", a)
+//		return b, err
+//	})
+//	err := w.Run(ctx)
+//
+// # Transports
+//
+// A Worker talks to Stela through a Conn: *client.Client over HTTP (`stela
+// dev`, API Gateway) or *store.Service in-process (the embedded store,
+// DynamoDB from a Lambda, store/mem in tests). Both run the same code path.
+//
+// # Parameters and results
+//
+// An execution's params are a JSON array. A function with parameter type P
+// receives the array's only element decoded into P (an empty array gives
+// P's zero value); callers pass one value (sent as [v]), Args{a, b} for
+// several, or nil for none. Results are stored as Obelisk return values,
+// {"ok": {"type": <WIT type>, "value": <JSON>}} ({"ok": null} for Unit);
+// errors as {"err": {"type": "string", "value": <message>}}.
+//
+// # Activities
+//
+// A returned error is retried (TemporarilyFailed, with the retry policy's
+// exponential backoff) until retries are exhausted, then recorded as the
+// execution's error; Permanent(err) is recorded at once. A panic is retried
+// like an error and finally recorded as an execution failure with the panic
+// message. The lock's lease is extended while the function runs; its
+// context is cancelled when the execution is cancelled (the worker then
+// records Finished(cancelled)), when the lease is lost, or at shutdown.
+//
+// # Workflows
+//
+// A workflow function runs on its own goroutine and talks to the world
+// only through its *Context: Call (a child execution, awaited), JoinSet
+// (Submit / SubmitDelay / Next for fan-out and fan-in), Sleep, Now, Random,
+// Schedule. Every such call is recorded in the execution's history with
+// exactly the events Obelisk's workflow worker writes (JoinSetCreate,
+// JoinSetRequest, JoinNext, Persist, Schedule), so any Obelisk-compatible
+// tool reads the log. When the workflow waits for a response that has not
+// arrived, its events are written, the execution blocks in the store and
+// the goroutine is parked in memory; when the response arrives any worker
+// may lock the execution: the worker that parked it resumes the goroutine
+// (reading only the new responses), any other replays the function from
+// the history.
+//
+// Determinism rules: a workflow must make the same Context calls in the
+// same order with the same arguments on every replay. It must not read the
+// clock, random sources, the environment, files or the network directly,
+// nor start goroutines that call the Context, nor iterate over maps to
+// decide what to call; use Now, Random and activities instead. A replay
+// that diverges from the history finishes the execution with an execution
+// failure of kind nondeterminism_detected naming the first mismatching
+// event; it never silently continues.
+//
+// # Running
+//
+// Run long-polls for work until its context is done and then shuts down
+// gracefully. RunUntilIdle processes what is pending and returns: the unit
+// of a serverless invocation (see functions/worker) and of tests
+// (package workertest runs workflows against an in-memory store with a
+// simulated clock, without a server and without sleeping).
+package worker

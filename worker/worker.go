@@ -1,0 +1,746 @@
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stela-dev/stela/core"
+)
+
+// Defaults of Options.
+const (
+	DefaultConcurrency        = 64
+	DefaultLockBatch          = 25
+	DefaultLockExpiry         = 10 * time.Second
+	DefaultPollWait           = 5 * time.Second
+	DefaultShutdownGrace      = 10 * time.Second
+	DefaultMaxCachedWorkflows = 10_000
+	DefaultMaxAwaiting        = 1024
+	DefaultCacheTTL           = 10 * time.Minute
+	// DefaultMaxRetries and DefaultRetryBackoff are an activity's retry
+	// policy unless overridden with RetryPolicy (Obelisk's defaults).
+	DefaultMaxRetries   = 5
+	DefaultRetryBackoff = 100 * time.Millisecond
+	// DefaultComponentName names the component in Locked events.
+	DefaultComponentName = "worker"
+)
+
+// MaxAppendItems is the largest append a worker sends: events plus created
+// children (each child counts twice: its request event and its creation),
+// the limit of the HTTP worker routes (httpapi.MaxAppendBatch).
+const MaxAppendItems = 90
+
+// maxLockBatch is the largest batch_size the HTTP lock routes accept (httpapi.MaxLockBatch).
+const maxLockBatch = 25
+
+// Options configure a Worker. The zero value is usable.
+type Options struct {
+	// Name is the component name recorded in Locked events and in the
+	// executions this worker creates. Default DefaultComponentName.
+	Name string
+	// DeploymentID is recorded in Locked events and in created children.
+	// Default: the zero deployment id (a dev store without deployments).
+	DeploymentID core.DeploymentId
+	// Concurrency bounds the executions running at once (activities and
+	// workflows together; a workflow waiting for a response does not count).
+	// Default DefaultConcurrency.
+	Concurrency int
+	// LockBatch bounds the executions locked by one request (at most 25).
+	// Default DefaultLockBatch.
+	LockBatch int
+	// LockExpiry is the lease of a lock. A running function's lease is
+	// extended (a Locked event by the same run) when half of it is left, so
+	// it only bounds how long a crashed worker's executions stay locked.
+	// Default DefaultLockExpiry.
+	LockExpiry time.Duration
+	// PollWait is how long one lock request waits for work (long poll).
+	// Default DefaultPollWait.
+	PollWait time.Duration
+	// ShutdownGrace is how long running activities may finish after Run's
+	// context is done; then their contexts are cancelled and unfinished
+	// ones are released (Unlocked "executor closing"). Default DefaultShutdownGrace.
+	ShutdownGrace time.Duration
+	// MaxCachedWorkflows bounds the workflows kept in memory between runs
+	// (suspended at a join, resumed without replay). Default DefaultMaxCachedWorkflows.
+	MaxCachedWorkflows int
+	// CacheTTL drops a kept workflow after this long (another worker may
+	// have taken its execution over). Default DefaultCacheTTL.
+	CacheTTL time.Duration
+	// AwaitWindow is how long, under Run, a workflow waiting for a response
+	// stays subscribed in memory, keeping the execution (its JoinNext
+	// carries the lease's expiry, so no other worker locks it before) and
+	// continuing without a new lock when the response arrives, as Obelisk's
+	// "await" strategy does. When the window ends first, or when the wait
+	// is a sleep longer than it, the workflow gives the execution up (any
+	// worker may lock it once the response arrives) and is kept suspended
+	// in the cache. A waiting workflow does not count against Concurrency.
+	// Default LockExpiry/2; negative disables waiting in memory.
+	// RunUntilIdle never waits in memory.
+	AwaitWindow time.Duration
+	// MaxAwaiting bounds the workflows waiting in memory at once (each
+	// holds a response subscription: a long poll over HTTP); beyond it
+	// they give the execution up at once. Default DefaultMaxAwaiting.
+	MaxAwaiting int
+	// Clock tells the time of every event. Default: the wall clock.
+	// workertest injects a simulated one.
+	Clock core.Clock
+	// Entropy supplies the random bits of the executor, run and submitted
+	// execution ids; it need not be safe for concurrent use. Default crypto/rand.
+	Entropy io.Reader
+	// Logger receives failures and, at debug level, every outcome. Default slog.Default().
+	Logger *slog.Logger
+	// OnFinished, if set, is called once the Finished event of an execution
+	// this worker ran is stored (e.g. for metrics). It must not block.
+	OnFinished func(id core.ExecutionId, result core.ReturnValue)
+}
+
+// Worker runs registered activities and workflows: it locks their pending
+// executions, runs them and appends the outcome. Register functions with
+// Activity and Workflow before calling Run (or RunUntilIdle). A Worker is
+// safe for concurrent use; Run may be called once at a time.
+type Worker struct {
+	conn     Conn
+	opts     Options
+	clock    core.Clock
+	log      *slog.Logger
+	executor core.ExecutorId
+
+	mu       sync.Mutex
+	funcs    map[core.FunctionFqn]*function
+	declared map[core.FunctionFqn]core.ComponentType
+	entropy  io.Reader
+
+	cache    *runCache
+	slots    slots
+	inflight atomic.Int64
+	runs     [2]atomic.Int64 // runs started: activities, workflows
+	// awaitOK is set under Run: workflows may wait for responses in memory.
+	awaitOK  atomic.Bool
+	awaiting atomic.Int64
+	wg       sync.WaitGroup
+	finished chan struct{} // signalled (non-blocking) whenever a run ends
+
+	// lifecycle guards running; hardStop is cancelled when a run loop's
+	// shutdown grace ends: it cancels running activities and unwinds
+	// running workflows.
+	lifecycle sync.Mutex
+	running   bool
+	hardStop  context.Context
+	cancelRun context.CancelFunc
+}
+
+// function is a registered activity or workflow.
+type function struct {
+	ffqn     core.FunctionFqn
+	kind     core.ComponentType
+	retry    core.ComponentRetryConfig
+	activity func(ctx context.Context, params core.Params) (core.ReturnValue, error)
+	workflow func(wf *Context, params core.Params) (core.ReturnValue, error)
+}
+
+// New returns a worker over conn.
+func New(conn Conn, opts Options) *Worker {
+	if opts.Name == "" {
+		opts.Name = DefaultComponentName
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	if opts.LockBatch <= 0 || opts.LockBatch > maxLockBatch {
+		opts.LockBatch = DefaultLockBatch
+	}
+	if opts.LockExpiry <= 0 {
+		opts.LockExpiry = DefaultLockExpiry
+	}
+	if opts.PollWait <= 0 {
+		opts.PollWait = DefaultPollWait
+	}
+	if opts.ShutdownGrace <= 0 {
+		opts.ShutdownGrace = DefaultShutdownGrace
+	}
+	if opts.MaxCachedWorkflows <= 0 {
+		opts.MaxCachedWorkflows = DefaultMaxCachedWorkflows
+	}
+	if opts.CacheTTL <= 0 {
+		opts.CacheTTL = DefaultCacheTTL
+	}
+	if opts.AwaitWindow == 0 {
+		opts.AwaitWindow = opts.LockExpiry / 2
+	}
+	if opts.MaxAwaiting <= 0 {
+		opts.MaxAwaiting = DefaultMaxAwaiting
+	}
+	if opts.Clock == nil {
+		opts.Clock = wallClock{}
+	}
+	if opts.Entropy == nil {
+		opts.Entropy = rand.Reader
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	w := &Worker{conn: conn, opts: opts, clock: opts.Clock, log: opts.Logger.With("component", opts.Name),
+		funcs: map[core.FunctionFqn]*function{}, declared: map[core.FunctionFqn]core.ComponentType{},
+		entropy: &lockedReader{r: opts.Entropy}, finished: make(chan struct{}, 1)}
+	exr, err := core.NewExecutorId(uint64(time.Now().UnixMilli()), w.entropy)
+	if err != nil {
+		panic(fmt.Sprintf("worker: executor id: %v", err))
+	}
+	w.executor = exr
+	w.cache = newRunCache(opts.MaxCachedWorkflows, opts.CacheTTL)
+	w.slots = newSlots(opts.Concurrency)
+	return w
+}
+
+// lockedReader serializes reads of an entropy source.
+type lockedReader struct {
+	mu sync.Mutex
+	r  io.Reader
+}
+
+func (l *lockedReader) Read(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Read(p)
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() core.Timestamp { return core.TS(time.Now()) }
+
+// ExecutorID returns the executor id recorded in this worker's locks.
+func (w *Worker) ExecutorID() core.ExecutorId { return w.executor }
+
+// FuncOption tunes one registered function.
+type FuncOption func(*function)
+
+// RetryPolicy sets an activity's retries: up to maxRetries failed runs are
+// retried, the n-th after backoff × 2^(n-1) (Obelisk's exponential backoff).
+// Workflows are retried forever and ignore it.
+func RetryPolicy(maxRetries uint32, backoff time.Duration) FuncOption {
+	return func(f *function) {
+		if f.kind == core.ComponentTypeWorkflow {
+			return
+		}
+		f.retry = core.ComponentRetryConfig{MaxRetries: &maxRetries, RetryExpBackoff: core.DurationOf(backoff)}
+	}
+}
+
+// Activity registers fn as the activity ffqn ("namespace:package/interface.function").
+// The execution's params array is decoded into P: a one-element array is
+// that element, [] is P's zero value (see Args for the caller's side). The
+// result is stored as {"ok": {"type": <WIT type of R>, "value": …}} (R = Unit
+// stores {"ok": null}). A returned error is retried with the retry policy
+// and finishes the execution with {"err": <message>} once retries are
+// exhausted, or at once if marked with Permanent. A panic is retried like an
+// error and, once retries are exhausted, finishes the execution with an
+// execution failure carrying the panic's message. ctx is cancelled when the
+// execution is cancelled (context.Cause is ErrCancelled), when its lease is
+// lost, and on shutdown after the grace period. Registration panics on an
+// invalid or duplicate ffqn.
+func Activity[P, R any](w *Worker, ffqn string, fn func(ctx context.Context, params P) (R, error), opts ...FuncOption) {
+	w.register(ffqn, &function{kind: core.ComponentTypeActivity, retry: defaultRetry(), activity: untyped(fn)}, opts)
+}
+
+// Workflow registers fn as the workflow ffqn. fn must be deterministic: it
+// may only talk to the world through wf (calls, join sets, sleeps,
+// schedules, persisted random values and time), because it is replayed from
+// the execution's history whenever it resumes on a worker that did not keep
+// it in memory. Params and result are mapped as for Activity; a returned
+// error finishes the workflow with {"err": <message>} (workflows are not
+// retried on errors); a panic finishes it with an execution failure.
+func Workflow[P, R any](w *Worker, ffqn string, fn func(wf *Context, params P) (R, error), opts ...FuncOption) {
+	w.register(ffqn, &function{kind: core.ComponentTypeWorkflow, retry: core.ComponentRetryConfig{}, workflow: untyped(fn)}, opts)
+}
+
+// untyped adapts a typed function to the params array and return value
+// of an execution: params that do not decode and results that do not
+// encode are fatal (no retry can fix them).
+func untyped[C, P, R any](fn func(C, P) (R, error)) func(C, core.Params) (core.ReturnValue, error) {
+	codec := newResultCodec(reflect.TypeFor[R]())
+	return func(c C, params core.Params) (core.ReturnValue, error) {
+		p, err := decodeParams[P](params)
+		if err != nil {
+			return core.ReturnValue{}, &fatalError{reason: "cannot decode params", err: err}
+		}
+		r, err := fn(c, p)
+		if err != nil {
+			return core.ReturnValue{}, err
+		}
+		rv, err := codec.ok(r)
+		if err != nil {
+			return core.ReturnValue{}, &fatalError{reason: "cannot encode result", err: err}
+		}
+		return rv, nil
+	}
+}
+
+// Declare tells the worker the component type of a function served
+// elsewhere, so that children it creates for that function get the right
+// type (the default for unknown functions is an activity).
+func (w *Worker) Declare(ffqn string, t core.ComponentType) {
+	f, err := core.ParseFunctionFqn(ffqn)
+	if err != nil {
+		panic(fmt.Sprintf("worker: Declare(%q): %v", ffqn, err))
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.declared[f] = t
+}
+
+func defaultRetry() core.ComponentRetryConfig {
+	n := uint32(DefaultMaxRetries)
+	return core.ComponentRetryConfig{MaxRetries: &n, RetryExpBackoff: core.DurationOf(DefaultRetryBackoff)}
+}
+
+func (w *Worker) register(ffqn string, f *function, opts []FuncOption) {
+	parsed, err := core.ParseFunctionFqn(ffqn)
+	if err != nil {
+		panic(fmt.Sprintf("worker: register %q: %v", ffqn, err))
+	}
+	f.ffqn = parsed
+	for _, o := range opts {
+		o(f)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, dup := w.funcs[parsed]; dup {
+		panic(fmt.Sprintf("worker: %s registered twice", ffqn))
+	}
+	w.funcs[parsed] = f
+}
+
+// componentType returns the type of a function for the executions this
+// worker creates.
+func (w *Worker) componentType(f core.FunctionFqn) core.ComponentType {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if fn, ok := w.funcs[f]; ok {
+		return fn.kind
+	}
+	if t, ok := w.declared[f]; ok {
+		return t
+	}
+	return core.ComponentTypeActivity
+}
+
+// --- lock groups --------------------------------------------------------------------
+
+// lockGroup is the functions one lock request covers: same component type
+// and retry policy (both recorded in the Locked event).
+type lockGroup struct {
+	component core.ComponentId
+	retry     core.ComponentRetryConfig
+	ffqns     []core.FunctionFqn
+}
+
+// groups partitions the registered functions into lock groups.
+func (w *Worker) groups() []*lockGroup {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []*lockGroup
+	ffqns := make([]core.FunctionFqn, 0, len(w.funcs))
+	for f := range w.funcs {
+		ffqns = append(ffqns, f)
+	}
+	slices.SortFunc(ffqns, func(a, b core.FunctionFqn) int { return strings.Compare(a.String(), b.String()) })
+	for _, ff := range ffqns {
+		f := w.funcs[ff]
+		var g *lockGroup
+		for _, c := range out {
+			if c.component.ComponentType == f.kind && sameRetry(c.retry, f.retry) {
+				g = c
+				break
+			}
+		}
+		if g == nil {
+			g = &lockGroup{component: core.ComponentId{ComponentType: f.kind, Name: w.opts.Name}, retry: f.retry}
+			out = append(out, g)
+		}
+		g.ffqns = append(g.ffqns, ff)
+	}
+	for _, g := range out {
+		// The digest identifies the group's code: a hash of what it serves.
+		h := sha256.New()
+		h.Write([]byte(g.component.ComponentType))
+		for _, f := range g.ffqns {
+			h.Write([]byte{0})
+			h.Write([]byte(f.String()))
+		}
+		copy(g.component.ComponentDigest.Digest[:], h.Sum(nil))
+	}
+	return out
+}
+
+func sameRetry(a, b core.ComponentRetryConfig) bool {
+	if (a.MaxRetries == nil) != (b.MaxRetries == nil) {
+		return false
+	}
+	if a.MaxRetries != nil && *a.MaxRetries != *b.MaxRetries {
+		return false
+	}
+	return a.RetryExpBackoff == b.RetryExpBackoff
+}
+
+// request builds a lock request for n executions at now.
+func (w *Worker) request(g *lockGroup, n int) func(now core.Timestamp) core.LockRequest {
+	run, err := core.NewRunId(uint64(time.Now().UnixMilli()), w.entropy)
+	if err != nil {
+		panic(fmt.Sprintf("worker: run id: %v", err))
+	}
+	return func(now core.Timestamp) core.LockRequest {
+		return core.LockRequest{BatchSize: uint32(n), PendingAtOrSooner: now, CreatedAt: now,
+			ComponentID: g.component, DeploymentID: w.opts.DeploymentID, ExecutorID: w.executor, RunID: run,
+			LockExpiresAt: now.Add(w.opts.LockExpiry), RetryConfig: g.retry, SkipHistory: w.skipHistory(g)}
+	}
+}
+
+// skipHistory reports whether g's locks leave the history out: activities
+// never read it, and workflows read only what they lack when the transport
+// can (ReadHistory).
+func (w *Worker) skipHistory(g *lockGroup) bool {
+	if g.component.ComponentType != core.ComponentTypeWorkflow {
+		return true
+	}
+	_, ok := w.conn.(historyReader)
+	return ok
+}
+
+// --- slots --------------------------------------------------------------------------
+
+// slots is a counting semaphore of the concurrency limit.
+type slots struct{ ch chan struct{} }
+
+func newSlots(n int) slots {
+	s := slots{ch: make(chan struct{}, n)}
+	for range n {
+		s.ch <- struct{}{}
+	}
+	return s
+}
+
+// acquire takes between 1 and max slots, waiting for the first.
+func (s slots) acquire(ctx context.Context, max int) (int, error) {
+	select {
+	case <-s.ch:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	return 1 + s.tryAcquire(max-1), nil
+}
+
+// waitFree waits until a slot is free and returns how many are (at most
+// max, at least 1), without taking any.
+func (s slots) waitFree(ctx context.Context, limit int) (int, error) {
+	select {
+	case t := <-s.ch:
+		s.ch <- t
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	return min(max(1, len(s.ch)), limit), nil
+}
+
+// tryAcquire takes up to max free slots without waiting.
+func (s slots) tryAcquire(max int) int {
+	n := 0
+	for n < max {
+		select {
+		case <-s.ch:
+			n++
+		default:
+			return n
+		}
+	}
+	return n
+}
+
+func (s slots) release(n int) {
+	for range n {
+		s.ch <- struct{}{}
+	}
+}
+
+// --- running ------------------------------------------------------------------------
+
+// ErrRunning is returned when Run or RunUntilIdle is called while another is running.
+var ErrRunning = errors.New("worker: already running")
+
+// begin marks the worker running and returns the lock groups.
+func (w *Worker) begin() ([]*lockGroup, error) {
+	w.lifecycle.Lock()
+	defer w.lifecycle.Unlock()
+	if w.running {
+		return nil, ErrRunning
+	}
+	gs := w.groups()
+	if len(gs) == 0 {
+		return nil, errors.New("worker: no function registered")
+	}
+	w.running = true
+	w.hardStop, w.cancelRun = context.WithCancel(context.Background())
+	return gs, nil
+}
+
+func (w *Worker) end() {
+	w.lifecycle.Lock()
+	defer w.lifecycle.Unlock()
+	w.running = false
+}
+
+// share is how many slots one lock group may reserve for a request.
+func (w *Worker) share(groups int) int {
+	return max(1, min(w.opts.LockBatch, w.opts.Concurrency/groups))
+}
+
+// Run locks and runs executions of the registered functions until ctx is
+// done, then shuts down gracefully: no new lock is taken, running
+// activities get ShutdownGrace to finish (then their contexts are cancelled
+// and the unfinished ones released with Unlocked), running workflows are
+// released, and workflows kept in memory are dropped (they are safe in the
+// store). It returns nil after a graceful shutdown.
+func (w *Worker) Run(ctx context.Context) error {
+	groups, err := w.begin()
+	if err != nil {
+		return err
+	}
+	defer w.end()
+	share := w.share(len(groups))
+	w.awaitOK.Store(w.opts.AwaitWindow > 0)
+	defer w.awaitOK.Store(false)
+	var loops sync.WaitGroup
+	for _, g := range groups {
+		loops.Go(func() { w.lockLoop(ctx, g, share) })
+	}
+	loops.Wait()
+	w.shutdown()
+	return nil
+}
+
+// lockLoop long-polls for executions of g while slots are free. It holds
+// no slot while it waits (a workflow resuming from a wait in memory, or a
+// run of another group, may need one): it sizes the request from the free
+// slots, then takes one slot per execution it locked.
+func (w *Worker) lockLoop(ctx context.Context, g *lockGroup, share int) {
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		n, err := w.slots.waitFree(ctx, share)
+		if err != nil {
+			return
+		}
+		locked, err := lockPending(ctx, w.conn, w.clock, w.request(g, n), g.ffqns, w.opts.PollWait)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			w.log.Warn("lock failed", "ffqns", len(g.ffqns), "err", err)
+			sleepCtx(ctx, backoff)
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+		for _, le := range locked {
+			_, _ = w.slots.acquire(context.Background(), 1)
+			w.start(le)
+		}
+	}
+}
+
+// RunUntilIdle runs passes over the registered functions until nothing is
+// pending and nothing is running (workflows waiting for a response are
+// kept in memory, ready to resume on a later pass), or until ctx is done,
+// in which case it shuts down as Run does. It is the unit of work of a
+// serverless invocation and of workertest.
+func (w *Worker) RunUntilIdle(ctx context.Context) error {
+	groups, err := w.begin()
+	if err != nil {
+		return err
+	}
+	defer w.end()
+	share := w.share(len(groups))
+	defer w.stopAfterGrace(ctx)
+	for ctx.Err() == nil {
+		progress := false
+		for _, g := range groups {
+			n := w.slots.tryAcquire(share)
+			if n == 0 {
+				break
+			}
+			locked, err := lockPending(ctx, w.conn, w.clock, w.request(g, n), g.ffqns, 0)
+			w.slots.release(n - len(locked))
+			if err != nil {
+				if ctx.Err() != nil {
+					break
+				}
+				w.waitAll()
+				return fmt.Errorf("worker: lock: %w", err)
+			}
+			for _, le := range locked {
+				w.start(le)
+			}
+			progress = progress || len(locked) > 0
+		}
+		if progress {
+			continue
+		}
+		if w.inflight.Load() == 0 {
+			return nil
+		}
+		select {
+		case <-w.finished:
+		case <-ctx.Done():
+		}
+	}
+	return nil
+}
+
+// stopAfterGrace ends a RunUntilIdle: if ctx is done, running work gets the
+// grace period; either way every run has ended when it returns. Kept
+// workflows stay cached unless ctx is done.
+func (w *Worker) stopAfterGrace(ctx context.Context) {
+	if ctx.Err() != nil {
+		w.shutdown()
+		return
+	}
+	w.waitAll()
+}
+
+// shutdown waits ShutdownGrace for running executions, then cancels them
+// (they release their locks), waits for them and drops the cache.
+func (w *Worker) shutdown() {
+	done := make(chan struct{})
+	go func() { w.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(w.opts.ShutdownGrace):
+		w.cancelRun()
+		<-done
+	}
+	w.cancelRun()
+	w.cache.dropAll()
+}
+
+func (w *Worker) waitAll() { w.wg.Wait() }
+
+// slot is the concurrency slot of one run: released once when the run
+// ends, or earlier while a workflow waits in memory (and taken again).
+type slot struct {
+	s    slots
+	held bool
+}
+
+func (t *slot) release() {
+	if t.held {
+		t.held = false
+		t.s.release(1)
+	}
+}
+
+func (t *slot) reacquire() {
+	if !t.held {
+		_, _ = t.s.acquire(context.Background(), 1)
+		t.held = true
+	}
+}
+
+// start runs one locked execution on its own goroutine; its slot is
+// already taken and is released when it ends.
+func (w *Worker) start(le core.LockedExecution) {
+	w.mu.Lock()
+	f := w.funcs[le.FFQN]
+	w.mu.Unlock()
+	w.inflight.Add(1)
+	w.wg.Add(1)
+	sl := &slot{s: w.slots, held: true}
+	go func() {
+		defer func() {
+			sl.release()
+			w.inflight.Add(-1)
+			w.wg.Done()
+			select {
+			case w.finished <- struct{}{}:
+			default:
+			}
+		}()
+		switch {
+		case f == nil:
+			w.release(le.ExecutionID, le.NextVersion, "function not registered")
+		case f.kind == core.ComponentTypeWorkflow:
+			w.runs[1].Add(1)
+			w.runWorkflow(le, f, sl)
+		default:
+			w.runs[0].Add(1)
+			w.runActivity(le, f)
+		}
+	}()
+}
+
+// ioContext bounds one store call made on behalf of a run: it survives
+// Run's context (so that results and releases are still written during
+// shutdown) but not a hard stop after the grace period for the slow ones.
+func (w *Worker) ioContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), w.opts.LockExpiry)
+}
+
+// release appends Unlocked at version so that any worker may lock the
+// execution again at once; Unlocked rejected by the state counts as done.
+func (w *Worker) release(id core.ExecutionId, version core.Version, reason string) {
+	ctx, cancel := w.ioContext()
+	defer cancel()
+	now := w.clock.Now()
+	_, err := w.conn.Append(ctx, id, version, core.AppendRequest{CreatedAt: now,
+		Event: &core.Unlocked{UnlockedAt: now, Reason: reason}})
+	if err != nil && !errors.Is(err, core.ErrUnlockedCannotBeAppended) {
+		w.log.Debug("release failed", "execution_id", id.String(), "err", err)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// fatalError is a failure no retry can fix (params that do not decode, a
+// result that does not encode): the execution finishes with an execution
+// failure of kind uncategorized.
+type fatalError struct {
+	reason string
+	err    error
+}
+
+func (e *fatalError) Error() string { return e.reason + ": " + e.err.Error() }
+func (e *fatalError) Unwrap() error { return e.err }
+
+// Close unwinds the workflows kept in memory between runs (they stay safe
+// in the store). Call it when a worker that ran RunUntilIdle is discarded.
+func (w *Worker) Close() { w.cache.dropAll() }
+
+// Stats counts what a worker did since it was created.
+type Stats struct {
+	// Activities and Workflows count the runs started (a workflow resumed
+	// after a wait counts again).
+	Activities int64 `json:"activities"`
+	Workflows  int64 `json:"workflows"`
+	// Cached is the number of suspended workflows kept in memory.
+	Cached int `json:"cached"`
+}
+
+// Stats returns the worker's counters.
+func (w *Worker) Stats() Stats {
+	return Stats{Activities: w.runs[0].Load(), Workflows: w.runs[1].Load(), Cached: w.cache.len()}
+}

@@ -1,0 +1,798 @@
+package worker
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"time"
+
+	"github.com/stela-dev/stela/core"
+)
+
+// Context is a workflow execution's handle on its durable history: every
+// call, join, sleep, schedule, random value and time a workflow uses goes
+// through it, so that a replay of the same program from the execution's
+// history takes the same decisions. It is passed to the workflow function
+// and is only valid on that function's goroutine.
+//
+// A run writes the events Obelisk's workflow worker writes for the same
+// program: JoinSetCreate, JoinSetRequest (child execution or delay),
+// JoinNext (JoinNextTooMany when nothing is left to await), Persist and
+// Schedule, with ids derived by core.IdCounter as Obelisk derives them.
+// Events that need no answer are buffered and
+// written together with the next event that waits for one.
+type Context struct {
+	w      *Worker
+	f      *function
+	id     core.ExecutionId
+	parent *core.Parent
+	params core.Params
+	l      *lease // l.mu guards every field below and every write
+
+	// hist is the execution's history events: the persisted ones (from the
+	// lock) followed by the ones this run wrote or buffered; cur of them
+	// were matched by the program so far.
+	hist  []core.HistoryEventWithVersion
+	cur   int
+	resps []core.ResponseWithCursor
+	sets  map[core.JoinSetId]*joinSetState
+	order []*joinSetState // join sets in creation order
+
+	// buf holds events not written yet (at versions l.next, l.next+1, …)
+	// and children the write creates.
+	buf      []core.AppendRequest
+	children []core.CreateRequest
+
+	// ids counts the join sets, children and delays of the history the
+	// program went through, to derive the next ids.
+	ids core.IdCounter
+	rng *rand.Rand
+
+	// active is false while the run is parked (its lock given up).
+	active bool
+	// awaiting is true while the run waits in memory for a response.
+	awaiting bool
+	// slot is the concurrency slot of the current run.
+	slot *slot
+	// fenced is set by the lease keeper when another writer took over.
+	fenced bool
+	// poison re-raises a signal in every later call once one was raised,
+	// so a workflow that recovers it cannot carry on.
+	poison any
+
+	resumeCh chan bool // true: resume; false: unwind
+	yieldCh  chan yieldKind
+}
+
+type yieldKind uint8
+
+const (
+	yieldParked yieldKind = iota + 1
+	yieldDone
+)
+
+// joinSetState is what the run knows of one join set.
+type joinSetState struct {
+	id      core.JoinSetId
+	created bool
+	oneOff  bool
+	closed  bool
+	// arrived are indexes into Context.resps of this set's responses, in
+	// cursor order; the first consumed of them were taken by JoinNexts.
+	arrived   []int
+	consumed  int
+	joinNexts int // JoinNext events (closing included)
+	submitted int // JoinSetRequest events
+	// members are the submitted children and delays whose response was
+	// not consumed yet, in creation order.
+	members []member
+}
+
+type member struct {
+	child core.ExecutionId
+	delay core.DelayId
+	kind  core.ComponentType
+	ffqn  core.FunctionFqn
+}
+
+func (m member) answers(r core.JoinSetResponse) bool {
+	switch r := r.(type) {
+	case *core.ChildExecutionFinished:
+		return !m.child.IsZero() && m.child == r.ChildExecutionID.ExecutionId
+	case *core.DelayFinished:
+		return !m.delay.IsZero() && m.delay == r.DelayID
+	}
+	return false
+}
+
+// --- driver --------------------------------------------------------------------------
+
+// runWorkflow runs one locked workflow execution until it finishes, fails
+// or parks at a join whose response has not arrived.
+func (w *Worker) runWorkflow(le core.LockedExecution, f *function, sl *slot) {
+	id := le.ExecutionID
+	wf := w.cache.take(id)
+	var hist []core.HistoryEventWithVersion
+	var resps []core.ResponseWithCursor
+	if wf != nil {
+		resumed, h, r, err := wf.resumeFrom(le)
+		switch {
+		case err != nil:
+			wf.abort()
+			w.log.Warn("cannot read the history delta; releasing the execution", "execution_id", id.String(), "err", err)
+			w.release(id, le.NextVersion, "history unavailable")
+			return
+		case !resumed:
+			wf.abort()
+			wf, hist, resps = nil, h, r
+		}
+	}
+	if wf == nil {
+		if hist == nil {
+			var err error
+			if hist, resps, err = w.history(le); err != nil {
+				w.log.Warn("cannot read the history; releasing the execution", "execution_id", id.String(), "err", err)
+				w.release(id, le.NextVersion, "history unavailable")
+				return
+			}
+		}
+		wf = newContext(w, f, le, hist, resps)
+		wf.slot = sl
+		go wf.main()
+	} else {
+		wf.slot = sl
+		wf.resumeCh <- true
+	}
+	stop := w.keepLease(wf.extendLease, func(error) {
+		wf.l.mu.Lock()
+		wf.fenced = true
+		wf.l.mu.Unlock()
+	})
+	y := <-wf.yieldCh
+	stop()
+	if y == yieldParked {
+		w.cache.put(wf)
+	}
+}
+
+// history returns the whole history of a freshly locked workflow: from the
+// lock itself, or read when the lock skipped it.
+func (w *Worker) history(le core.LockedExecution) ([]core.HistoryEventWithVersion, []core.ResponseWithCursor, error) {
+	hr, ok := w.conn.(historyReader)
+	if !ok {
+		return le.EventHistory, le.Responses, nil
+	}
+	if le.NextVersion <= 2 {
+		return []core.HistoryEventWithVersion{}, nil, nil // Created, then this lock: nothing to read
+	}
+	ctx, cancel := w.ioContext()
+	defer cancel()
+	d, err := hr.ReadHistory(ctx, le.ExecutionID, 0, 0)
+	return d.Events, d.Responses, err
+}
+
+func newContext(w *Worker, f *function, le core.LockedExecution, hist []core.HistoryEventWithVersion, resps []core.ResponseWithCursor) *Context {
+	seed := sha256.Sum256([]byte(le.ExecutionID.String()))
+	wf := &Context{w: w, f: f, id: le.ExecutionID, parent: le.Parent, params: le.Params, l: newLease(w, le),
+		hist: hist, sets: map[core.JoinSetId]*joinSetState{},
+		rng:    rand.New(rand.NewChaCha8(seed)),
+		active: true, resumeCh: make(chan bool), yieldCh: make(chan yieldKind)}
+	wf.addResponses(resps)
+	return wf
+}
+
+// resumeFrom prepares a parked run for the lock le: it may resume only if
+// nobody else appended history since it parked; it then learns the new
+// responses (reading only them when the lock skipped the history).
+// Otherwise it returns the whole history, the run's plus what was added,
+// for a replay.
+func (wf *Context) resumeFrom(le core.LockedExecution) (bool, []core.HistoryEventWithVersion, []core.ResponseWithCursor, error) {
+	wf.l.mu.Lock()
+	defer wf.l.mu.Unlock()
+	last := core.ResponseCursor(0)
+	if n := len(wf.resps); n > 0 {
+		last = wf.resps[n-1].Cursor
+	}
+	var added []core.HistoryEventWithVersion
+	var fresh []core.ResponseWithCursor
+	if hr, ok := wf.w.conn.(historyReader); ok {
+		ctx, cancel := wf.w.ioContext()
+		d, err := hr.ReadHistory(ctx, wf.id, wf.l.next, last)
+		cancel()
+		if err != nil {
+			return false, nil, nil, err
+		}
+		added, fresh = d.Events, d.Responses
+	} else {
+		for _, h := range le.EventHistory {
+			if h.Version >= wf.l.next {
+				added = append(added, h)
+			}
+		}
+		for _, r := range le.Responses {
+			if r.Cursor > last {
+				fresh = append(fresh, r)
+			}
+		}
+	}
+	if len(added) > 0 { // another run wrote history: replay
+		return false, append(wf.hist[:len(wf.hist):len(wf.hist)], added...), append(wf.resps[:len(wf.resps):len(wf.resps)], fresh...), nil
+	}
+	wf.addResponses(fresh)
+	wf.l.next = le.NextVersion
+	wf.l.locked = le.LockedEvent
+	wf.active = true
+	return true, nil, nil, nil
+}
+
+// addResponses routes responses (in cursor order) to their join sets.
+func (wf *Context) addResponses(rs []core.ResponseWithCursor) {
+	for _, r := range rs {
+		js := wf.set(r.Event.Event.JoinSetID)
+		js.arrived = append(js.arrived, len(wf.resps))
+		wf.resps = append(wf.resps, r)
+	}
+}
+
+func (wf *Context) set(id core.JoinSetId) *joinSetState {
+	s, ok := wf.sets[id]
+	if !ok {
+		s = &joinSetState{id: id}
+		wf.sets[id] = s
+	}
+	return s
+}
+
+// abort unwinds a parked run's goroutine (it was evicted or is stale).
+func (wf *Context) abort() { wf.resumeCh <- false }
+
+// extendLease extends a running workflow's lease: the buffered events are
+// written first, followed by the Locked event.
+func (wf *Context) extendLease() error {
+	wf.l.mu.Lock()
+	defer wf.l.mu.Unlock()
+	if !wf.active || wf.awaiting || wf.fenced {
+		return nil
+	}
+	now := wf.w.clock.Now()
+	if !wf.l.due(now) {
+		return nil
+	}
+	ext := wf.l.extension(now)
+	err := wf.writeBatch(append(wf.buf, ext), wf.children)
+	if err != nil {
+		if isFenced(err) {
+			return err
+		}
+		wf.w.log.Debug("lease extension failed, will retry", "execution_id", wf.id.String(), "err", err)
+		return nil
+	}
+	wf.l.locked = *ext.Event.(*core.Locked)
+	return nil
+}
+
+// --- the workflow goroutine ---------------------------------------------------------
+
+// signals raised (with panic) inside SDK calls and recovered by main.
+type (
+	abortSig struct {
+		parked   bool // raised in a parked run: nobody waits for a yield
+		shutdown bool // the worker stops: release the lock
+	}
+	failSig struct{ rv core.ReturnValue }
+)
+
+// outcome is how the workflow function ended.
+type outcome struct {
+	rv    core.ReturnValue
+	err   error
+	fail  *core.ReturnValue // an execution failure to record as is
+	abort *abortSig
+}
+
+func (wf *Context) main() {
+	out := wf.runUser()
+	if out.abort == nil && out.fail == nil {
+		out = wf.finishOutcome(out)
+	}
+	switch {
+	case out.abort != nil && out.abort.parked:
+		return
+	case out.abort != nil:
+		if out.abort.shutdown {
+			wf.w.release(wf.id, wf.l.next, reasonExecutorClose)
+		}
+	default:
+		rv := out.rv
+		if out.fail != nil {
+			rv = *out.fail
+		} else if out.err != nil {
+			rv = core.RetErr(errorValue(out.err))
+		}
+		wf.writeFinished(rv)
+	}
+	wf.yieldCh <- yieldDone
+}
+
+// runUser calls the workflow function and classifies how it ended.
+func (wf *Context) runUser() (out outcome) {
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		out = wf.classify(p)
+	}()
+	rv, err := wf.f.workflow(wf, wf.params)
+	if wf.poison != nil { // the workflow swallowed a signal
+		return wf.classify(wf.poison)
+	}
+	var fatal *fatalError
+	if errors.As(err, &fatal) {
+		reason := err.Error()
+		f := core.RetFailure(core.FailureUncategorized, &reason, nil)
+		return outcome{fail: &f}
+	}
+	return outcome{rv: rv, err: err}
+}
+
+// finishOutcome closes the open join sets and checks that the program
+// consumed the whole history before the result is written.
+func (wf *Context) finishOutcome(out outcome) (res outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = wf.classify(p)
+		}
+	}()
+	wf.closeAll()
+	wf.l.mu.Lock()
+	defer wf.l.mu.Unlock()
+	if wf.cur < len(wf.hist) {
+		h := wf.hist[wf.cur]
+		wf.nondeterminism(h.Version, fmt.Sprintf("the workflow finished but the history continues at version %d with %s", h.Version, describe(h.Event)))
+	}
+	return out
+}
+
+func (wf *Context) classify(p any) outcome {
+	switch s := p.(type) {
+	case abortSig:
+		return outcome{abort: &s}
+	case failSig:
+		return outcome{fail: &s.rv}
+	}
+	reason := fmt.Sprintf("workflow panicked: %v", p)
+	stack := string(debug.Stack())
+	f := core.RetFailure(core.FailureUncategorized, &reason, &stack)
+	return outcome{fail: &f}
+}
+
+// raise panics with sig and remembers it (see poison). mu must be held.
+func (wf *Context) raise(sig any) {
+	if wf.poison == nil {
+		wf.poison = sig
+	}
+	panic(sig)
+}
+
+// nondeterminism records a replay divergence: the execution is finished
+// with an execution failure of kind nondeterminism_detected.
+func (wf *Context) nondeterminism(version core.Version, detail string) {
+	err := &NondeterminismError{Version: version, Detail: detail}
+	wf.w.log.Error("nondeterminism detected", "execution_id", wf.id.String(), "version", version, "detail", detail)
+	wf.raise(failSig{rv: core.RetFailure(core.FailureNondeterminismDetected, nil, &err.Detail)})
+}
+
+// enter starts an SDK call: it takes the run's lock and re-raises a signal
+// if the run cannot go on.
+func (wf *Context) enter() {
+	wf.l.mu.Lock()
+	switch {
+	case wf.poison != nil:
+		p := wf.poison
+		wf.l.mu.Unlock()
+		panic(p)
+	case wf.fenced:
+		wf.poison = abortSig{}
+		wf.l.mu.Unlock()
+		panic(abortSig{})
+	case wf.w.hardStop.Err() != nil:
+		wf.poison = abortSig{shutdown: true}
+		wf.l.mu.Unlock()
+		panic(abortSig{shutdown: true})
+	}
+}
+
+func (wf *Context) leave() { wf.l.mu.Unlock() }
+
+// --- history ---------------------------------------------------------------------------
+
+// replaying reports whether persisted history remains to be matched.
+func (wf *Context) replaying() bool { return wf.cur < len(wf.hist) }
+
+// match consumes the next persisted history event if the program is
+// replaying: same reports whether it is the event the program asks for (a
+// mismatch is a nondeterminism). It returns nil when the call is new.
+func (wf *Context) match(want core.HistoryEvent, same func(got core.HistoryEvent) bool) core.HistoryEvent {
+	if !wf.replaying() {
+		return nil
+	}
+	h := wf.hist[wf.cur]
+	if !same(h.Event) {
+		wf.nondeterminism(h.Version, fmt.Sprintf("the workflow asked for %s but the history has %s at version %d",
+			describe(want), describe(h.Event), h.Version))
+	}
+	wf.cur++
+	wf.ids.Observe(h.Event)
+	return h.Event
+}
+
+// room makes sure n more items (events plus children) fit in the buffer.
+func (wf *Context) room(n int) {
+	if len(wf.buf)+len(wf.children)+n > MaxAppendItems {
+		wf.flush()
+	}
+}
+
+// record buffers a new history event (and the execution it creates).
+func (wf *Context) record(ev core.HistoryEvent, child *core.CreateRequest) {
+	cost := 1
+	if child != nil {
+		cost = 2
+	}
+	wf.room(cost)
+	now := wf.w.clock.Now()
+	version := wf.l.next + core.Version(len(wf.buf))
+	wf.buf = append(wf.buf, core.AppendRequest{CreatedAt: now, Event: &core.HistoryEventRequest{Event: ev}})
+	if child != nil {
+		wf.children = append(wf.children, *child)
+	}
+	wf.hist = append(wf.hist, core.HistoryEventWithVersion{Event: ev, Version: version})
+	wf.cur = len(wf.hist)
+	wf.ids.Observe(ev)
+}
+
+// flush writes the buffered events.
+func (wf *Context) flush() {
+	if len(wf.buf) == 0 {
+		return
+	}
+	wf.check(wf.writeBatch(wf.buf, wf.children))
+}
+
+// writeBatch appends batch at l.next, creating children in the same
+// transaction, and clears the buffer on success.
+func (wf *Context) writeBatch(batch []core.AppendRequest, children []core.CreateRequest) error {
+	err := wf.w.retryWrite(wf.l, func(ctx context.Context) error {
+		now := wf.w.clock.Now()
+		var next core.Version
+		var err error
+		if len(children) > 0 {
+			next, err = wf.w.conn.AppendBatchCreateNewExecution(ctx, now, batch, wf.id, wf.l.next, children, nil)
+		} else {
+			next, err = wf.w.conn.AppendBatch(ctx, now, batch, wf.id, wf.l.next)
+		}
+		if err == nil {
+			wf.l.next = next
+		}
+		return err
+	})
+	if err == nil {
+		wf.buf = wf.buf[:0]
+		wf.children = nil
+	}
+	return err
+}
+
+// check turns a failed write into the end of the run: fenced (another
+// writer owns the execution) or unreachable store (the lease will expire and
+// the timers hand the execution to another run).
+func (wf *Context) check(err error) {
+	if err == nil {
+		return
+	}
+	if !isFenced(err) {
+		wf.w.log.Warn("workflow write failed; giving the execution up", "execution_id", wf.id.String(), "err", err)
+	}
+	wf.raise(abortSig{})
+}
+
+// park writes the buffer (ending with a JoinNext nobody answered yet),
+// gives the lock up and waits until a later lock resumes the run. mu is
+// held on entry and on return.
+func (wf *Context) park() {
+	wf.flush()
+	wf.active = false
+	wf.l.mu.Unlock()
+	wf.yieldCh <- yieldParked
+	ok := <-wf.resumeCh
+	wf.l.mu.Lock()
+	if !ok {
+		wf.raise(abortSig{parked: true})
+	}
+}
+
+// waitResponses waits, holding the lock, for responses the history says
+// exist but the run has not seen (a JoinNext replayed before its response
+// reached this worker). mu is held on entry and on return.
+func (wf *Context) waitResponses() {
+	last := core.ResponseCursor(0)
+	if n := len(wf.resps); n > 0 {
+		last = wf.resps[n-1].Cursor
+	}
+	wf.l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), wf.w.opts.LockExpiry/2)
+	rs, err := wf.w.conn.SubscribeToNextResponses(ctx, wf.id, last)
+	cancel()
+	wf.l.mu.Lock()
+	if err != nil && !errors.Is(err, core.ErrTimeout) {
+		wf.check(err)
+	}
+	wf.addResponses(rs)
+}
+
+// awaitNext performs a JoinNext on js: it returns the next response of the
+// set, writing and waiting as needed. requested is the ffqn of a direct
+// call (recorded as requested_ffqn); until, when set, is when the awaited
+// delay fires. A new JoinNext whose response is already known is buffered
+// with run_expires_at = the lease's expiry (the run keeps the execution).
+// Otherwise the buffer is written and the run either waits in memory (see
+// Options.AwaitWindow: run_expires_at = the lease's expiry, so nobody else
+// locks the execution meanwhile) or parks (run_expires_at = now: the
+// execution blocks, and any worker may lock it as soon as the response
+// arrives).
+func (wf *Context) awaitNext(js *joinSetState, requested *core.FunctionFqn, closing bool, until core.Timestamp) core.ResponseWithCursor {
+	want := &core.JoinNext{JoinSetID: js.id, RequestedFFQN: requested, Closing: closing}
+	replayed := wf.match(want, func(got core.HistoryEvent) bool {
+		j, ok := got.(*core.JoinNext)
+		return ok && j.JoinSetID == js.id && j.Closing == closing && sameFFQN(j.RequestedFFQN, requested)
+	})
+	js.joinNexts++
+	if replayed == nil {
+		switch {
+		case js.consumed < len(js.arrived):
+			want.RunExpiresAt = wf.l.locked.LockExpiresAt
+			wf.record(want, nil)
+		case wf.mayAwait(until):
+			want.RunExpiresAt = wf.l.locked.LockExpiresAt
+			wf.record(want, nil)
+			wf.flush()
+			if !wf.awaitInMemory(js) {
+				wf.park()
+			}
+		default:
+			want.RunExpiresAt = wf.w.clock.Now()
+			wf.record(want, nil)
+			wf.flush()
+			wf.park()
+		}
+	}
+	for js.consumed >= len(js.arrived) {
+		wf.waitResponses()
+	}
+	r := wf.resps[js.arrived[js.consumed]]
+	js.consumed++
+	for i, m := range js.members {
+		if m.answers(r.Event.Event.Event) {
+			js.members = append(js.members[:i:i], js.members[i+1:]...)
+			break
+		}
+	}
+	return r
+}
+
+// awaitMargin is how long before the lease's end a wait in memory gives up.
+func (w *Worker) awaitMargin() time.Duration { return w.opts.LockExpiry / 10 }
+
+// mayAwait reports whether a JoinNext may wait in memory: under Run, with
+// room among the waiting runs, and (for a sleep) a delay due before the
+// wait would end. mu is held.
+func (wf *Context) mayAwait(until core.Timestamp) bool {
+	w := wf.w
+	if !w.awaitOK.Load() {
+		return false
+	}
+	end := wf.awaitEnd()
+	if !until.IsZero() && until.After(end) {
+		return false
+	}
+	return end.After(w.clock.Now()) && w.awaiting.Load() < int64(w.opts.MaxAwaiting)
+}
+
+// awaitEnd is when a wait in memory must end: within the window and
+// before the lease's end. mu is held.
+func (wf *Context) awaitEnd() core.Timestamp {
+	w := wf.w
+	end := wf.l.locked.LockExpiresAt.Add(-w.awaitMargin())
+	if limit := w.clock.Now().Add(w.opts.AwaitWindow); limit.Before(end) {
+		end = limit
+	}
+	return end
+}
+
+// awaitInMemory subscribes to the execution's responses until js has one
+// (true) or the wait must end (false). The run's concurrency slot is lent
+// out meanwhile. The execution is blocked in the store until the lease's
+// expiry, so nobody else takes it. mu is held on entry and on return.
+func (wf *Context) awaitInMemory(js *joinSetState) bool {
+	w := wf.w
+	w.awaiting.Add(1)
+	defer w.awaiting.Add(-1)
+	wf.awaiting = true
+	defer func() { wf.awaiting = false }()
+	wait := wf.awaitEnd().Sub(w.clock.Now().Time)
+	deadline := time.Now().Add(wait)
+	wf.slot.release()
+	got := false
+	for !got {
+		remaining := time.Until(deadline)
+		if remaining <= 0 || w.hardStop.Err() != nil {
+			break
+		}
+		last := core.ResponseCursor(0)
+		if n := len(wf.resps); n > 0 {
+			last = wf.resps[n-1].Cursor
+		}
+		wf.l.mu.Unlock()
+		ctx, cancel := context.WithTimeout(w.hardStop, remaining)
+		rs, err := w.conn.SubscribeToNextResponses(ctx, wf.id, last)
+		cancel()
+		wf.l.mu.Lock()
+		if err != nil && !errors.Is(err, core.ErrTimeout) && ctx.Err() == nil {
+			w.log.Debug("response subscription failed", "execution_id", wf.id.String(), "err", err)
+			break
+		}
+		wf.addResponses(rs)
+		got = js.consumed < len(js.arrived)
+	}
+	if got {
+		wf.l.mu.Unlock()
+		wf.slot.reacquire()
+		wf.l.mu.Lock()
+		return true
+	}
+	if w.hardStop.Err() != nil {
+		// Pull the block's deadline in, so the response makes the
+		// execution pending at once for the next worker (Obelisk's
+		// executor does the same when it closes).
+		now := w.clock.Now()
+		_, _ = w.conn.Append(context.Background(), wf.id, wf.l.next,
+			core.AppendRequest{CreatedAt: now, Event: &core.Unlocked{UnlockedAt: now, Reason: reasonExecutorClose}})
+	}
+	return false
+}
+
+// writeFinished appends Finished (after the buffered events), responding to
+// the parent when the workflow is a child.
+func (wf *Context) writeFinished(rv core.ReturnValue) {
+	wf.l.mu.Lock()
+	defer wf.l.mu.Unlock()
+	now := wf.w.clock.Now()
+	fin := core.AppendRequest{CreatedAt: now, Event: &core.Finished{Retval: rv}}
+	var err error
+	if wf.parent == nil {
+		if len(wf.buf)+len(wf.children)+1 > MaxAppendItems {
+			err = wf.writeBatch(wf.buf, wf.children)
+		}
+		if err == nil {
+			err = wf.writeBatch(append(wf.buf, fin), wf.children)
+		}
+	} else {
+		if len(wf.children) > 0 || len(wf.buf)+1 > MaxAppendItems {
+			err = wf.writeBatch(wf.buf, wf.children)
+		}
+		if err == nil {
+			batch := append(wf.buf, fin)
+			err = wf.w.retryWrite(wf.l, func(ctx context.Context) error {
+				finished := wf.l.next + core.Version(len(batch)-1)
+				_, err := wf.w.conn.AppendBatchRespondToParent(ctx,
+					core.AppendEventsToExecution{ExecutionID: wf.id, Version: wf.l.next, Batch: batch},
+					core.AppendResponseToExecution{ParentExecutionID: wf.parent.ExecutionID, CreatedAt: now,
+						JoinSetID: wf.parent.JoinSetID, ChildExecutionID: core.ExecutionIdDerived{ExecutionId: wf.id},
+						FinishedVersion: finished, Result: rv}, now)
+				return err
+			})
+		}
+	}
+	if err != nil {
+		wf.w.log.Warn("workflow result not recorded", "execution_id", wf.id.String(), "err", err)
+		return
+	}
+	wf.w.log.Debug("workflow done", "execution_id", wf.id.String(), "result", rv.ResultKind())
+	wf.w.reportFinished(wf.id, rv)
+}
+
+// closeAll closes the join sets the workflow left open, newest first
+// (Obelisk's finalize): each unawaited member is cancelled or awaited.
+func (wf *Context) closeAll() {
+	for wf.closeNewestOpen() {
+	}
+}
+
+// closeNewestOpen closes the newest open join set with unawaited members;
+// it reports false when there is none.
+func (wf *Context) closeNewestOpen() bool {
+	wf.enter()
+	defer wf.leave()
+	for i := len(wf.order) - 1; i >= 0; i-- {
+		if s := wf.order[i]; !s.oneOff && !s.closed && len(s.members) > 0 {
+			wf.closeSet(s)
+			return true
+		}
+	}
+	return false
+}
+
+// closeSet closes js: its unanswered activities and delays are cancelled
+// (newest first) and its cancellable child workflows are asked to cancel,
+// then one closing JoinNext per unawaited member waits for each response.
+// mu is held.
+func (wf *Context) closeSet(js *joinSetState) {
+	js.closed = true
+	n := len(js.members)
+	if n == 0 {
+		return
+	}
+	if !wf.replaying() {
+		wf.flush() // children must exist before they can be cancelled
+		wf.cancelMembers(js)
+	}
+	for range n {
+		wf.awaitNext(js, nil, true, core.Timestamp{})
+	}
+}
+
+// cancelMembers cancels js's members whose response has not arrived.
+func (wf *Context) cancelMembers(js *joinSetState) {
+	answered := func(m member) bool {
+		for _, i := range js.arrived[js.consumed:] {
+			if m.answers(wf.resps[i].Event.Event.Event) {
+				return true
+			}
+		}
+		return false
+	}
+	ctx, cancel := wf.w.ioContext()
+	defer cancel()
+	now := wf.w.clock.Now()
+	for i := len(js.members) - 1; i >= 0; i-- {
+		m := js.members[i]
+		if answered(m) {
+			continue
+		}
+		var err error
+		switch {
+		case !m.delay.IsZero():
+			err = cancelDelay(ctx, wf.w.conn, wf.id, js.id, m.delay, now)
+		case m.kind.IsActivity():
+			err = cancelChild(ctx, wf.w.conn, m.child, true, now)
+		case m.ffqn.IsCancellable():
+			err = cancelChild(ctx, wf.w.conn, m.child, false, now)
+		}
+		if err != nil && !core.IsNonRetriable(err) && !errors.Is(err, core.ErrNotFound) {
+			wf.check(err)
+		}
+	}
+}
+
+func sameFFQN(a, b *core.FunctionFqn) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
+// describe renders a history event for nondeterminism details.
+func describe(h core.HistoryEvent) string {
+	b, err := core.EncodeHistoryEvent(h)
+	if err != nil {
+		return fmt.Sprintf("%T", h)
+	}
+	return string(b)
+}
+
+// timeOf converts a Timestamp for the workflow's user.
+func timeOf(ts core.Timestamp) time.Time { return ts.Time }
