@@ -250,8 +250,8 @@
 // Write units are billed by CapacityMeter from the image of each item before
 // and after each write, by AWS's published rules — not taken from DynamoDB
 // Local's ConsumedCapacity, which counts a transaction's index updates once
-// per index instead of once per entry (a 10-child submit changes 40 index
-// entries and was reported as 8) and reports nothing for a cancelled
+// per index instead of once per entry (a 10-child submit changes 50 index
+// entries in 5 indexes and is reported as 10) and reports nothing for a cancelled
 // transaction. The assumption behind each figure, with the AWS DynamoDB
 // Developer Guide page it comes from:
 //

@@ -46,18 +46,18 @@ func TestCapacityMeterBillsKnownWrites(t *testing.T) {
 		}
 	}
 
-	// A new pending head: entries in pending-ffqn, pending-digest, list and
-	// deployments: 4.
+	// A new pending head: entries in pending-ffqn, pending-digest, list,
+	// list-id (keyed by the same lp and the item's pk) and deployments: 5.
 	u := step("create", func(ctx context.Context) error {
 		_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: tn, Item: head,
 			ConditionExpression: aws.String("attribute_not_exists(#pk)"), ExpressionAttributeNames: map[string]string{"#pk": "pk"}})
 		return err
 	})
-	check("create", u, 1, 0, 4, 4)
+	check("create", u, 1, 0, 5, 5)
 
 	// Locked: pending-ffqn and pending-digest entries go (2), a timers entry
 	// appears (1), the deployments entry moves to bucket L (delete + put:
-	// 2), the list entry stays (0): 5.
+	// 2), the list and list-id entries stay (0): 5.
 	locked := map[string]av{"pk": s("E#x"), "sk": s("H"), dynamo.AttrTimerPK: s("L#1"), dynamo.AttrTimerSK: s("t9"),
 		dynamo.AttrListPK: s("LT#1"), dynamo.AttrListSK: s("t0#x"), dynamo.AttrDeployPK: s("D#T#L#1"), dynamo.AttrDeploySK: s("x")}
 	u = step("lock", func(ctx context.Context) error {
@@ -67,8 +67,8 @@ func TestCapacityMeterBillsKnownWrites(t *testing.T) {
 	check("lock", u, 1, 0, 5, 5)
 
 	// One transaction: a response (ordinals LSI, projection ALL: 1 entry)
-	// and the head deleted (timers, list, deployments: 3 entries). Table:
-	// 2 × (1 + 1). Entries: 4.
+	// and the head deleted (timers, list, list-id, deployments: 4 entries).
+	// Table: 2 × (1 + 1). Entries: 5.
 	u = step("tx", func(ctx context.Context) error {
 		_, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 			{Put: &types.Put{TableName: tn, Item: map[string]av{"pk": s("E#x"), "sk": s("R#1"), dynamo.AttrOrdinal: s("R#g:1#1"), "e": s("{}")},
@@ -77,7 +77,7 @@ func TestCapacityMeterBillsKnownWrites(t *testing.T) {
 		}})
 		return err
 	})
-	check("tx", u, 0, 4, 4, 4)
+	check("tx", u, 0, 4, 5, 5)
 	if u.Transactions != 1 || u.Cancelled != 0 {
 		t.Errorf("tx: %d transactions, %d cancelled; want 1, 0", u.Transactions, u.Cancelled)
 	}
@@ -123,10 +123,10 @@ func TestCapacityMeterBillsKnownWrites(t *testing.T) {
 // By hand: the parent is locked before and after (its timers, list and
 // deployments entries keep their keys; it has no pending entry), so its
 // head rewrite changes no index entry. Each child is created pending, so its
-// head gets an entry in pending-ffqn, pending-digest, list and deployments:
-// 4 × 10 = 40 entries (1 WRU each: KEYS_ONLY / INCLUDE entries are well
-// under 1 KB). The lean layout (no digest index, no deployment counts)
-// leaves pending-ffqn and list: 2 × 10 = 20. DynamoDB Local's
+// head gets an entry in pending-ffqn, pending-digest, list, list-id and
+// deployments: 5 × 10 = 50 entries (1 WRU each: KEYS_ONLY / INCLUDE entries
+// are well under 1 KB). The lean layout (no digest index, no deployment
+// counts) leaves pending-ffqn, list and list-id: 3 × 10 = 30. DynamoDB Local's
 // ConsumedCapacity bills this transaction's index writes once per index.
 func TestCapacityMeterBillsEachIndexEntryOfAFanOut(t *testing.T) {
 	for _, tc := range []struct {
@@ -134,8 +134,8 @@ func TestCapacityMeterBillsEachIndexEntryOfAFanOut(t *testing.T) {
 		opts dynamo.Options
 		want int
 	}{
-		{"Default", dynamo.Options{}, 40},
-		{"Lean", dynamo.Options{DisableDigestIndex: true, DisableDeploymentCounts: true}, 20},
+		{"Default", dynamo.Options{}, 50},
+		{"Lean", dynamo.Options{DisableDigestIndex: true, DisableDeploymentCounts: true}, 30},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
