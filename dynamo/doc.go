@@ -251,7 +251,7 @@
 // and after each write, by AWS's published rules — not taken from DynamoDB
 // Local's ConsumedCapacity, which counts a transaction's index updates once
 // per index instead of once per entry (a 10-child submit changes 50 index
-// entries in 5 indexes and is reported as 10) and reports nothing for a cancelled
+// entries in 5 indexes; the emulator reports one write per index) and reports nothing for a cancelled
 // transaction. The assumption behind each figure, with the AWS DynamoDB
 // Developer Guide page it comes from:
 //
