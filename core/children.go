@@ -155,26 +155,24 @@ func CheckRespondToParentRequest(events AppendEventsToExecution, resp AppendResp
 }
 
 // CheckRespondToParent checks a respond_to_parent request (see
-// CheckRespondToParentRequest) against the parent's stored events
-// (parentHistory, ascending): the response's join set was created on the
-// parent and holds a ChildExecutionRequest (result Ok) for the child. A join
-// set whose closing JoinNexts were appended still takes the responses they
-// await, and a finished parent still takes them (its lock may have expired
-// with children running), as in storage.
-func CheckRespondToParent(events AppendEventsToExecution, resp AppendResponseToExecution, parentHistory []ExecutionEvent) error {
+// CheckRespondToParentRequest) against the child's own creation (created,
+// its version-0 event): the child was created as a child of the response's
+// parent in the response's join set. Over the worker routes a child gets
+// that parent only through create-children, whose checks (CheckCreateChildren)
+// require the parent's join set and its child_execution_request, so this
+// one read replaces a scan of the parent's log — which made every response
+// cost O(children) and a fan-out O(children²). A child created through the
+// store's Go API is trusted as storage trusts it. A join set whose closing
+// JoinNexts were appended still takes the responses they await, and a
+// finished parent still takes them (its lock may have expired with children
+// running), as in storage.
+func CheckRespondToParent(events AppendEventsToExecution, resp AppendResponseToExecution, created *Created) error {
 	if err := CheckRespondToParentRequest(events, resp); err != nil {
 		return err
 	}
-	log := newJoinSetLog()
-	for _, ev := range parentHistory {
-		log.add(ev.Event)
-	}
 	parent, js, child := resp.ParentExecutionID, resp.JoinSetID, resp.ChildExecutionID.ExecutionId
-	if !log.created[js] {
-		return illegal(fmt.Sprintf("join set %s was not created on %s", js, parent))
-	}
-	if req, ok := log.children[child]; !ok || req.js != js {
-		return illegal(fmt.Sprintf("%s has no child_execution_request for %s in join set %s", parent, child, js))
+	if created == nil || created.Parent == nil || created.Parent.ExecutionID != parent || created.Parent.JoinSetID != js {
+		return illegal(fmt.Sprintf("%s was not created as a child of %s in join set %s", child, parent, js))
 	}
 	return nil
 }

@@ -101,10 +101,16 @@ func testRespondToParentChecks(t *testing.T, e *env) {
 	p, c := e.workflowWithChild(core.ComponentTypeActivity) // c = p.g:1_1, requested in g:1
 	q := e.submit(ffqnWorkflow, core.ComponentTypeWorkflow, "[]")
 	g1, g2, g5 := mustJS("g:1"), mustJS("g:2"), mustJS("g:5")
-	// Children the storage API can create without the parent's events (as
-	// Obelisk's storage scenarios do); the routes must not answer for them.
+	// Executions the storage API can create with derived ids but without
+	// being that parent's child in that join set (no parent; another join
+	// set): the routes must not answer for them. (A child created through
+	// create-children always has its parent and join set, and that route
+	// checked the parent's request for it.)
 	notRequested, noJoinSet := c.Incremented(), p.NextLevel(g5)
-	for _, req := range []core.CreateRequest{childReq(p, g1, notRequested, ffqnActivity), childReq(p, g5, noJoinSet, ffqnActivity)} {
+	orphan := childReq(p, g5, noJoinSet, ffqnActivity)
+	orphan.Parent = nil
+	elsewhere := childReq(p, g2, notRequested, ffqnActivity)
+	for _, req := range []core.CreateRequest{elsewhere, orphan} {
 		if _, err := e.db.Create(ctx, req); err != nil {
 			t.Fatal(err)
 		}
@@ -130,12 +136,12 @@ func testRespondToParentChecks(t *testing.T, e *env) {
 	}
 	ok := okString("c")
 	e.rejectAll(t, []badReq{
-		{name: "JoinSetNotCreatedOnParentIs422", method: "POST", path: path,
+		{name: "ExecutionWithoutParentIs422", method: "POST", path: path,
 			body:   body(finish(noJoinSet, ok), response(p, g5, noJoinSet, 2, ok)),
-			status: 422, msg: "join set g:5 was not created on " + p.String()},
-		{name: "ChildNotRequestedByParentIs422", method: "POST", path: path,
+			status: 422, msg: noJoinSet.String() + " was not created as a child of " + p.String() + " in join set g:5"},
+		{name: "ChildOfAnotherJoinSetIs422", method: "POST", path: path,
 			body:   body(finish(notRequested, ok), response(p, g1, notRequested, 2, ok)),
-			status: 422, msg: p.String() + " has no child_execution_request for " + notRequested.String() + " in join set g:1"},
+			status: 422, msg: notRequested.String() + " was not created as a child of " + p.String() + " in join set g:1"},
 		{name: "ResponseForAnotherChildIs400", method: "POST", path: path,
 			body:   body(finish(c, ok), response(p, g1, notRequested, 2, ok)),
 			status: 400, msg: "`child_execution_id` " + notRequested.String() + " must be the execution the events are appended to (" + c.String() + ")"},
