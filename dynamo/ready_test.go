@@ -63,7 +63,9 @@ func TestReady(t *testing.T) {
 		if _, err := client.CreateTable(ctx, in); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
+		t.Cleanup(func() {
+			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+		})
 		b, err := dynamo.New(client, dynamo.Options{Table: name})
 		if err != nil {
 			t.Fatal(err)
