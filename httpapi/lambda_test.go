@@ -41,7 +41,7 @@ func TestThroughTheLambdaAdapter(t *testing.T) {
 		res := call(t, "POST", "/v1/executions", "", `{"ffqn":"testing:integration/activity.add","params":[1]}`,
 			map[string]string{"authorization": "Bearer tok", "content-type": "application/json",
 				"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-				"tracestate": "a=1,b=2", "x-request-id": "lambda-req"})
+				"tracestate":  "a=1,b=2", "x-request-id": "lambda-req"})
 		if res.StatusCode != http.StatusCreated || res.Headers[headerRequestID] != "lambda-req" {
 			t.Fatalf("status %d headers %v body %s", res.StatusCode, res.Headers, res.Body)
 		}
