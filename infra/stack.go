@@ -109,6 +109,9 @@ type StelaStackProps struct {
 	LocalEndpoint string
 	// Worker adds the worker function (context worker=true).
 	Worker bool
+	// Monitoring configures the alarms, their topic, the dashboard and
+	// tracing (monitoring.go; context alarm*, tracing, otelEndpoint).
+	Monitoring MonitoringProps
 }
 
 // StelaStack is the deployed system: table, bucket, functions, API, schedule.
@@ -124,6 +127,8 @@ type StelaStack struct {
 	// failed passes, and the managed policy a caller attaches to invoke it.
 	WorkerDLQ    awssqs.Queue
 	WorkerInvoke awsiam.ManagedPolicy
+	// Monitoring holds the alarms, their topic and the dashboard.
+	Monitoring *Monitoring
 }
 
 // NewStelaStack defines Stela's whole deployment in one stack.
@@ -166,6 +171,7 @@ func NewStelaStack(scope constructs.Construct, id string, props *StelaStackProps
 	if p.Worker {
 		s.newWorkerAccess(stack)
 	}
+	s.Monitoring = s.newMonitoring(stack, p.Monitoring)
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Base URL of the HTTP API"), Value: s.Stage.Url()})
@@ -306,6 +312,7 @@ func resolveContext(node constructs.Node, p *StelaStackProps) {
 			panic(fmt.Sprintf("stela: context worker=%q, want true or false", ctx(CtxWorker)))
 		}
 	}
+	resolveMonitoring(ctx, &p.Monitoring)
 }
 
 // attrType maps the dynamo schema's attribute types to CDK's.
@@ -459,6 +466,7 @@ func (s *StelaStack) newFunction(stack awscdk.Stack, spec functionSpec, p StelaS
 		fp.MaxEventAge = awscdk.Duration_Seconds(jsii.Number(TimersMaxEventAgeSeconds))
 		fp.OnFailure = awslambdadestinations.NewSqsDestination(dlq)
 	}
+	instrumentFunction(stack, fp, p.Monitoring)
 	fn := awslambda.NewFunction(stack, jsii.String(id), fp)
 	if p.SAMPackaging {
 		// `sam deploy` zips and uploads a local-path Code (relative to the

@@ -76,6 +76,17 @@ var vocabulary = map[string]emfMetric{
 // it is not exported as EMF).
 func EMFName(promName string) string { return vocabulary[promName].name }
 
+// EMFNames lists every CloudWatch metric name the functions write, sorted
+// (the CDK stack's alarms and dashboard may only use these).
+func EMFNames() []string {
+	out := make([]string, 0, len(vocabulary))
+	for _, m := range vocabulary {
+		out = append(out, m.name)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // EMFOptions configure WriteEMF.
 type EMFOptions struct {
 	// Namespace of the metrics; default DefaultNamespace.
