@@ -156,9 +156,17 @@ func wantAlarms(t *testing.T, stack tmpl, d AlarmThresholds, functions []string)
 	return out
 }
 
+// documentedDefaults are the defaults docs/operations.md states, written
+// out here: changing a default must change this line and the document.
+var documentedDefaults = AlarmThresholds{SweepLagSeconds: 60, SweepFailedPasses: 5, API5xxPercent: 5, APIMinRequests: 20,
+	DynamoThrottles: 10, LambdaErrors: 1, LambdaThrottles: 1}
+
 func TestAlarms(t *testing.T) {
+	if DefaultAlarmThresholds != documentedDefaults {
+		t.Fatalf("DefaultAlarmThresholds = %+v, docs/operations.md says %+v", DefaultAlarmThresholds, documentedDefaults)
+	}
 	t.Run("Default", func(t *testing.T) {
-		wants := wantAlarms(t, iamStack, DefaultAlarmThresholds, []string{"api", "lock", "append", "timers"})
+		wants := wantAlarms(t, iamStack, documentedDefaults, []string{"api", "lock", "append", "timers"})
 		if n := len(iamStack.resources("AWS::CloudWatch::Alarm")); n != len(wants) {
 			t.Errorf("%d alarms, want %d", n, len(wants))
 		}
@@ -173,7 +181,7 @@ func TestAlarms(t *testing.T) {
 		}
 	})
 	t.Run("WithTheWorkerFunction", func(t *testing.T) {
-		wants := wantAlarms(t, workerStack, DefaultAlarmThresholds, []string{"api", "lock", "append", "timers", WorkerFunction})
+		wants := wantAlarms(t, workerStack, documentedDefaults, []string{"api", "lock", "append", "timers", WorkerFunction})
 		wants = append(wants, wantAlarm{id: "WorkerDeadLettersAlarm", anchor: "DeadLettersAlarm", namespace: "AWS/SQS",
 			metric: "ApproximateNumberOfMessagesVisible", stat: "Maximum", period: fiveMin,
 			dims:      map[string]any{"QueueName": getAtt(workerStack.byPath(t, "WorkerDeadLetters/Resource").ID, "QueueName")},
@@ -188,7 +196,7 @@ func TestAlarms(t *testing.T) {
 		}
 	})
 	t.Run("ThresholdsComeFromTheContext", func(t *testing.T) {
-		d := DefaultAlarmThresholds
+		d := documentedDefaults
 		d.SweepLagSeconds, d.API5xxPercent = 120, 2.5
 		for _, w := range wantAlarms(t, opsStack, d, []string{"api", "lock", "append", "timers"}) {
 			if w.id == "SweepLagAlarm" || w.id == "Api5xxRateAlarm" {
