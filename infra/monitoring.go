@@ -125,19 +125,7 @@ func resolveMonitoring(ctx func(string) string, p *MonitoringProps) {
 	if p.AlarmTopicArn != "" && p.AlarmEmail != "" {
 		panic("stela: context alarmEmail subscribes to the stack's own topic; with alarmTopicArn, subscribe to that topic instead")
 	}
-	num := func(dst *float64, key string, def float64) {
-		if *dst != 0 {
-			return
-		}
-		*dst = def
-		if s := ctx(key); s != "" {
-			var f float64
-			if _, err := fmt.Sscan(s, &f); err != nil || f <= 0 {
-				panic(fmt.Sprintf("stela: context %s=%q is not a positive number", key, s))
-			}
-			*dst = f
-		}
-	}
+	num := func(dst *float64, key string, def float64) { positiveContext(ctx, dst, key, def) }
 	d, t := DefaultAlarmThresholds, &p.Thresholds
 	num(&t.SweepLagSeconds, CtxAlarmSweepLagSeconds, d.SweepLagSeconds)
 	num(&t.SweepFailedPasses, CtxAlarmSweepFailedPasses, d.SweepFailedPasses)
@@ -158,6 +146,22 @@ func resolveMonitoring(ctx func(string) string, p *MonitoringProps) {
 	}
 	if p.OtelEndpoint == "" {
 		p.OtelEndpoint = ctx(CtxOtelEndpoint)
+	}
+}
+
+// positiveContext fills an unset (zero) *dst from the context key, else
+// def; a value that is not a positive number panics (synth fails).
+func positiveContext(ctx func(string) string, dst *float64, key string, def float64) {
+	if *dst != 0 {
+		return
+	}
+	*dst = def
+	if s := ctx(key); s != "" {
+		var f float64
+		if _, err := fmt.Sscan(s, &f); err != nil || f <= 0 {
+			panic(fmt.Sprintf("stela: context %s=%q is not a positive number", key, s))
+		}
+		*dst = f
 	}
 }
 

@@ -282,21 +282,8 @@ func resolveContext(node constructs.Node, p *StelaStackProps) {
 			panic(fmt.Sprintf("stela: context packaging=%q, want cdk or sam", ctx(CtxPackaging)))
 		}
 	}
-	num := func(dst *float64, key string, def float64) {
-		if *dst != 0 {
-			return
-		}
-		*dst = def
-		if s := ctx(key); s != "" {
-			var f float64
-			if _, err := fmt.Sscan(s, &f); err != nil || f <= 0 {
-				panic(fmt.Sprintf("stela: context %s=%q is not a positive number", key, s))
-			}
-			*dst = f
-		}
-	}
-	num(&p.ThrottleRate, CtxThrottleRate, 100)
-	num(&p.ThrottleBurst, CtxThrottleBurst, 200)
+	positiveContext(ctx, &p.ThrottleRate, CtxThrottleRate, 100)
+	positiveContext(ctx, &p.ThrottleBurst, CtxThrottleBurst, 200)
 	if p.BuildDir == "" {
 		p.BuildDir = "build"
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,29 +22,11 @@ import (
 	"github.com/stela-dev/stela/obs"
 	"github.com/stela-dev/stela/sqlite"
 	"github.com/stela-dev/stela/store"
+	"github.com/stela-dev/stela/store/storetest"
 	"github.com/stela-dev/stela/timers"
 )
 
 var t0 = core.TS(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-
-// clock is a settable clock.
-type clock struct {
-	mu  sync.Mutex
-	now core.Timestamp
-}
-
-func (c *clock) Now() core.Timestamp {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) advance(d time.Duration) core.Timestamp {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	return c.now
-}
 
 func must[T any](tb testing.TB, f func(string) (T, error), s string) T {
 	tb.Helper()
@@ -60,7 +41,7 @@ func must[T any](tb testing.TB, f func(string) (T, error), s string) T {
 type rig struct {
 	t       *testing.T
 	ctx     context.Context
-	clock   *clock
+	clock   *storetest.SimClock
 	backend *sqlite.Backend
 	svc     *store.Service
 	h       http.Handler
@@ -76,7 +57,7 @@ func newRig(t *testing.T, tracing *obs.Tracing) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, ctx: context.Background(), clock: &clock{now: t0}, backend: b, m: obs.NewMetrics(false),
+	r := &rig{t: t, ctx: context.Background(), clock: storetest.NewSimClock(t0), backend: b, m: obs.NewMetrics(false),
 		exr: must(t, core.ParseExecutorId, "Exr_01KBNJ2T3D8W7H3X6Q4M9R5V1A"),
 		run: must(t, core.ParseRunId, "Run_01KBNJ2V0P6C4Y8N2B7K3T5W9E")}
 	r.o = obs.NewObserver(r.m, tracing)
@@ -277,7 +258,7 @@ func runWorkload(t *testing.T, r *rig) workload {
 		t.Fatal(err)
 	}
 	w.expiredLocks = 1
-	r.clock.advance(3 * time.Second)
+	r.clock.Advance(3 * time.Second)
 	st := r.onePass()
 	if st.ExpiredDelays != w.delays || st.ExpiredLocks != w.expiredLocks {
 		t.Fatalf("pass = %+v, want %d delays and %d lock", st, w.delays, w.expiredLocks)
@@ -354,9 +335,9 @@ func TestSweepLagRisesWhileTheSweepIsStoppedAndFallsWhenItResumes(t *testing.T) 
 		t.Fatalf("lag before the deadline = %v, want 0", got)
 	}
 	// The sweep is stopped: nothing handles the delay.
-	r.clock.advance(11 * time.Second)
+	r.clock.Advance(11 * time.Second)
 	first := lag()
-	r.clock.advance(50 * time.Second)
+	r.clock.Advance(50 * time.Second)
 	second := lag()
 	if first != 10 || second != 60 {
 		t.Fatalf("lag while stopped = %v then %v, want 10 then 60 (rising)", first, second)

@@ -19,6 +19,7 @@ import (
 	"github.com/stela-dev/stela/obs/tracemeta"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/store/mem"
+	"github.com/stela-dev/stela/store/storetest"
 )
 
 const clientTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -199,7 +200,7 @@ func BenchmarkRequestHooks(b *testing.B) {
 //
 //	go test ./obs -run '^$' -bench Handler -benchmem
 func BenchmarkHandler(b *testing.B) {
-	clk := &clock{now: t0}
+	clk := storetest.NewSimClock(t0)
 	id := must(b, core.ParseExecutionId, "E_01KBNHM5FQW81KP5Y3XMNX31K4")
 	for _, bc := range []struct {
 		name string
