@@ -9,7 +9,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -82,7 +81,7 @@ func TracingFromEnv(ctx context.Context, getenv func(string) string, serviceName
 	default:
 		return nil, fmt.Errorf("obs: %s %s=%q (want otlp or none)", errUnsupportedExporter, EnvTracesExporter, exp)
 	}
-	exporter, err := otlptracehttp.New(ctx)
+	exporter, err := newOTLPExporter(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("obs: OTLP trace exporter: %w", err)
 	}
