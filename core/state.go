@@ -796,6 +796,9 @@ type ExpiredLock struct {
 	MaxRetries             *uint32
 	RetryExpBackoff        Duration
 	LockedBy               LockedBy
+	// LockExpiresAt is when the lock expired: how late the sweep is for it
+	// (sweep lag) is measured from here.
+	LockExpiresAt Timestamp
 }
 
 // ExpiredDelay is a due, unpaused delay.
@@ -803,6 +806,8 @@ type ExpiredDelay struct {
 	ExecutionID ExecutionId
 	JoinSetID   JoinSetId
 	DelayID     DelayId
+	// ExpiresAt is the delay's deadline (the sweep lag is measured from it).
+	ExpiresAt Timestamp
 }
 
 // ExpiredTimer is one of Lock or Delay.
@@ -830,7 +835,7 @@ func ExpiredLockOf(s *ExecutionState, at Timestamp) (ExpiredLock, bool) {
 	return ExpiredLock{
 		ExecutionID: s.ExecutionID, LockedAtVersion: *s.LastLockVersion, NextVersion: s.Version + 1,
 		IntermittentEventCount: s.IntermittentEventCount, MaxRetries: maxRetries,
-		RetryExpBackoff: backoff, LockedBy: *s.LastLock,
+		RetryExpBackoff: backoff, LockedBy: *s.LastLock, LockExpiresAt: s.At,
 	}, true
 }
 

@@ -235,7 +235,12 @@ func (b *Backend) ExpiredDelays(ctx context.Context, at core.Timestamp) ([]core.
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, core.ExpiredDelay{ExecutionID: id, JoinSetID: js, DelayID: d})
+		ts, _ := getS(it, AttrTimerSK) // the index key: the delay's expires_at
+		expires, err := core.ParseSortableText(ts)
+		if err != nil {
+			return nil, fmt.Errorf("dynamo: delay %s: timer key: %w", sk, err)
+		}
+		out = append(out, core.ExpiredDelay{ExecutionID: id, JoinSetID: js, DelayID: d, ExpiresAt: expires})
 	}
 	return out, nil
 }

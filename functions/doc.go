@@ -11,4 +11,9 @@
 // lambda.NewHandler(h).Invoke. The Lambda mains (functions/<name>/main.go)
 // only wire: functions/app reads the environment once per cold start and
 // builds the AWS clients, the DynamoDB-backed store and the S3 CAS.
+//
+// Every function reports its metrics (package obs) as CloudWatch Embedded
+// Metric Format lines on stdout, flushed by Telemetry once per invocation
+// (Instrument; the timers function also every 10 s of its minute-long
+// loop), and its spans when tracing is configured.
 package functions

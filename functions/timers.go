@@ -44,6 +44,12 @@ type TimersOptions struct {
 	MaxBudget time.Duration
 	// Logger receives one line per invocation. Default slog.Default().
 	Logger *slog.Logger
+	// Telemetry, when set, is flushed every FlushEvery during the loop (after
+	// a pass) and at the end of each invocation.
+	Telemetry *Telemetry
+	// FlushEvery paces the flushes of Telemetry during an invocation.
+	// Default DefaultTimersFlushEvery.
+	FlushEvery time.Duration
 }
 
 // Timers is the `timers` function: each EventBridge-scheduled invocation
@@ -91,6 +97,14 @@ func (t *Timers) Budget(ctx context.Context) time.Duration {
 func (t *Timers) Handle(ctx context.Context, ev events.EventBridgeEvent) (timers.Stats, error) {
 	opts := t.opts.Loop
 	opts.Budget = t.Budget(ctx)
+	if tel := t.opts.Telemetry; tel != nil {
+		every := t.opts.FlushEvery
+		if every <= 0 {
+			every = DefaultTimersFlushEvery
+		}
+		opts.Observer = &flushingObserver{inner: opts.Observer, tel: tel, every: every, last: time.Now()}
+		defer tel.Flush(ctx)
+	}
 	st, err := timers.Run(ctx, t.db, t.clock, opts)
 	if err != nil {
 		return st, fmt.Errorf("functions: timers: %w", err)

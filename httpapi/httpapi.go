@@ -65,7 +65,36 @@ type Options struct {
 	// Sweep backs POST /v1/worker/sweep (typically store.Sweep bound to the
 	// store); its result is returned as JSON. Nil: the route answers 501.
 	Sweep func(ctx context.Context, at core.Timestamp) (any, error)
+	// Ready backs GET /readyz (typically store.Service.Ready): nil error
+	// answers 200, an error 503 with its text. Nil: /readyz answers 200 like
+	// /healthz. Both are served without the Authorizer (see ServeHTTP).
+	Ready func(ctx context.Context) error
+	// Observer, when set, sees every request (package obs: metrics by route
+	// pattern, status and latency; spans). Nil costs nothing.
+	Observer Observer
 }
+
+// Observer receives every request the handler serves: RequestStarted before
+// anything else (it may return a context carrying a span, which the
+// handlers and the store then see), RequestDone once it is answered, with
+// the route pattern that served it ("GET /v1/executions/{execution_id}";
+// "" when none matched, "console" for the web console's files), the status
+// and the duration. Implementations must be safe for concurrent use.
+type Observer interface {
+	RequestStarted(ctx context.Context, r *http.Request) context.Context
+	RequestDone(ctx context.Context, route string, status int, d time.Duration)
+}
+
+// Health routes, served before authorization: they reveal nothing but
+// whether the process is up and the store ready, and probes (load
+// balancers, orchestrators) carry no token.
+const (
+	HealthzPath = "/healthz"
+	ReadyzPath  = "/readyz"
+)
+
+// readyTimeout bounds the store check of /readyz.
+const readyTimeout = 5 * time.Second
 
 // server is the http.Handler returned by New.
 type server struct {
@@ -78,6 +107,8 @@ type server struct {
 	followWait time.Duration
 	entropy    *lockedReader
 	sweep      func(ctx context.Context, at core.Timestamp) (any, error)
+	ready      func(ctx context.Context) error
+	obs        Observer
 	mux        *http.ServeMux
 	openapiDoc []byte
 	console    http.Handler
@@ -90,6 +121,7 @@ func New(db core.DbExternalApi, cas core.Cas, opts Options) http.Handler {
 	s := &server{
 		db: db, cas: cas, clock: opts.Clock, log: opts.Logger, auth: opts.Authorizer,
 		maxBody: opts.MaxBodyBytes, followWait: opts.FollowWait, sweep: opts.Sweep,
+		ready: opts.Ready, obs: opts.Observer,
 	}
 	if s.clock == nil {
 		s.clock = wallClock{}
@@ -214,15 +246,29 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// ServeHTTP runs the middleware chain: request id, access log and panic
-// recovery, the web console (package console: /, /console, /console/…,
-// served without authorization), authorization, body limit, routing.
+// ServeHTTP runs the middleware chain: request id, observer, access log
+// and panic recovery, the health routes and the web console (package
+// console: /, /console, /console/…), both served without authorization,
+// then authorization, body limit, routing.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	info := &reqInfo{id: s.requestID(r)}
-	r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info))
+	ctx := context.WithValue(r.Context(), reqInfoKey{}, info)
+	if s.obs != nil {
+		ctx = s.obs.RequestStarted(ctx, r)
+	}
+	r = r.WithContext(ctx)
 	w.Header().Set(headerRequestID, info.id)
 	sw := &statusWriter{ResponseWriter: w}
+	defer func() {
+		if s.obs != nil {
+			status := sw.status
+			if status == 0 {
+				status = http.StatusOK // net/http answers 200 for a handler that wrote nothing
+			}
+			s.obs.RequestDone(r.Context(), info.route, status, time.Since(start))
+		}
+	}()
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -247,6 +293,13 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.console.ServeHTTP(sw, r)
 		return
 	}
+	if r.Method == http.MethodGet && (r.URL.Path == HealthzPath || r.URL.Path == ReadyzPath) {
+		info.route = r.Method + " " + r.URL.Path
+		s.serveHealth(sw, r)
+		return
+	}
+	h, pattern := s.mux.Handler(r)
+	info.route = pattern
 	if err := s.auth.Authorize(r); err != nil {
 		s.log.WarnContext(r.Context(), "request denied", s.attrs(info, slog.String(logKeyErr, err.Error()))...)
 		writeUnauthorized(sw)
@@ -255,12 +308,10 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(sw, r.Body, s.maxBody)
 	}
-	h, pattern := s.mux.Handler(r)
 	if pattern == "" {
 		s.serveUnmatched(sw, r, h)
 		return
 	}
-	info.route = pattern
 	s.mux.ServeHTTP(sw, r)
 }
 
@@ -270,6 +321,33 @@ func (s *server) attrs(info *reqInfo, extra ...any) []any {
 		out = append(out, slog.String(logKeyExecutionID, info.executionID))
 	}
 	return append(out, extra...)
+}
+
+// serveHealth answers GET /healthz (the process is up) and GET /readyz
+// (Options.Ready: the store is reachable and its schema current).
+func (s *server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	type answer struct {
+		Status string `json:"status"`
+		Err    string `json:"err,omitempty"`
+	}
+	out, status := answer{Status: "ok"}, http.StatusOK
+	if r.URL.Path == ReadyzPath {
+		out.Status = "ready"
+		if s.ready != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+			err := s.ready(ctx)
+			cancel()
+			if err != nil {
+				out, status = answer{Status: "not ready", Err: err.Error()}, http.StatusServiceUnavailable
+				s.log.WarnContext(r.Context(), "not ready", s.attrs(infoOf(r), slog.String(logKeyErr, err.Error()))...)
+			}
+		}
+	}
+	b, _ := core.MarshalJSONIndent(out)
+	w.Header().Set("Content-Type", contentTypeJSON)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
 }
 
 // serveUnmatched renders the mux's own 404 / 405 answers as JSON.

@@ -350,11 +350,13 @@ func schemas() map[string]any {
 		"AppendBacktracesBody": closedObj([]string{"backtraces"}, map[string]any{"backtraces": arr(ref("BacktraceInfo"))}),
 		"Inserted":             closedObj([]string{"inserted"}, map[string]any{"inserted": uint("")}),
 		"ExpiredTimer": oneOf(
-			variant("type", "lock", []string{"execution_id", "locked_at_version", "next_version", "intermittent_event_count", "max_retries", "retry_exp_backoff", "locked_by"},
+			variant("type", "lock", []string{"execution_id", "locked_at_version", "next_version", "intermittent_event_count", "max_retries", "retry_exp_backoff", "locked_by", "lock_expires_at"},
 				map[string]any{"execution_id": ref("ExecutionId"), "locked_at_version": ref("Version"), "next_version": ref("Version"),
-					"intermittent_event_count": uint(""), "max_retries": nullable(uint("")), "retry_exp_backoff": ref("Duration"), "locked_by": ref("LockedBy")}),
-			variant("type", "delay", []string{"execution_id", "join_set_id", "delay_id"}, map[string]any{
-				"execution_id": ref("ExecutionId"), "join_set_id": ref("JoinSetId"), "delay_id": ref("DelayId")})),
+					"intermittent_event_count": uint(""), "max_retries": nullable(uint("")), "retry_exp_backoff": ref("Duration"), "locked_by": ref("LockedBy"),
+					"lock_expires_at": desc("when the lock expired", ref("Timestamp"))}),
+			variant("type", "delay", []string{"execution_id", "join_set_id", "delay_id", "expires_at"}, map[string]any{
+				"execution_id": ref("ExecutionId"), "join_set_id": ref("JoinSetId"), "delay_id": ref("DelayId"),
+				"expires_at": desc("the delay's deadline", ref("Timestamp"))})),
 		"ExpiredTimerList": arr(ref("ExpiredTimer")),
 		"SweepBody":        closedObj(nil, map[string]any{"at": desc("default: server clock", ref("Timestamp"))}),
 		"SweepResult":      typ("object", "whatever the configured sweep reports"),

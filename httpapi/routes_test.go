@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -118,13 +119,26 @@ func testSubmit(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 		}
 	})
 	t.Run("TraceparentBecomesMetadata", func(t *testing.T) {
+		// Obelisk's convention: propagation keys prefixed with "tracing:".
 		e := fresh(t)
 		const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-		id := e.do("POST", "/v1/executions", `{"ffqn":"testing:integration/activity.add","params":[]}`, "traceparent", tp).want(http.StatusCreated).okValue()
+		id := e.do("POST", "/v1/executions", `{"ffqn":"testing:integration/activity.add","params":[]}`,
+			"traceparent", tp, "tracestate", "vendor=x").want(http.StatusCreated).okValue()
 		eid, _ := core.ParseExecutionId(id)
 		cr, _ := e.db.GetCreateRequest(context.Background(), eid)
-		if cr.Metadata["traceparent"] != tp {
-			t.Fatalf("metadata %v", cr.Metadata)
+		want := core.ExecutionMetadata{"tracing:traceparent": tp, "tracing:tracestate": "vendor=x"}
+		if !reflect.DeepEqual(cr.Metadata, want) {
+			t.Fatalf("metadata %v, want %v", cr.Metadata, want)
+		}
+	})
+	t.Run("InvalidTraceparentIsIgnored", func(t *testing.T) {
+		e := fresh(t)
+		id := e.do("POST", "/v1/executions", `{"ffqn":"testing:integration/activity.add","params":[]}`,
+			"traceparent", "00-nothex-00f067aa0ba902b7-01").want(http.StatusCreated).okValue()
+		eid, _ := core.ParseExecutionId(id)
+		cr, _ := e.db.GetCreateRequest(context.Background(), eid)
+		if len(cr.Metadata) != 0 {
+			t.Fatalf("metadata %v, want none", cr.Metadata)
 		}
 	})
 	t.Run("FollowReturnsTheRetvalOfAFinishedExecution", func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/obs/tracemeta"
 )
 
 // submitBody is the body of POST /v1/executions and PUT /v1/executions/{id}.
@@ -78,7 +79,7 @@ func (s *server) submit(c *call, pathID *core.ExecutionId) error {
 	req := core.CreateRequest{
 		CreatedAt: now, ExecutionID: id, FFQN: target.ffqn, Params: target.params,
 		ScheduledAt: target.scheduledAt, ComponentID: target.component, DeploymentID: target.deployment,
-		Metadata: traceMetadata(c.r), Paused: body.Paused,
+		Metadata: tracemeta.ForRequest(c.ctx(), c.r), Paused: body.Paused,
 	}
 	status := http.StatusCreated
 	if _, err := s.db.Create(c.ctx(), req); errors.Is(err, core.ErrConflict) {
@@ -257,19 +258,4 @@ func decodeAny(b []byte) (any, error) {
 	var v any
 	err := dec.Decode(&v)
 	return v, err
-}
-
-// traceMetadata propagates W3C trace context headers into the execution metadata.
-func traceMetadata(r *http.Request) core.ExecutionMetadata {
-	var md core.ExecutionMetadata
-	for _, h := range []string{"traceparent", "tracestate"} {
-		// Values are re-joined: proxies (aws-lambda-go-api-proxy) split headers on commas.
-		if v := strings.Join(r.Header.Values(h), ","); v != "" && len(v) <= 512 {
-			if md == nil {
-				md = core.ExecutionMetadata{}
-			}
-			md[h] = v
-		}
-	}
-	return md
 }

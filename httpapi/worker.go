@@ -287,8 +287,9 @@ type SweepBody struct {
 
 // ExpiredTimerJSON is core.ExpiredTimer on the wire:
 // {"type":"lock", execution_id, locked_at_version, next_version,
-// intermittent_event_count, max_retries, retry_exp_backoff, locked_by} or
-// {"type":"delay", execution_id, join_set_id, delay_id}.
+// intermittent_event_count, max_retries, retry_exp_backoff, locked_by,
+// lock_expires_at} or {"type":"delay", execution_id, join_set_id, delay_id,
+// expires_at}.
 type ExpiredTimerJSON struct {
 	Lock  *core.ExpiredLock
 	Delay *core.ExpiredDelay
@@ -303,6 +304,7 @@ type expiredLockWire struct {
 	MaxRetries             *uint32          `json:"max_retries"`
 	RetryExpBackoff        core.Duration    `json:"retry_exp_backoff"`
 	LockedBy               core.LockedBy    `json:"locked_by"`
+	LockExpiresAt          core.Timestamp   `json:"lock_expires_at"`
 }
 
 type expiredDelayWire struct {
@@ -310,6 +312,7 @@ type expiredDelayWire struct {
 	ExecutionID core.ExecutionId `json:"execution_id"`
 	JoinSetID   core.JoinSetId   `json:"join_set_id"`
 	DelayID     core.DelayId     `json:"delay_id"`
+	ExpiresAt   core.Timestamp   `json:"expires_at"`
 }
 
 // MarshalJSON encodes the timer with its "type" tag first.
@@ -318,10 +321,10 @@ func (t ExpiredTimerJSON) MarshalJSON() ([]byte, error) {
 	case t.Lock != nil:
 		l := t.Lock
 		return core.MarshalJSON(expiredLockWire{"lock", l.ExecutionID, l.LockedAtVersion, l.NextVersion,
-			l.IntermittentEventCount, l.MaxRetries, l.RetryExpBackoff, l.LockedBy})
+			l.IntermittentEventCount, l.MaxRetries, l.RetryExpBackoff, l.LockedBy, l.LockExpiresAt})
 	case t.Delay != nil:
 		d := t.Delay
-		return core.MarshalJSON(expiredDelayWire{"delay", d.ExecutionID, d.JoinSetID, d.DelayID})
+		return core.MarshalJSON(expiredDelayWire{"delay", d.ExecutionID, d.JoinSetID, d.DelayID, d.ExpiresAt})
 	}
 	return nil, errors.New("httpapi: empty expired timer")
 }
@@ -342,13 +345,14 @@ func (t *ExpiredTimerJSON) UnmarshalJSON(b []byte) error {
 		}
 		*t = ExpiredTimerJSON{Lock: &core.ExpiredLock{ExecutionID: w.ExecutionID, LockedAtVersion: w.LockedAtVersion,
 			NextVersion: w.NextVersion, IntermittentEventCount: w.IntermittentEventCount, MaxRetries: w.MaxRetries,
-			RetryExpBackoff: w.RetryExpBackoff, LockedBy: w.LockedBy}}
+			RetryExpBackoff: w.RetryExpBackoff, LockedBy: w.LockedBy, LockExpiresAt: w.LockExpiresAt}}
 	case "delay":
 		var w expiredDelayWire
 		if err := json.Unmarshal(b, &w); err != nil {
 			return err
 		}
-		*t = ExpiredTimerJSON{Delay: &core.ExpiredDelay{ExecutionID: w.ExecutionID, JoinSetID: w.JoinSetID, DelayID: w.DelayID}}
+		*t = ExpiredTimerJSON{Delay: &core.ExpiredDelay{ExecutionID: w.ExecutionID, JoinSetID: w.JoinSetID, DelayID: w.DelayID,
+			ExpiresAt: w.ExpiresAt}}
 	default:
 		return fmt.Errorf("unknown expired timer type %q", tag.Type)
 	}

@@ -41,6 +41,9 @@ var (
 	itemReads  = []string{"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}
 	itemWrites = []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"}
 	batchWrite = []string{"dynamodb:BatchWriteItem"}
+	// describeTable backs GET /readyz (the table and its indexes ACTIVE),
+	// which only the api function serves.
+	describeTable = []string{"dynamodb:DescribeTable"}
 )
 
 func concat(sets ...[]string) []string {
@@ -95,7 +98,7 @@ var functionSpecs = []functionSpec{
 		Name: "api", Description: "Stela HTTP API (public routes and worker reads)",
 		MemoryMB: 256, TimeoutSeconds: HTTPFunctionTimeoutSeconds,
 		Access: dataAccess{
-			TableActions: concat(itemReads, itemWrites),
+			TableActions: concat(itemReads, itemWrites, describeTable),
 			QueryIndexes: allIndexes(),
 			CasRead:      true, CasWrite: true,
 		},

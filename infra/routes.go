@@ -16,6 +16,10 @@ type apiRoute struct {
 // handler itself answers 404/405 for anything it does not serve.
 var apiRoutes = []apiRoute{
 	{"/openapi.json", []string{"GET"}, "api"},
+	// Health probes (httpapi.HealthzPath, ReadyzPath): behind the stack's
+	// authorizer like every route; the handler itself needs no token.
+	{"/healthz", []string{"GET"}, "api"},
+	{"/readyz", []string{"GET"}, "api"},
 
 	{"/v1/execution-id", []string{"GET"}, "api"},
 	{"/v1/execution-counts", []string{"GET"}, "api"},

@@ -109,6 +109,9 @@ type StelaStackProps struct {
 	LocalEndpoint string
 	// Worker adds the worker function (context worker=true).
 	Worker bool
+	// Monitoring configures the alarms, their topic, the dashboard and
+	// tracing (monitoring.go; context alarm*, tracing, otelEndpoint).
+	Monitoring MonitoringProps
 }
 
 // StelaStack is the deployed system: table, bucket, functions, API, schedule.
@@ -124,6 +127,8 @@ type StelaStack struct {
 	// failed passes, and the managed policy a caller attaches to invoke it.
 	WorkerDLQ    awssqs.Queue
 	WorkerInvoke awsiam.ManagedPolicy
+	// Monitoring holds the alarms, their topic and the dashboard.
+	Monitoring *Monitoring
 }
 
 // NewStelaStack defines Stela's whole deployment in one stack.
@@ -166,6 +171,7 @@ func NewStelaStack(scope constructs.Construct, id string, props *StelaStackProps
 	if p.Worker {
 		s.newWorkerAccess(stack)
 	}
+	s.Monitoring = s.newMonitoring(stack, p.Monitoring)
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Base URL of the HTTP API"), Value: s.Stage.Url()})
@@ -276,21 +282,8 @@ func resolveContext(node constructs.Node, p *StelaStackProps) {
 			panic(fmt.Sprintf("stela: context packaging=%q, want cdk or sam", ctx(CtxPackaging)))
 		}
 	}
-	num := func(dst *float64, key string, def float64) {
-		if *dst != 0 {
-			return
-		}
-		*dst = def
-		if s := ctx(key); s != "" {
-			var f float64
-			if _, err := fmt.Sscan(s, &f); err != nil || f <= 0 {
-				panic(fmt.Sprintf("stela: context %s=%q is not a positive number", key, s))
-			}
-			*dst = f
-		}
-	}
-	num(&p.ThrottleRate, CtxThrottleRate, 100)
-	num(&p.ThrottleBurst, CtxThrottleBurst, 200)
+	positiveContext(ctx, &p.ThrottleRate, CtxThrottleRate, 100)
+	positiveContext(ctx, &p.ThrottleBurst, CtxThrottleBurst, 200)
 	if p.BuildDir == "" {
 		p.BuildDir = "build"
 	}
@@ -306,6 +299,7 @@ func resolveContext(node constructs.Node, p *StelaStackProps) {
 			panic(fmt.Sprintf("stela: context worker=%q, want true or false", ctx(CtxWorker)))
 		}
 	}
+	resolveMonitoring(ctx, &p.Monitoring)
 }
 
 // attrType maps the dynamo schema's attribute types to CDK's.
@@ -459,6 +453,7 @@ func (s *StelaStack) newFunction(stack awscdk.Stack, spec functionSpec, p StelaS
 		fp.MaxEventAge = awscdk.Duration_Seconds(jsii.Number(TimersMaxEventAgeSeconds))
 		fp.OnFailure = awslambdadestinations.NewSqsDestination(dlq)
 	}
+	instrumentFunction(stack, fp, p.Monitoring)
 	fn := awslambda.NewFunction(stack, jsii.String(id), fp)
 	if p.SAMPackaging {
 		// `sam deploy` zips and uploads a local-path Code (relative to the

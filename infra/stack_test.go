@@ -32,7 +32,8 @@ var (
 	iamStack    tmpl
 	jwtStack    tmpl // context jwtIssuer/jwtAudience
 	samStack    tmpl // context packaging=sam
-	workerStack tmpl // context worker=true
+	workerStack tmpl // context worker=true, alarmEmail
+	opsStack    tmpl // context alarmTopicArn, alarm thresholds, tracing=xray, otelEndpoint
 	samOutdir   string
 	buildDir    string
 )
@@ -78,7 +79,9 @@ func TestMain(m *testing.M) {
 		iamTemplate, iamStack, _ = synth("iam", map[string]any{})
 		_, jwtStack, _ = synth("jwt", map[string]any{CtxJWTIssuer: testIssuer, CtxJWTAudience: testAudience})
 		_, samStack, samOutdir = synth("sam", map[string]any{CtxPackaging: "sam", CtxLocalEndpoint: testLocalEndpoint})
-		_, workerStack, _ = synth("worker", map[string]any{CtxWorker: "true"})
+		_, workerStack, _ = synth("worker", map[string]any{CtxWorker: "true", CtxAlarmEmail: testAlarmEmail})
+		_, opsStack, _ = synth("ops", map[string]any{CtxAlarmTopicArn: testTopicArn, CtxAlarmSweepLagSeconds: "120",
+			CtxAlarmAPI5xxPercent: "2.5", CtxTracing: TracingXRay, CtxOtelEndpoint: testOtelEndpoint})
 		return m.Run()
 	}()
 	os.Exit(code)
@@ -691,10 +694,16 @@ func TestEveryHTTPAPIRouteIsDeployedToAFunctionServingIt(t *testing.T) {
 		}
 	}
 	for _, r := range routes {
-		if !used[r.Method+" "+r.Path] && !isConsoleRoute(r) {
+		if !used[r.Method+" "+r.Path] && !isConsoleRoute(r) && !isHealthRoute(r) {
 			t.Errorf("route %s %s serves no httpapi route", r.Method, r.Path)
 		}
 	}
+}
+
+// isHealthRoute reports whether r is a health probe (httpapi serves them
+// outside its route table and OpenAPI document).
+func isHealthRoute(r deployedRoute) bool {
+	return r.Method == "GET" && (r.Path == httpapi.HealthzPath || r.Path == httpapi.ReadyzPath)
 }
 
 // isConsoleRoute reports whether r is one of consoleRoutes.
@@ -880,7 +889,7 @@ func (t tmpl) resourceKind(tb testing.TB, v any) string {
 // independently of access.go: widening a grant must change this table.
 var wantData = map[string]map[string][]string{
 	"api": {
-		"table": {"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem",
+		"table": {"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:DescribeTable",
 			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"},
 		"index:cancelling": {"dynamodb:Query"}, "index:list": {"dynamodb:Query"}, "index:list-id": {"dynamodb:Query"},
 		"index:ordinals": {"dynamodb:Query"}, "index:pending-digest": {"dynamodb:Query"}, "index:pending-ffqn": {"dynamodb:Query"},

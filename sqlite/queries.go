@@ -23,7 +23,7 @@ const (
 		ORDER BY at, seq LIMIT ?`
 	sqlExpiredLocks = `SELECT ` + headCols + ` FROM t_state INDEXED BY idx_state_locked
 		WHERE state = 'locked' AND at <= ? ORDER BY at`
-	sqlExpiredDelays = `SELECT execution_id, join_set_id, delay_id FROM t_delay INDEXED BY idx_delay_expires
+	sqlExpiredDelays = `SELECT execution_id, join_set_id, delay_id, expires_at FROM t_delay INDEXED BY idx_delay_expires
 		WHERE paused = 0 AND expires_at <= ? ORDER BY expires_at`
 	sqlCancelling = `SELECT execution_id FROM t_state INDEXED BY idx_state_cancelling
 		WHERE lifecycle = 'cancelling' ORDER BY created_at, seq LIMIT ?`
@@ -142,11 +142,11 @@ func (b *Backend) ExpiredDelays(ctx context.Context, at core.Timestamp) ([]core.
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var id, js, delay string
-			if err := rows.Scan(&id, &js, &delay); err != nil {
+			var id, js, delay, expires string
+			if err := rows.Scan(&id, &js, &delay, &expires); err != nil {
 				return err
 			}
-			d, err := decodeExpiredDelay(id, js, delay)
+			d, err := decodeExpiredDelay(id, js, delay, expires)
 			if err != nil {
 				b.undecodable.Skip(ctx, b.log, "delay", delay, err)
 				continue
@@ -161,9 +161,12 @@ func (b *Backend) ExpiredDelays(ctx context.Context, at core.Timestamp) ([]core.
 	return out, nil
 }
 
-func decodeExpiredDelay(id, js, delay string) (core.ExpiredDelay, error) {
+func decodeExpiredDelay(id, js, delay, expires string) (core.ExpiredDelay, error) {
 	var d core.ExpiredDelay
 	var err error
+	if d.ExpiresAt, err = parseTS(expires); err != nil {
+		return d, err
+	}
 	if d.ExecutionID, err = core.ParseExecutionId(id); err != nil {
 		return d, err
 	}

@@ -155,8 +155,8 @@ func TestExpiredDelays(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []core.ExpiredDelay{
-		{ExecutionID: h.ExecutionID, JoinSetID: js, DelayID: due1.DelayID},
-		{ExecutionID: h.ExecutionID, JoinSetID: js, DelayID: due2.DelayID},
+		{ExecutionID: h.ExecutionID, JoinSetID: js, DelayID: due1.DelayID, ExpiresAt: due1.ExpiresAt},
+		{ExecutionID: h.ExecutionID, JoinSetID: js, DelayID: due2.DelayID, ExpiresAt: due2.ExpiresAt},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)

@@ -435,15 +435,9 @@ func (b *Backend) write(ctx context.Context, fn func(*writeTx) error) error {
 func (b *Backend) Synchronous(ctx context.Context) (int, error) {
 	var v int
 	err := b.enqueue(ctx, &request{update: true, fn: func(tx *writeTx) error {
-		rows, err := tx.c.query(tx.ctx, "PRAGMA synchronous")
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		if !rows.Next() {
-			return fmt.Errorf("no row: %w", rows.Err())
-		}
-		return rows.Scan(&v)
+		var err error
+		v, err = tx.c.queryInt(tx.ctx, "PRAGMA synchronous")
+		return err
 	}})
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: read PRAGMA synchronous: %w", err)

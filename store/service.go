@@ -29,6 +29,9 @@ type Options struct {
 	// gc_orphan_files; zero means DefaultGCGrace (one hour), a negative
 	// value none (Obelisk's behaviour).
 	GCGrace time.Duration
+	// Observer, when set, is told about every transaction and lock call
+	// (metrics, spans: package obs). Nil: nothing is measured.
+	Observer Observer
 }
 
 // SystemClock is the wall clock.
@@ -47,6 +50,7 @@ type Service struct {
 	hub   *hub
 	cas   core.Cas
 	grace time.Duration
+	obs   Observer
 }
 
 var (
@@ -67,7 +71,7 @@ func New(b Backend, opts Options) *Service {
 		opts.Logger = slog.Default()
 	}
 	return &Service{b: b, clock: opts.Clock, poll: opts.PollInterval, log: opts.Logger.WithGroup("store"), hub: newHub(),
-		cas: opts.Cas, grace: gcGrace(opts.GCGrace)}
+		cas: opts.Cas, grace: gcGrace(opts.GCGrace), obs: opts.Observer}
 }
 
 // Close closes the backend and wakes every waiter.
@@ -89,6 +93,8 @@ type txn struct {
 	notes   []note
 	// timers records delays written and answered, for TimerWatch.
 	timers []timerNote
+	// finished counts the executions this transaction finished (Observer).
+	finished [NumOutcomes]int
 }
 
 func newTxn(tx Tx) *txn {
@@ -137,10 +143,21 @@ func (t *txn) flush() error {
 	return nil
 }
 
-// update runs fn in a backend transaction with head caching and notifications.
+// update runs fn in a backend transaction with head caching and
+// notifications, reported to the Observer as OpOther.
 func (s *Service) update(ctx context.Context, fn func(t *txn) error) error {
+	return s.updateAs(ctx, OpOther, fn)
+}
+
+// updateAs is update for a transaction the Observer sees as op.
+func (s *Service) updateAs(ctx context.Context, op Op, fn func(t *txn) error) error {
+	var start time.Time
+	if s.obs != nil {
+		start = time.Now()
+	}
 	var notes []note
 	var timers []timerNote
+	var c Commit
 	err := s.b.Update(ctx, func(tx Tx) error {
 		t := newTxn(tx)
 		if err := fn(t); err != nil {
@@ -150,6 +167,7 @@ func (s *Service) update(ctx context.Context, fn func(t *txn) error) error {
 			return err
 		}
 		notes, timers = t.notes, t.timers
+		c.Created, c.Finished = len(t.created), t.finished
 		if s.hub.watchingTimers() {
 			for id := range t.heads {
 				if t.created[id] || t.isDirty(id) {
@@ -159,12 +177,26 @@ func (s *Service) update(ctx context.Context, fn func(t *txn) error) error {
 		}
 		return nil
 	})
+	if s.obs != nil {
+		if err != nil {
+			c = Commit{}
+		}
+		c.Op, c.Start, c.Duration, c.Err = op, start, time.Since(start), err
+		s.obs.Commit(ctx, c)
+	}
 	if err != nil {
 		return err
 	}
 	s.hub.emit(notes)
 	s.hub.emitTimers(timers)
 	return nil
+}
+
+// lockCall reports a lock request to the Observer.
+func (s *Service) lockCall(ctx context.Context, requested, granted int) {
+	if s.obs != nil {
+		s.obs.LockCall(ctx, requested, granted)
+	}
 }
 
 func (s *Service) view(ctx context.Context, fn func(tx ReadTx) error) error {
@@ -213,6 +245,9 @@ func (s *Service) appendIn(t *txn, id core.ExecutionId, version core.Version, ba
 	}
 	if err != nil {
 		return core.AppendResult{}, err
+	}
+	if rk := res.State.ResultKind; rk != nil && !h.IsFinished() && res.State.IsFinished() {
+		t.finished[OutcomeOf(*rk)]++
 	}
 	if err := t.tx.AppendEvents(id, res.Events); err != nil {
 		return core.AppendResult{}, err
@@ -350,7 +385,7 @@ func (s *Service) lockCandidates(ctx context.Context, req core.LockRequest, cand
 	out := []core.LockedExecution{}
 	limit := int(req.BatchSize)
 	if bl, ok := s.b.(BatchLocker); ok && bl.LockBatchInOneUpdate() {
-		err := s.update(ctx, func(t *txn) error {
+		err := s.updateAs(ctx, OpLock, func(t *txn) error {
 			out = out[:0]
 			for _, c := range cands {
 				if len(out) >= limit {
@@ -367,8 +402,10 @@ func (s *Service) lockCandidates(ctx context.Context, req core.LockRequest, cand
 			return nil
 		})
 		if err != nil {
+			s.lockCall(ctx, limit, 0)
 			return []core.LockedExecution{}, fmt.Errorf("store: lock batch: %w", err)
 		}
+		s.lockCall(ctx, limit, len(out))
 		return out, nil
 	}
 	for _, c := range cands {
@@ -377,18 +414,20 @@ func (s *Service) lockCandidates(ctx context.Context, req core.LockRequest, cand
 		}
 		var le core.LockedExecution
 		locked := false
-		err := s.update(ctx, func(t *txn) error {
+		err := s.updateAs(ctx, OpLock, func(t *txn) error {
 			var err error
 			le, locked, err = s.lockCandidateIn(t, req, c, auto)
 			return err
 		})
 		if err != nil {
+			s.lockCall(ctx, limit, len(out))
 			return out, fmt.Errorf("store: lock %s: %w", c.id, err)
 		}
 		if locked {
 			out = append(out, le)
 		}
 	}
+	s.lockCall(ctx, limit, len(out))
 	return out, nil
 }
 
@@ -484,11 +523,16 @@ func (s *Service) ReadHistory(ctx context.Context, id core.ExecutionId, fromVers
 // LockOne implements core.DbExecutor.
 func (s *Service) LockOne(ctx context.Context, req core.LockRequest, id core.ExecutionId, version core.Version) (core.LockedExecution, error) {
 	var le core.LockedExecution
-	err := s.update(ctx, func(t *txn) error {
+	err := s.updateAs(ctx, OpLock, func(t *txn) error {
 		var err error
 		le, err = s.lockIn(t, req, id, version, false)
 		return err
 	})
+	granted := 0
+	if err == nil {
+		granted = 1
+	}
+	s.lockCall(ctx, 1, granted)
 	return le, err
 }
 
@@ -500,7 +544,7 @@ func (s *Service) Append(ctx context.Context, id core.ExecutionId, version core.
 // AppendBatch implements core.DbConnection.
 func (s *Service) AppendBatch(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version) (core.Version, error) {
 	var next core.Version
-	err := s.update(ctx, func(t *txn) error {
+	err := s.updateAs(ctx, OpAppend, func(t *txn) error {
 		res, err := s.appendIn(t, id, version, batch, currentTime, core.AppendOptions{})
 		next = res.NextVersion
 		return err
@@ -529,7 +573,7 @@ func (s *Service) AppendBatchRespondToParentChecked(ctx context.Context, events 
 
 func (s *Service) respondToParent(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp, check bool) (core.Version, error) {
 	var next core.Version
-	err := s.update(ctx, func(t *txn) error {
+	err := s.updateAs(ctx, OpAppend, func(t *txn) error {
 		res, err := s.appendIn(t, events.ExecutionID, events.Version, events.Batch, currentTime, core.AppendOptions{})
 		if err != nil {
 			return err
@@ -606,7 +650,7 @@ func (s *Service) waitLoop(ctx context.Context, keys []string, check func() (boo
 // CancelWorkflow implements core.DbExecutor.
 func (s *Service) CancelWorkflow(ctx context.Context, id core.ExecutionId, cancelledAt core.Timestamp) (core.CancelOutcome, error) {
 	var out core.CancelOutcome
-	err := s.update(ctx, func(t *txn) error {
+	err := s.updateAs(ctx, OpCancel, func(t *txn) error {
 		h, err := t.head(id)
 		if err != nil {
 			return err
@@ -628,7 +672,7 @@ func (s *Service) CancelWorkflow(ctx context.Context, id core.ExecutionId, cance
 // AppendActivityCancellationRequested implements core.DbExecutor.
 func (s *Service) AppendActivityCancellationRequested(ctx context.Context, id core.ExecutionId, cancelledAt core.Timestamp) (core.CancelOutcome, error) {
 	var out core.CancelOutcome
-	err := s.update(ctx, func(t *txn) error {
+	err := s.updateAs(ctx, OpCancel, func(t *txn) error {
 		h, err := t.head(id)
 		if err != nil {
 			return err
@@ -693,7 +737,7 @@ func (s *Service) GetCancelling(ctx context.Context, batchSize uint32) ([]core.E
 
 // AppendDelayResponse implements core.DbConnection.
 func (s *Service) AppendDelayResponse(ctx context.Context, createdAt core.Timestamp, id core.ExecutionId, js core.JoinSetId, delay core.DelayId, success bool) (core.AppendDelayResponseOutcome, error) {
-	err := s.update(ctx, func(t *txn) error {
+	err := s.updateAs(ctx, OpRespond, func(t *txn) error {
 		return s.respondIn(t, id, createdAt, core.JoinSetResponseEvent{JoinSetID: js,
 			Event: &core.DelayFinished{DelayID: delay, Result: core.UnitResult(success)}}, createdAt)
 	})
@@ -723,7 +767,7 @@ func (s *Service) AppendDelayResponse(ctx context.Context, createdAt core.Timest
 // AppendBatchWithDelayResponse implements core.DbConnection.
 func (s *Service) AppendBatchWithDelayResponse(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, js core.JoinSetId, delay core.DelayId) (core.Version, error) {
 	var next core.Version
-	err := s.update(ctx, func(t *txn) error {
+	err := s.updateAs(ctx, OpAppend, func(t *txn) error {
 		res, err := s.appendIn(t, id, version, batch, currentTime, core.AppendOptions{})
 		if err != nil {
 			return err
@@ -749,7 +793,7 @@ func (s *Service) AppendBatchCreateNewExecutionChecked(ctx context.Context, curr
 
 func (s *Service) createChildren(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo, check bool) (core.Version, error) {
 	var next core.Version
-	err := s.update(ctx, func(t *txn) error {
+	err := s.updateAs(ctx, OpAppend, func(t *txn) error {
 		res, err := s.appendIn(t, id, version, batch, currentTime, core.AppendOptions{})
 		if err != nil {
 			return err
@@ -820,7 +864,7 @@ func (s *Service) GetExecutionEvent(ctx context.Context, id core.ExecutionId, ve
 
 // UpsertStubResponse implements core.DbConnection.
 func (s *Service) UpsertStubResponse(ctx context.Context, id core.ExecutionIdDerived, version core.Version, req core.AppendRequest, resp core.AppendResponseToExecution, currentTime core.Timestamp) error {
-	err := s.update(ctx, func(t *txn) error {
+	err := s.updateAs(ctx, OpAppend, func(t *txn) error {
 		if _, err := s.appendIn(t, id.ExecutionId, version, []core.AppendRequest{req}, currentTime, core.AppendOptions{}); err != nil {
 			return err
 		}
@@ -901,7 +945,7 @@ func (s *Service) Create(ctx context.Context, req core.CreateRequest) (core.Vers
 	if req.Paused {
 		next = 2
 	}
-	err := s.update(ctx, func(t *txn) error { return s.createIn(t, req) })
+	err := s.updateAs(ctx, OpCreate, func(t *txn) error { return s.createIn(t, req) })
 	if err != nil {
 		return 0, err
 	}
@@ -1025,7 +1069,7 @@ func (s *Service) AppendLogBatch(ctx context.Context, rows []core.LogInfoAppendR
 
 // AppendResponse implements core.ResponseAppender (the test back door).
 func (s *Service) AppendResponse(ctx context.Context, createdAt core.Timestamp, id core.ExecutionId, resp core.JoinSetResponseEvent) error {
-	return s.update(ctx, func(t *txn) error { return s.respondIn(t, id, createdAt, resp, createdAt) })
+	return s.updateAs(ctx, OpRespond, func(t *txn) error { return s.respondIn(t, id, createdAt, resp, createdAt) })
 }
 
 // firstReadBound bounds the first read of a wait whose context is already

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -19,6 +20,10 @@ type SweepResult struct {
 	ExpiredDelays int `json:"expired_delays"`
 	// Skipped counts timers another sweeper or a late worker resolved first.
 	Skipped int `json:"skipped"`
+	// OldestDue is the deadline of the oldest timer the pass found due
+	// (zero when none was): how late the sweep was is measured from it
+	// (see TimerLag). Not part of the JSON answer.
+	OldestDue core.Timestamp `json:"-"`
 }
 
 // sweepParallelism bounds how many timers one sweep resolves at once.
@@ -42,6 +47,7 @@ func Sweep(ctx context.Context, db core.DbConnection, at core.Timestamp) (SweepR
 	if err != nil {
 		return res, err
 	}
+	res.OldestDue, _ = OldestDue(timers)
 	groups := sweepGroups(timers)
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -90,6 +96,43 @@ func Sweep(ctx context.Context, db core.DbConnection, at core.Timestamp) (SweepR
 		return res, ctx.Err()
 	}
 	return res, nil
+}
+
+// OldestDue returns the earliest deadline among timers (a delay's
+// ExpiresAt, a lock's LockExpiresAt); ok is false when timers is empty.
+func OldestDue(timers []core.ExpiredTimer) (oldest core.Timestamp, ok bool) {
+	for _, t := range timers {
+		var at core.Timestamp
+		switch {
+		case t.Delay != nil:
+			at = t.Delay.ExpiresAt
+		case t.Lock != nil:
+			at = t.Lock.LockExpiresAt
+		default:
+			continue
+		}
+		if !ok || at.Before(oldest) {
+			oldest, ok = at, true
+		}
+	}
+	return oldest, ok
+}
+
+// TimerLag measures the sweep lag at now: now minus the deadline of the
+// oldest timer due at now that no sweep has handled yet (a delay not fired,
+// an expired lock not resolved), zero when there is none. It reads the
+// same index the sweep reads (GetExpiredTimers) and writes nothing, so it
+// reports a stopped or falling-behind sweep however the sweep is run.
+func TimerLag(ctx context.Context, db core.DbConnection, now core.Timestamp) (time.Duration, error) {
+	timers, err := db.GetExpiredTimers(ctx, now)
+	if err != nil {
+		return 0, err
+	}
+	oldest, ok := OldestDue(timers)
+	if !ok {
+		return 0, nil
+	}
+	return max(now.Sub(oldest.Time), 0), nil
 }
 
 // sweepGroups partitions timers into groups touching disjoint executions

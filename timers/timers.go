@@ -78,6 +78,34 @@ type Options struct {
 	// Alarms arms the loop's wake-ups. Default: real timers measured against
 	// clock. Tests with a simulated clock inject their own.
 	Alarms Alarms
+	// Observer, when set, is told about every pass (package obs: metrics,
+	// including the sweep lag). Passes interrupted by ctx are not reported.
+	Observer Observer
+}
+
+// Observer receives one report per pass of Run.
+type Observer interface {
+	Pass(ctx context.Context, p Pass)
+}
+
+// Pass describes one pass of Run.
+type Pass struct {
+	// Start is the clock's time when the pass started.
+	Start core.Timestamp
+	// Duration is the wall time the pass took.
+	Duration time.Duration
+	// Sweep is what the sweep did (Sweep.OldestDue: the oldest timer it
+	// found due).
+	Sweep store.SweepResult
+	// Cancelled is the number of cancelling executions finished.
+	Cancelled int
+	// Err is the pass's first failure (nil: it succeeded).
+	Err error
+	// Lag is how late the sweep was when the pass started: Start minus the
+	// deadline of the oldest timer it found due (zero when none was).
+	// LagKnown is false when the sweep failed before reading the timers.
+	Lag      time.Duration
+	LagKnown bool
 }
 
 // Deadlines reports the deadlines of known timers (store.TimerWatch).
@@ -162,8 +190,12 @@ func Run(ctx context.Context, db core.DbConnection, clock core.Clock, opts Optio
 	for ctx.Err() == nil {
 		st.Passes++
 		start := clock.Now()
+		wallStart := time.Now()
 		p := pass(ctx, db, clock, opts)
 		st.add(p)
+		if opts.Observer != nil && (p.err == nil || ctx.Err() == nil) {
+			opts.Observer.Pass(ctx, p.report(start, time.Since(wallStart)))
+		}
 		switch {
 		case p.err != nil && ctx.Err() != nil:
 			// Interrupted by shutdown: not a failure of the store.
@@ -227,6 +259,18 @@ type passResult struct {
 	cancelled int
 	phase     string
 	err       error
+	// swept is true when the sweep read the due timers (sweep.OldestDue is
+	// then meaningful).
+	swept bool
+}
+
+// report is the Observer's view of p, which started at start.
+func (p passResult) report(start core.Timestamp, d time.Duration) Pass {
+	out := Pass{Start: start, Duration: d, Sweep: p.sweep, Cancelled: p.cancelled, Err: p.err, LagKnown: p.swept}
+	if p.swept && !p.sweep.OldestDue.IsZero() {
+		out.Lag = max(start.Sub(p.sweep.OldestDue.Time), 0)
+	}
+	return out
 }
 
 // pass runs one sweep and one cancellation-driver pass. The driver runs even
@@ -236,6 +280,8 @@ func pass(ctx context.Context, db core.DbConnection, clock core.Clock, opts Opti
 	p.sweptAt = clock.Now().Add(-opts.Leeway)
 	sweep, err := store.Sweep(ctx, db, p.sweptAt)
 	p.sweep = sweep
+	// A sweep that fails after reading the timers still knows the oldest.
+	p.swept = err == nil || !sweep.OldestDue.IsZero()
 	if err != nil {
 		p.phase, p.err = "sweep", fmt.Errorf("timers: sweep: %w", err)
 	}

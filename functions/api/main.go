@@ -20,5 +20,5 @@ func main() {
 		slog.Error("init failed", core.LogKeyErr, err)
 		os.Exit(1)
 	}
-	lambda.Start(functions.NewAPI(a.Store, a.CAS, a.HTTPOptions()).Handle)
+	lambda.Start(functions.Instrument(a.Telemetry(), functions.NewAPI(a.Store, a.CAS, a.HTTPOptions()).Handle))
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/stela-dev/stela/dynamo"
 	"github.com/stela-dev/stela/functions"
 	"github.com/stela-dev/stela/httpapi"
+	"github.com/stela-dev/stela/obs"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/timers"
 )
@@ -54,6 +55,12 @@ const (
 	// EnvDeploymentCounts = "off" drops the deployment-counts index
 	// (dynamo.Options.DisableDeploymentCounts): cheaper writes, no per-deployment counts.
 	EnvDeploymentCounts = "STELA_DEPLOYMENT_COUNTS"
+	// EnvMetricsNamespace is the CloudWatch namespace of the functions'
+	// EMF metrics (default obs.DefaultNamespace, "Stela"; the CDK stack sets
+	// "Stela/<stack name>").
+	EnvMetricsNamespace = "STELA_METRICS_NAMESPACE"
+	// envFunctionName is set by Lambda: the function's name.
+	envFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
 )
 
 // Config is the validated configuration of a Lambda.
@@ -75,6 +82,9 @@ type Config struct {
 	// (see dynamo/doc.go, "Cost").
 	NoDigestIndex      bool
 	NoDeploymentCounts bool
+	// MetricsNamespace is the CloudWatch namespace of the EMF metrics
+	// ("" = obs.DefaultNamespace).
+	MetricsNamespace string
 }
 
 // LoadConfig reads and validates the configuration through getenv
@@ -85,6 +95,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		Bucket:       strings.TrimSpace(getenv(EnvBucket)),
 		BucketPrefix: getenv(EnvBucketPrefix),
 		APIToken:     strings.TrimSpace(getenv(EnvAPIToken)),
+
+		MetricsNamespace: strings.TrimSpace(getenv(EnvMetricsNamespace)),
 	}
 	var errs []error
 	if c.Table == "" {
@@ -166,24 +178,66 @@ type App struct {
 	Logger *slog.Logger
 	// Clock is the wall clock.
 	Clock core.Clock
+	// Metrics is the instrumentation of the store, the HTTP handler, the
+	// timers loop and the DynamoDB client; Tracing is nil unless the
+	// OTEL_* variables configure an exporter (FromEnv); Observer reports to
+	// both.
+	Metrics  *obs.Metrics
+	Tracing  *obs.Tracing
+	Observer *obs.Observer
+	// Function is the Lambda function's name ("" outside Lambda).
+	Function string
 }
 
-// FromEnv reads the environment (os.Getenv) and builds the App.
+// Option adjusts NewWithLogger.
+type Option func(*App)
+
+// WithTracing makes the store and the handlers trace with t (nil: off).
+func WithTracing(t *obs.Tracing) Option { return func(a *App) { a.Tracing = t } }
+
+// WithMetrics reports to m instead of a fresh obs.Metrics (the dev server
+// passes the one it serves at /metrics).
+func WithMetrics(m *obs.Metrics) Option { return func(a *App) { a.Metrics = m } }
+
+// FromEnv reads the environment (os.Getenv) and builds the App, with
+// tracing when the standard OTEL_* variables ask for it
+// (obs.TracingFromEnv; service name "stela-<function>").
 func FromEnv(ctx context.Context) (*App, error) {
 	cfg, err := LoadConfig(os.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	return New(ctx, cfg, os.Stdout)
+	service := "stela"
+	if fn := os.Getenv(envFunctionName); fn != "" {
+		service = "stela-" + fn
+	}
+	tracing, err := obs.TracingFromEnv(ctx, os.Getenv, service)
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	a, err := New(ctx, cfg, os.Stdout, WithTracing(tracing))
+	if err != nil {
+		return nil, err
+	}
+	a.Function = os.Getenv(envFunctionName)
+	return a, nil
 }
 
 // New builds the App for cfg, logging JSON to logOut.
-func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
-	return NewWithLogger(ctx, cfg, slog.New(functions.WithRequestID(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))))
+func New(ctx context.Context, cfg Config, logOut io.Writer, opts ...Option) (*App, error) {
+	return NewWithLogger(ctx, cfg, slog.New(functions.WithRequestID(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))), opts...)
 }
 
 // NewWithLogger builds the App for cfg with logger (the dev server logs text).
-func NewWithLogger(ctx context.Context, cfg Config, logger *slog.Logger) (*App, error) {
+func NewWithLogger(ctx context.Context, cfg Config, logger *slog.Logger, options ...Option) (*App, error) {
+	a := &App{Config: cfg, Logger: logger, Clock: store.SystemClock{}}
+	for _, o := range options {
+		o(a)
+	}
+	if a.Metrics == nil {
+		a.Metrics = obs.NewMetrics(false)
+	}
+	a.Observer = obs.NewObserver(a.Metrics, a.Tracing)
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("app: load AWS config: %w", err)
@@ -193,8 +247,9 @@ func NewWithLogger(ctx context.Context, cfg Config, logger *slog.Logger) (*App, 
 		if o.BaseEndpoint != nil && !isAWSEndpoint(*o.BaseEndpoint) {
 			o.DisableValidateResponseChecksum = true
 		}
+		o.APIOptions = append(o.APIOptions, a.Metrics.DynamoDBMiddleware)
 	})
-	a := &App{Config: cfg, AWS: awsCfg, Dynamo: client, Logger: logger, Clock: store.SystemClock{}}
+	a.AWS, a.Dynamo = awsCfg, client
 	if cfg.Bucket != "" {
 		a.CAS = cas.NewS3FromConfig(awsCfg, cfg.Bucket, cfg.BucketPrefix)
 	}
@@ -204,8 +259,20 @@ func NewWithLogger(ctx context.Context, cfg Config, logger *slog.Logger) (*App, 
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
-	a.Store = store.New(backend, store.Options{Clock: a.Clock, PollInterval: cfg.PollInterval, Logger: logger, Cas: a.CAS})
+	a.Metrics.ObserveBackend(func() obs.BackendCounters {
+		st := backend.Stats()
+		return obs.BackendCounters{Commits: st.Commits, Retries: st.Retries, Resends: st.Resends}
+	})
+	a.Store = store.New(backend, store.Options{Clock: a.Clock, PollInterval: cfg.PollInterval, Logger: logger, Cas: a.CAS,
+		Observer: a.Observer})
 	return a, nil
+}
+
+// Telemetry returns what flushes the function's metrics (EMF on stdout)
+// and spans at the end of each invocation (functions.Instrument).
+func (a *App) Telemetry() *functions.Telemetry {
+	return &functions.Telemetry{Metrics: a.Metrics, Tracing: a.Tracing, Out: os.Stdout,
+		Namespace: a.Config.MetricsNamespace, Function: a.Function, Logger: a.Logger}
 }
 
 // isAWSEndpoint reports whether endpoint is an AWS-operated host.
@@ -232,7 +299,7 @@ func (a *App) Authorizer() httpapi.Authorizer {
 // POST /v1/worker/sweep bound to store.Sweep.
 func (a *App) HTTPOptions() httpapi.Options {
 	return httpapi.Options{Clock: a.Clock, Logger: a.Logger, Authorizer: a.Authorizer(),
-		FollowWait: a.Config.FollowWait, Sweep: SweepFunc(a.Store)}
+		FollowWait: a.Config.FollowWait, Sweep: SweepFunc(a.Store), Ready: a.Store.Ready, Observer: a.Observer}
 }
 
 // SweepFunc binds store.Sweep to db for httpapi.Options.Sweep.
@@ -246,7 +313,8 @@ func SweepFunc(db core.DbConnection) func(context.Context, core.Timestamp) (any,
 func (a *App) TimersOptions() functions.TimersOptions {
 	return functions.TimersOptions{
 		Loop: timers.Options{Interval: a.Config.TimersInterval, Leeway: a.Config.TimersLeeway,
-			Logger: a.Logger},
+			Logger: a.Logger, Observer: a.Observer},
 		SafetyMargin: a.Config.TimersMargin, MaxBudget: a.Config.TimersMaxBudget, Logger: a.Logger,
+		Telemetry: a.Telemetry(),
 	}
 }

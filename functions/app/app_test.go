@@ -19,13 +19,15 @@ func TestLoadConfig(t *testing.T) {
 			app.EnvTable: "stela", app.EnvBucket: "blobs", app.EnvBucketPrefix: "cas/", app.EnvAPIToken: " t0k ",
 			app.EnvLogLevel: "debug", app.EnvShards: "16", app.EnvInlineThreshold: "4096", app.EnvFollowWait: "10s",
 			app.EnvTimersInterval: "500ms", app.EnvTimersLeeway: "100ms", app.EnvTimersBudget: "50s", app.EnvTimersMargin: "3s",
+			app.EnvMetricsNamespace: "Stela/prod",
 		}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := app.Config{Table: "stela", Bucket: "blobs", BucketPrefix: "cas/", APIToken: "t0k", LogLevel: slog.LevelDebug,
 			Shards: 16, InlineThreshold: 4096, FollowWait: 10 * time.Second, TimersInterval: 500 * time.Millisecond,
-			TimersLeeway: 100 * time.Millisecond, TimersMaxBudget: 50 * time.Second, TimersMargin: 3 * time.Second}
+			TimersLeeway: 100 * time.Millisecond, TimersMaxBudget: 50 * time.Second, TimersMargin: 3 * time.Second,
+			MetricsNamespace: "Stela/prod"}
 		if c != want {
 			t.Errorf("config = %+v\nwant     %+v", c, want)
 		}

@@ -21,5 +21,5 @@ func main() {
 		slog.Error("init failed", core.LogKeyErr, err)
 		os.Exit(1)
 	}
-	lambda.Start(functions.NewWorker(a.Store, a.CAS, a.HTTPOptions(), functions.AppendRoutes).Handle)
+	lambda.Start(functions.Instrument(a.Telemetry(), functions.NewWorker(a.Store, a.CAS, a.HTTPOptions(), functions.AppendRoutes).Handle))
 }

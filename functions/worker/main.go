@@ -27,5 +27,5 @@ func main() {
 	}
 	w := worker.New(a.Store, worker.Options{Name: "lambda-worker", Clock: a.Clock, Logger: a.Logger, ShutdownGrace: 2 * time.Second})
 	demo.Register(w)
-	lambda.Start(functions.NewWorkerPass(w, functions.WorkerPassOptions{Logger: a.Logger}).Handle)
+	lambda.Start(functions.Instrument(a.Telemetry(), functions.NewWorkerPass(w, functions.WorkerPassOptions{Logger: a.Logger}).Handle))
 }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # CDK infrastructure checks (the infra/ Go module):
 #   1. go vet + the template assertion tests (one test binary, one jsii kernel);
-#   2. synthesizes the stack (CDK packaging, SAM packaging, and with the
-#      optional worker function) and lints the templates with cfn-lint
-#      (W3005 ignored: CDK's explicit DependsOn; W3002 ignored for the SAM
+#   2. synthesizes the stack (CDK packaging, SAM packaging, with the
+#      optional worker function, with the monitoring options) and lints the
+#      templates with cfn-lint (W3005 ignored: CDK's explicit DependsOn; W3002 ignored for the SAM
 #      variant: its local Code paths are intended).
 #      cfn-lint exit code 4 (warnings only) passes; errors fail.
 # The bootstrap binaries are used when built (scripts/build-lambdas.sh),
@@ -51,6 +51,10 @@ lint "$OUT/sam/StelaStack.template.json" W3005 W3002
 log "synth (with the worker function)"
 CDK_OUTDIR="$OUT/worker" CDK_CONTEXT_JSON='{"worker":"true"}' go run .
 lint "$OUT/worker/StelaStack.template.json" W3005
+
+log "synth (monitoring options: X-Ray, OTLP endpoint, alarm e-mail, thresholds)"
+CDK_OUTDIR="$OUT/ops" CDK_CONTEXT_JSON='{"tracing":"xray","otelEndpoint":"http://localhost:4318","alarmEmail":"ops@example.com","alarmSweepLagSeconds":"120"}' go run .
+lint "$OUT/ops/StelaStack.template.json" W3005
 
 n=$(jq '.Resources | length' cdk.out/StelaStack.template.json)
 log "PASS ($n resources in infra/cdk.out/StelaStack.template.json)"

@@ -459,7 +459,7 @@ func (b *Backend) ExpiredDelays(_ context.Context, at core.Timestamp) ([]core.Ex
 	sort.Slice(ds, func(i, j int) bool { return ds[i].ExpiresAt.Before(ds[j].ExpiresAt) })
 	out := make([]core.ExpiredDelay, len(ds))
 	for i, d := range ds {
-		out[i] = core.ExpiredDelay{ExecutionID: d.ExecutionID, JoinSetID: d.JoinSetID, DelayID: d.DelayID}
+		out[i] = core.ExpiredDelay{ExecutionID: d.ExecutionID, JoinSetID: d.JoinSetID, DelayID: d.DelayID, ExpiresAt: d.ExpiresAt}
 	}
 	return out, nil
 }

@@ -328,7 +328,7 @@ func e09(h *harness) {
 	lock(7, 2)
 	at := h.advance(time.Second)
 	// Backoff is stored in whole milliseconds: 1.5ms reads back as 1ms.
-	h.wantTimers(at, []core.ExpiredTimer{expiredLock(x, 7, 8, 2, u32p(3), time.Millisecond, by)})
+	h.wantTimers(at, []core.ExpiredTimer{expiredLock(x, 7, 8, 2, u32p(3), time.Millisecond, by, at)})
 	h.sweep(at)
 	// Third failure: backoff × 2^2.
 	h.wantLastEvent(x, &core.TemporarilyTimedOut{BackoffExpiresAt: at.Add(4 * time.Millisecond)})

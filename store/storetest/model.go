@@ -453,7 +453,7 @@ func (m *model) expiredTimers(at core.Timestamp) []core.ExpiredTimer {
 	for _, e := range m.execs {
 		for _, d := range e.delays {
 			if !d.Paused && !d.ExpiresAt.After(at) {
-				out = append(out, core.ExpiredTimer{Delay: &core.ExpiredDelay{ExecutionID: d.ExecutionID, JoinSetID: d.JoinSetID, DelayID: d.DelayID}})
+				out = append(out, core.ExpiredTimer{Delay: &core.ExpiredDelay{ExecutionID: d.ExecutionID, JoinSetID: d.JoinSetID, DelayID: d.DelayID, ExpiresAt: d.ExpiresAt}})
 			}
 		}
 	}

@@ -150,7 +150,7 @@ func delayedExecution(h *harness, paused bool) (core.ExecutionId, core.JoinSetId
 
 func gapPauseDelay(h *harness) {
 	x, js, d := delayedExecution(h, false)
-	due := []core.ExpiredTimer{{Delay: &core.ExpiredDelay{ExecutionID: x, JoinSetID: js, DelayID: d}}}
+	due := []core.ExpiredTimer{{Delay: &core.ExpiredDelay{ExecutionID: x, JoinSetID: js, DelayID: d, ExpiresAt: t0.Add(100 * time.Millisecond)}}}
 	at := t0.Add(200 * time.Millisecond)
 	h.wantTimers(at, due)
 	h.wantNoErr("pause_delay", h.db.PauseDelay(h.ctx, d))
@@ -196,7 +196,7 @@ func gapPausedDelayRequest(h *harness) {
 	at := t0.Add(200 * time.Millisecond)
 	h.wantTimers(at, nil)
 	h.wantNoErr("unpause_delay", h.db.UnpauseDelay(h.ctx, d))
-	h.wantTimers(at, []core.ExpiredTimer{{Delay: &core.ExpiredDelay{ExecutionID: x, JoinSetID: js, DelayID: d}}})
+	h.wantTimers(at, []core.ExpiredTimer{{Delay: &core.ExpiredDelay{ExecutionID: x, JoinSetID: js, DelayID: d, ExpiresAt: t0.Add(100 * time.Millisecond)}}})
 }
 
 func gapBatchWithDelayResponse(h *harness) {

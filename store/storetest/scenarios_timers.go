@@ -73,9 +73,10 @@ func (h *harness) wantTimers(at core.Timestamp, want []core.ExpiredTimer) {
 	}
 }
 
-func expiredLock(id core.ExecutionId, lockedAt, next core.Version, intermittent uint32, maxRetries *uint32, backoff time.Duration, by core.LockedBy) core.ExpiredTimer {
+func expiredLock(id core.ExecutionId, lockedAt, next core.Version, intermittent uint32, maxRetries *uint32, backoff time.Duration, by core.LockedBy, expires core.Timestamp) core.ExpiredTimer {
 	return core.ExpiredTimer{Lock: &core.ExpiredLock{ExecutionID: id, LockedAtVersion: lockedAt, NextVersion: next,
-		IntermittentEventCount: intermittent, MaxRetries: maxRetries, RetryExpBackoff: core.DurationOf(backoff), LockedBy: by}}
+		IntermittentEventCount: intermittent, MaxRetries: maxRetries, RetryExpBackoff: core.DurationOf(backoff), LockedBy: by,
+		LockExpiresAt: expires}}
 }
 
 func u32p(v uint32) *uint32 { return &v }
@@ -86,7 +87,7 @@ func t036(h *harness) {
 	h.mustLock(by.ExecutorID, by.RunID, t0.Add(100*time.Millisecond))
 	h.wantTimers(t0, nil)
 	at := h.advance(100 * time.Millisecond)
-	h.wantTimers(at, []core.ExpiredTimer{expiredLock(x, 1, 2, 0, u32p(0), 0, by)})
+	h.wantTimers(at, []core.ExpiredTimer{expiredLock(x, 1, 2, 0, u32p(0), 0, by, t0.Add(100*time.Millisecond))})
 }
 
 func t037(h *harness) {
@@ -97,7 +98,8 @@ func t037(h *harness) {
 	d := core.NewDelayId(x, js, 1)
 	h.mustAppend(x, 3, dreq(js, d, t0.Add(100*time.Millisecond), schedIn(100*time.Millisecond)))
 	h.wantTimers(t0, nil)
-	h.wantTimers(t0.Add(100*time.Millisecond), []core.ExpiredTimer{{Delay: &core.ExpiredDelay{ExecutionID: x, JoinSetID: js, DelayID: d}}})
+	h.wantTimers(t0.Add(100*time.Millisecond), []core.ExpiredTimer{{Delay: &core.ExpiredDelay{ExecutionID: x, JoinSetID: js, DelayID: d,
+		ExpiresAt: t0.Add(100 * time.Millisecond)}}})
 }
 
 func t038(h *harness) {
@@ -107,7 +109,7 @@ func t038(h *harness) {
 		h.mustLockWith(ls, h.lockReq(by.ExecutorID, by.RunID, t0.Add(500*time.Millisecond)))
 		h.mustAppend(x, 2, jsc(mustJS("o:")))
 		h.wantTimers(t0, nil)
-		h.wantTimers(t0.Add(500*time.Millisecond), []core.ExpiredTimer{expiredLock(x, 1, 3, 0, u32p(0), 0, by)})
+		h.wantTimers(t0.Add(500*time.Millisecond), []core.ExpiredTimer{expiredLock(x, 1, 3, 0, u32p(0), 0, by, t0.Add(500*time.Millisecond))})
 	})
 }
 

@@ -224,6 +224,7 @@ func tree() *command {
 			"DynamoDB + S3, or on an embedded SQLite file), and operates it over its HTTP API.",
 		sub: []*command{
 			devCommand(),
+			serverStatusCommand(),
 			executionCommand(),
 			delayCommand(),
 			deploymentCommand(),

@@ -24,6 +24,7 @@ import (
 	"github.com/stela-dev/stela/dynamo"
 	"github.com/stela-dev/stela/functions/app"
 	"github.com/stela-dev/stela/httpapi"
+	"github.com/stela-dev/stela/obs"
 	"github.com/stela-dev/stela/sqlite"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/timers"
@@ -125,11 +126,26 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 	if mode == backendDynamo && durability != sqlite.DurabilityFsync {
 		return usagef("--durability %s applies to the embedded store only (DynamoDB commits are always durable)", o.durability)
 	}
+	// Metrics always (served at /metrics); tracing when the OTEL_*
+	// variables configure an exporter (docs/operations.md).
+	tracing, err := obs.TracingFromEnv(ctx, e.Getenv, "stela-dev")
+	if err != nil {
+		return usagef("tracing: %v", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tracing.Shutdown(sctx); err != nil {
+			logger.Warn("trace exporter shutdown failed", core.LogKeyErr, err)
+		}
+	}()
+	tel := devTelemetry{metrics: obs.NewMetrics(true), tracing: tracing}
+	tel.observer = obs.NewObserver(tel.metrics, tracing)
 	var st *devStack
 	if mode == backendDynamo {
-		st, err = openDynamo(ctx, e, o, logger)
+		st, err = openDynamo(ctx, e, o, logger, tel)
 	} else {
-		st, err = openEmbedded(ctx, o, durability, logger)
+		st, err = openEmbedded(ctx, o, durability, logger, tel)
 	}
 	if err != nil {
 		return err
@@ -146,7 +162,11 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 	}
 	clock := store.SystemClock{}
 	handler := httpapi.New(st.svc, st.cas, httpapi.Options{Clock: clock, Logger: logger, Authorizer: auth,
-		Sweep: app.SweepFunc(st.svc)})
+		Sweep: app.SweepFunc(st.svc), Ready: st.svc.Ready, Observer: tel.observer})
+	// Reading /metrics measures the sweep lag: a stopped sweep shows.
+	tel.metrics.SetLagProbe(func(ctx context.Context) (time.Duration, error) {
+		return store.TimerLag(ctx, st.svc, clock.Now())
+	})
 
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
@@ -157,7 +177,7 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 	ln = httpapi.JSONErrorsListener(ln)
 	baseCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
-	srv := &http.Server{Handler: withDevStats(handler, auth, st, mode), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: withDevRoutes(handler, auth, st, mode, tel.metrics), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return baseCtx },
 		ErrorLog:    slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 
@@ -169,7 +189,8 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 	defer deadlines.Close()
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		stats, err := timers.Run(timersCtx, st.svc, clock, timers.Options{Interval: o.timersInterval, Logger: logger, Deadlines: deadlines})
+		stats, err := timers.Run(timersCtx, st.svc, clock, timers.Options{Interval: o.timersInterval, Logger: logger, Deadlines: deadlines,
+			Observer: tel.observer})
 		if err != nil {
 			logger.Error("timers stopped", core.LogKeyErr, err)
 			return
@@ -210,7 +231,15 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 	return nil
 }
 
-func openEmbedded(ctx context.Context, o *devOptions, durability sqlite.Durability, logger *slog.Logger) (*devStack, error) {
+// devTelemetry is the dev server's instrumentation: the metrics served at
+// /metrics, tracing (nil: off) and the observer reporting to both.
+type devTelemetry struct {
+	metrics  *obs.Metrics
+	tracing  *obs.Tracing
+	observer *obs.Observer
+}
+
+func openEmbedded(ctx context.Context, o *devOptions, durability sqlite.Durability, logger *slog.Logger, tel devTelemetry) (*devStack, error) {
 	dir, err := filepath.Abs(o.dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
@@ -234,8 +263,12 @@ func openEmbedded(ctx context.Context, o *devOptions, durability sqlite.Durabili
 		_ = backend.Close()
 		return nil, fmt.Errorf("open blob dir %s: %w", blobs, err)
 	}
+	tel.metrics.ObserveBackend(func() obs.BackendCounters {
+		s := backend.Stats()
+		return obs.BackendCounters{Commits: s.Commits, WriteTransactions: s.Transactions}
+	})
 	return &devStack{
-		svc: store.New(backend, store.Options{Logger: logger, Cas: c}),
+		svc: store.New(backend, store.Options{Logger: logger, Cas: c, Observer: tel.observer}),
 		cas: c,
 		describe: []string{
 			"store:  embedded SQLite " + dbPath,
@@ -270,7 +303,7 @@ func describeDurability(d sqlite.Durability) string {
 	return d.String() + ": an OS crash or power loss may lose the last acknowledged writes (synchronous=NORMAL)"
 }
 
-func openDynamo(ctx context.Context, e *Env, o *devOptions, logger *slog.Logger) (*devStack, error) {
+func openDynamo(ctx context.Context, e *Env, o *devOptions, logger *slog.Logger, tel devTelemetry) (*devStack, error) {
 	getenv := func(k string) string {
 		if v := e.Getenv(k); v != "" || k != app.EnvTable {
 			return v
@@ -281,7 +314,7 @@ func openDynamo(ctx context.Context, e *Env, o *devOptions, logger *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
-	a, err := app.NewWithLogger(ctx, cfg, logger)
+	a, err := app.NewWithLogger(ctx, cfg, logger, app.WithMetrics(tel.metrics), app.WithTracing(tel.tracing))
 	if err != nil {
 		return nil, err
 	}
@@ -347,6 +380,12 @@ func printBanner(w io.Writer, st *devStack, url string, o *devOptions, mode stri
 		}
 	}
 	fmt.Fprintf(w, "  console: %s/console/ (web console in a browser)\n", url)
+	metricsAuth := ""
+	if o.token != "" {
+		metricsAuth = ", bearer token"
+	}
+	fmt.Fprintf(w, "  ops:    %s%s (Prometheus text%s), %s%s, %s%s; `stela status`\n",
+		url, metricsPath, metricsAuth, url, httpapi.HealthzPath, url, httpapi.ReadyzPath)
 	fmt.Fprintf(w, "\nTry it:\n")
 	fmt.Fprintf(w, "  curl -s -X POST %s/v1/executions%s -H 'Content-Type: application/json' \\\n", url, authHdr)
 	fmt.Fprintf(w, "    -d '{\"ffqn\":\"demo:hello/greeter.greet\",\"params\":[\"World\"]}'\n")

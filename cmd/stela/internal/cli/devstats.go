@@ -11,6 +11,7 @@ import (
 
 	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/httpapi"
+	"github.com/stela-dev/stela/obs"
 	"github.com/stela-dev/stela/sqlite"
 )
 
@@ -63,16 +64,26 @@ func (s *storeStats) sub(o *storeStats) *storeStats {
 	return &d
 }
 
-// withDevStats serves devStatsPath (GET, behind auth) and passes every other
-// request to next.
-func withDevStats(next http.Handler, auth httpapi.Authorizer, st *devStack, mode string) http.Handler {
+// metricsPath is where `stela dev` serves its metrics as Prometheus text.
+const metricsPath = "/metrics"
+
+// withDevRoutes serves devStatsPath and metricsPath (GET, behind the API's
+// Authorizer: with --token a scraper sends it as a bearer token; the web
+// console never calls them) and passes every other request to next.
+func withDevRoutes(next http.Handler, auth httpapi.Authorizer, st *devStack, mode string, metrics *obs.Metrics) http.Handler {
+	prom := metrics.Handler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != devStatsPath || r.Method != http.MethodGet {
+		if (r.URL.Path != devStatsPath && r.URL.Path != metricsPath) || r.Method != http.MethodGet {
 			next.ServeHTTP(w, r)
 			return
 		}
 		if err := auth.Authorize(r); err != nil {
+			w.Header().Set("WWW-Authenticate", "Bearer")
 			http.Error(w, "missing or invalid API token", http.StatusUnauthorized)
+			return
+		}
+		if r.URL.Path == metricsPath {
+			prom.ServeHTTP(w, r)
 			return
 		}
 		out := devStats{Backend: mode, CPUms: cpuMs(processCPU())}

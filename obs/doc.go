@@ -1,0 +1,69 @@
+// Package obs is Stela's instrumentation layer: one metrics vocabulary
+// (Metrics, on the Prometheus Go client's registry) with two exporters —
+// Prometheus text at /metrics (`stela dev`, Metrics.Handler) and CloudWatch
+// Embedded Metric Format lines on stdout (the Lambda functions,
+// Metrics.WriteEMF, flushed once per invocation) — and OpenTelemetry
+// tracing (Tracing, off unless the standard OTEL_* variables configure an
+// exporter).
+//
+// The store (store.Options.Observer), the HTTP handler
+// (httpapi.Options.Observer) and the timers loop (timers.Options.Observer)
+// report to an Observer; they know nothing of exporters, and neither do
+// core or the storage adapters, whose own counters (sqlite and dynamo
+// Stats) are read through Metrics.ObserveBackend. DynamoDB throttles and
+// failed attempts are counted by an AWS SDK middleware
+// (Metrics.DynamoDBMiddleware).
+//
+// # Vocabulary
+//
+// Prometheus name (labels) → EMF name [EMF dimensions]:
+//
+//	stela_executions_created_total               → ExecutionsCreated
+//	stela_executions_finished_total (outcome)    → ExecutionsFinished [], [Outcome]
+//	stela_lock_grants_total                      → LockGrants
+//	stela_lock_batch_size (histogram)            → LockBatchSize
+//	stela_store_commit_duration_seconds (op)     → StoreCommitLatency (ms) [Op]
+//	stela_store_commits_total (op, result)       → StoreCommits [Result]
+//	stela_store_backend_commits_total            → BackendCommits
+//	stela_store_retries_total                    → StoreRetries
+//	stela_store_resends_total                    → StoreResends
+//	stela_store_write_transactions_total         → WriteTransactions
+//	stela_dynamodb_throttles_total               → DynamoDBThrottles
+//	stela_dynamodb_errors_total (operation, code)→ DynamoDBErrors [Code]
+//	stela_timers_passes_total (result)           → SweepPasses [Result]
+//	stela_timers_pass_duration_seconds           → SweepPassLatency (ms)
+//	stela_timers_delays_fired_total              → DelaysFired
+//	stela_timers_locks_expired_total             → LocksExpired
+//	stela_timers_skipped_total                   → SweepSkipped
+//	stela_timers_cancellations_finished_total    → CancellationsFinished
+//	stela_timers_sweep_lag_seconds (gauge)       → SweepLag (s)
+//	stela_http_requests_total (route, code)      → HTTPRequests [], [StatusClass]
+//	stela_http_request_duration_seconds (route)  → HTTPLatency (ms)
+//
+// Routes are ServeMux patterns ("GET /v1/executions/{execution_id}"),
+// never raw paths, so the label set stays bounded. EMF dimensions are few
+// on purpose (each combination of values is a billed CloudWatch metric);
+// the other labels are written as properties of the log line, searchable
+// with CloudWatch Logs Insights. docs/operations.md explains each metric
+// and what to do when its alarm fires.
+//
+// # Sweep lag
+//
+// The sweep lag is now minus the deadline of the oldest due timer (a
+// delay, an expired lock) that no sweep has handled. `stela dev` measures
+// it whenever /metrics is read (Metrics.SetLagProbe with store.TimerLag),
+// so a stopped sweep shows as a rising lag; the Lambda timers function
+// reports the largest lag its passes saw (from the timers each pass read,
+// no extra query) and nothing when it does not run, which the CloudWatch
+// alarm treats as breaching.
+//
+// # Tracing
+//
+// With tracing on, each HTTP request is a server span joined to its W3C
+// `traceparent`, each store transaction made for it a child span, and an
+// execution created by a request stores the request span's context in its
+// metadata under Obelisk's "tracing:" keys (package obs/tracemeta), so a
+// worker that sends it back continues the execution's trace. With tracing
+// off the hooks do not allocate (TestHooksDoNotAllocateWithTracingOff,
+// BenchmarkRequestHooks).
+package obs

@@ -1,0 +1,4 @@
+package obs
+
+// HaveOTLP reports whether this build links the OTLP exporter.
+const HaveOTLP = haveOTLP
