@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"strings"
 	"time"
@@ -162,7 +163,7 @@ func (wf *Context) submitChild(js *joinSetState, child core.ExecutionId, target 
 		wf.record(want, &core.CreateRequest{CreatedAt: now, ExecutionID: child, FFQN: target, Params: params,
 			Parent: &core.Parent{ExecutionID: wf.id, JoinSetID: js.id}, ScheduledAt: now,
 			ComponentID: core.ComponentId{ComponentType: kind, Name: wf.w.opts.Name}, DeploymentID: wf.w.opts.DeploymentID,
-			Metadata: core.ExecutionMetadata{}})
+			Metadata: maps.Clone(wf.trace)})
 	}
 	js.submitted++
 	js.members = append(js.members, member{child: child, kind: wf.w.componentType(target), ffqn: target})
@@ -375,7 +376,7 @@ func (wf *Context) Schedule(ffqn string, params any, at ScheduleAt) (core.Execut
 	scheduler := wf.id
 	wf.record(want, &core.CreateRequest{CreatedAt: now, ExecutionID: id, FFQN: target, Params: ps, ScheduledAt: when,
 		ComponentID:  core.ComponentId{ComponentType: wf.w.componentType(target), Name: wf.w.opts.Name},
-		DeploymentID: wf.w.opts.DeploymentID, Metadata: core.ExecutionMetadata{}, ScheduledBy: &scheduler})
+		DeploymentID: wf.w.opts.DeploymentID, Metadata: maps.Clone(wf.trace), ScheduledBy: &scheduler})
 	return id, nil
 }
 

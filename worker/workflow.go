@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/stela-dev/stela/core"
@@ -30,7 +31,10 @@ type Context struct {
 	id     core.ExecutionId
 	parent *core.Parent
 	params core.Params
-	l      *lease // l.mu guards every field below and every write
+	// trace is the execution's trace context (its "tracing:" metadata),
+	// copied into every execution the workflow creates.
+	trace core.ExecutionMetadata
+	l     *lease // l.mu guards every field below and every write
 
 	// hist is the execution's history events: the persisted ones (from the
 	// lock) followed by the ones this run wrote or buffered; cur of them
@@ -176,7 +180,7 @@ func (w *Worker) history(le core.LockedExecution) ([]core.HistoryEventWithVersio
 
 func newContext(w *Worker, f *function, le core.LockedExecution, hist []core.HistoryEventWithVersion, resps []core.ResponseWithCursor) *Context {
 	seed := sha256.Sum256([]byte(le.ExecutionID.String()))
-	wf := &Context{w: w, f: f, id: le.ExecutionID, parent: le.Parent, params: le.Params, l: newLease(w, le),
+	wf := &Context{w: w, f: f, id: le.ExecutionID, parent: le.Parent, params: le.Params, trace: traceMetadata(le.Metadata), l: newLease(w, le),
 		hist: hist, sets: map[core.JoinSetId]*joinSetState{},
 		rng:    rand.New(rand.NewChaCha8(seed)),
 		active: true, resumeCh: make(chan bool), yieldCh: make(chan yieldKind)}
@@ -796,3 +800,22 @@ func describe(h core.HistoryEvent) string {
 
 // timeOf converts a Timestamp for the workflow's user.
 func timeOf(ts core.Timestamp) time.Time { return ts.Time }
+
+// tracingPrefix prefixes the metadata keys of an execution's trace context
+// (Obelisk's convention, obs/tracemeta: "tracing:traceparent",
+// "tracing:tracestate"). The SDK copies them into the executions a workflow
+// creates, so one trace follows a workflow and everything it spawns,
+// without linking OpenTelemetry into user programs.
+const tracingPrefix = "tracing:"
+
+// traceMetadata returns md's trace-context entries (never nil: the wire form
+// of metadata is an object).
+func traceMetadata(md core.ExecutionMetadata) core.ExecutionMetadata {
+	out := core.ExecutionMetadata{}
+	for k, v := range md {
+		if strings.HasPrefix(k, tracingPrefix) {
+			out[k] = v
+		}
+	}
+	return out
+}
