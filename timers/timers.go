@@ -81,6 +81,14 @@ type Options struct {
 	// Observer, when set, is told about every pass (package obs: metrics,
 	// including the sweep lag). Passes interrupted by ctx are not reported.
 	Observer Observer
+	// Retention, when set, runs retention passes (expiring finished
+	// execution trees, store.Service.ApplyRetention) beside the loop: one
+	// at the start, then every RetentionInterval, never delaying a sweep
+	// (retention.go).
+	Retention Retainer
+	// RetentionInterval is the pause between two retention passes.
+	// Default DefaultRetentionInterval.
+	RetentionInterval time.Duration
 }
 
 // Observer receives one report per pass of Run.
@@ -149,6 +157,12 @@ type Stats struct {
 	Skipped int `json:"skipped"`
 	// Cancelled is the number of cancelling executions this loop finished.
 	Cancelled int `json:"cancelled"`
+	// RetentionPasses counts retention passes (failed ones included),
+	// FailedRetentionPasses those that returned an error, ExpiredTrees the
+	// execution trees they expired.
+	RetentionPasses       int `json:"retention_passes"`
+	FailedRetentionPasses int `json:"failed_retention_passes"`
+	ExpiredTrees          int `json:"expired_trees"`
 }
 
 // Run runs passes until ctx is done or opts.Budget is spent. The first pass
@@ -159,8 +173,8 @@ type Stats struct {
 // nil with the accumulated Stats (check Stats.FailedPasses).
 func Run(ctx context.Context, db core.DbConnection, clock core.Clock, opts Options) (Stats, error) {
 	var st Stats
-	if opts.Interval < 0 || opts.Leeway < 0 || opts.Batch < 0 || opts.Budget < 0 {
-		return st, errors.New("timers: negative interval, leeway, batch or budget")
+	if opts.Interval < 0 || opts.Leeway < 0 || opts.Batch < 0 || opts.Budget < 0 || opts.RetentionInterval < 0 {
+		return st, errors.New("timers: negative interval, leeway, batch, budget or retention interval")
 	}
 	if db == nil || clock == nil {
 		return st, errors.New("timers: nil store or clock")
@@ -187,6 +201,7 @@ func Run(ctx context.Context, db core.DbConnection, clock core.Clock, opts Optio
 		defer t.Stop()
 		budget = t.C
 	}
+	ret := startRetention(ctx, clock, alarms, opts, log) // retention.go
 	for ctx.Err() == nil {
 		st.Passes++
 		start := clock.Now()
@@ -209,9 +224,10 @@ func Run(ctx context.Context, db core.DbConnection, clock core.Clock, opts Optio
 				slog.Int(logKeySkipped, p.sweep.Skipped), slog.Int(logKeyCancelled, p.cancelled))
 		}
 		if !wait(ctx, budget, alarms, opts, start.Add(opts.Interval), p.sweptAt) {
-			return st.done(ctx, log), nil
+			break
 		}
 	}
+	ret.stop(&st)
 	return st.done(ctx, log), nil
 }
 
@@ -303,6 +319,7 @@ func (s *Stats) add(p passResult) {
 func (s *Stats) done(ctx context.Context, log *slog.Logger) Stats {
 	log.DebugContext(ctx, "timers stopped", slog.Int(logKeyPasses, s.Passes), slog.Int(logKeyFailedPasses, s.FailedPasses),
 		slog.Int(logKeyExpiredLocks, s.ExpiredLocks), slog.Int(logKeyExpiredDelays, s.ExpiredDelays),
-		slog.Int(logKeySkipped, s.Skipped), slog.Int(logKeyCancelled, s.Cancelled))
+		slog.Int(logKeySkipped, s.Skipped), slog.Int(logKeyCancelled, s.Cancelled),
+		slog.Int(logKeyRetentionPasses, s.RetentionPasses), slog.Int(logKeyExpiredTrees, s.ExpiredTrees))
 	return *s
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -16,6 +17,9 @@ type TreeFixture struct {
 	// the root first.
 	Root core.ExecutionId
 	IDs  []core.ExecutionId
+	// Waiting is the root's delay that has not fired, in join set WaitingJS.
+	Waiting   core.DelayId
+	WaitingJS core.JoinSetId
 }
 
 // BuildTree writes, through db at clock's now, a tree with a record of
@@ -28,7 +32,8 @@ type TreeFixture struct {
 // root), the child's with a body of its own. With big set the child
 // activity's params, the grandchild's result and the child workflow's
 // backtrace are about 100 KB each (offloaded by a backend with a smaller
-// inline threshold). With finish unset the root stays locked (an
+// inline threshold), and the root appends a JoinNext and about 2 KB of
+// incompressible history (its head spills to an event page). With finish unset the root stays locked (an
 // unfinished tree). The clock advances by one second (the delay fires).
 func BuildTree(t *testing.T, db Store, clock *SimClock, finish, big bool) TreeFixture {
 	t.Helper()
@@ -68,6 +73,19 @@ func BuildTree(t *testing.T, db Store, clock *SimClock, finish, big bool) TreeFi
 	if _, delays := h.sweep(h.now()); delays != 1 {
 		t.Fatalf("sweep fired %d delays, want 1", delays)
 	}
+	if big {
+		// A JoinNext and incompressible history: the root's head spills
+		// its events to a page (and the JoinNext to a counter).
+		reqs := []core.AppendRequest{{CreatedAt: h.now(), Event: jn(js, h.now().Add(time.Hour))}}
+		for range 12 {
+			value := make(core.Bytes, 120)
+			_, _ = rand.Read(value)
+			reqs = append(reqs, core.AppendRequest{CreatedAt: h.now(), Event: hist(&core.Persist{Value: value,
+				Kind: core.PersistKind{Type: "random_string", MinLength: 120, MaxLengthExclusive: 121}})})
+		}
+		v, err = h.db.AppendBatch(h.ctx, h.now(), reqs, p, v)
+		h.wantNoErr("append_batch", err)
+	}
 	for _, id := range []core.ExecutionId{p, c1, g} {
 		h.appendLog(id, core.LogInfo, "log of "+id.String())
 	}
@@ -84,5 +102,5 @@ func BuildTree(t *testing.T, db Store, clock *SimClock, finish, big bool) TreeFi
 	if finish {
 		h.mustAppend(p, v, finished(ok0))
 	}
-	return TreeFixture{Root: p, IDs: []core.ExecutionId{p, c1, c2, g}}
+	return TreeFixture{Root: p, IDs: []core.ExecutionId{p, c1, c2, g}, Waiting: waiting, WaitingJS: jsd}
 }
