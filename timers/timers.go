@@ -1,7 +1,10 @@
 // Package timers runs Stela's periodic background work: the expired-timers
-// sweep (due delays fire, expired locks are resolved) and the cancellation
-// driver. The dev server runs it in-process; the `timers` Lambda runs it
-// for most of each EventBridge-scheduled invocation.
+// sweep (due delays fire, expired locks are resolved), the cancellation
+// driver and, given Options.Retention, the retention passes that expire
+// finished execution trees (in a goroutine of their own, every
+// RetentionInterval, so that a long purge never delays a sweep). The dev
+// server runs it in-process; the `timers` Lambda runs it for most of each
+// EventBridge-scheduled invocation.
 //
 // Between passes the loop waits for the next Interval, or — given the
 // store's TimerWatch as Options.Deadlines, as `stela dev` does — until the
