@@ -186,13 +186,16 @@ func (s *Service) ApplyRetention(ctx context.Context, now core.Timestamp) (Reten
 	if err != nil {
 		return res, fmt.Errorf("store: retention: resume: %w", err)
 	}
+	// A tree is decided once per call, however many of its executions'
+	// finishes made it a candidate.
+	decided := map[core.ExecutionId]bool{}
 	for range retentionBatches {
 		cands, err := rb.RetentionCandidates(ctx, now, s.ret.r, retentionBatch)
 		if err != nil {
 			return res, fmt.Errorf("store: retention: candidates: %w", err)
 		}
 		before := res.Expired
-		complete, err := s.retainBatch(ctx, rb, cands, now, &res)
+		complete, err := s.retainBatch(ctx, rb, cands, now, decided, &res)
 		if err != nil || !complete || len(cands) < retentionBatch {
 			return res, err
 		}
@@ -205,8 +208,7 @@ func (s *Service) ApplyRetention(ctx context.Context, now core.Timestamp) (Reten
 
 // retainBatch decides cands in order and records the position up to which
 // all were handled. It reports whether every candidate was.
-func (s *Service) retainBatch(ctx context.Context, rb Retainer, cands []RetentionCandidate, now core.Timestamp, res *RetentionResult) (bool, error) {
-	decided := map[core.ExecutionId]bool{}
+func (s *Service) retainBatch(ctx context.Context, rb Retainer, cands []RetentionCandidate, now core.Timestamp, decided map[core.ExecutionId]bool, res *RetentionResult) (bool, error) {
 	pos := ""
 	complete := true
 	for _, c := range cands {
