@@ -54,7 +54,9 @@
 // that refers to it). With the grace period such a writer has an hour from
 // its last write of each blob to commit the reference, and a writer that
 // dies before committing leaves an orphan that the first collection after
-// the grace period removes.
+// the grace period removes. When an execution tree expires (retention),
+// the references of its offloaded payloads go with it, so its blobs become
+// orphans too unless another tree or a deployment refers to them.
 //
 // The order of CollectOrphans' steps protects concurrent writers: it lists
 // the blobs first; then, for each candidate, right before deleting it, it

@@ -79,6 +79,11 @@ type Options struct {
 	// with core.ErrNotImplemented.
 	// For deployments whose workers lock only by function name.
 	DisableDigestIndex bool
+	// RetentionLag is how old an entry of the retention index must be before
+	// the retention pass reads its tree (default DefaultRetentionLag): a
+	// commit planned earlier may still land and the index may lag. It
+	// delays the marking, never an expiry (retention.go).
+	RetentionLag time.Duration
 	// DisableDeploymentCounts stops maintaining the deployments index, which
 	// costs 5 of an activity's 15 write units; list_deployment_states then
 	// fails with core.ErrNotImplemented unless its counts are skipped.
@@ -101,6 +106,7 @@ type Backend struct {
 	closed      atomic.Bool
 	// noDigestIndex: Options.DisableDigestIndex.
 	noDigestIndex bool
+	retentionLag  time.Duration
 	deps          deploymentOptions // deployments_gc.go
 	stats         stats
 	// skipAfterCommit leaves deferred child creations to the next reader
@@ -193,6 +199,9 @@ func newBackend(client api, opts Options) (*Backend, error) {
 	if opts.SDKMaxAttempts == 0 {
 		opts.SDKMaxAttempts = DefaultSDKMaxAttempts
 	}
+	if opts.RetentionLag <= 0 {
+		opts.RetentionLag = DefaultRetentionLag
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -207,7 +216,8 @@ func newBackend(client api, opts Options) (*Backend, error) {
 		api: client, table: opts.Table, shards: opts.Shards, inline: opts.InlineThreshold,
 		headBudget: opts.HeadBudget, createdMax: 2 * opts.HeadBudget, maxAttempts: opts.MaxAttempts,
 		cas: opts.Cas, log: log.WithGroup("dynamo"), clock: opts.Clock, noDigestIndex: opts.DisableDigestIndex,
-		deps: deploymentOptions{noCounts: opts.DisableDeploymentCounts},
+		retentionLag: opts.RetentionLag,
+		deps:         deploymentOptions{noCounts: opts.DisableDeploymentCounts},
 		optFns: []func(*dynamodb.Options){func(o *dynamodb.Options) {
 			o.Retryer = retryer
 			o.APIOptions = append(o.APIOptions, trackAttempts)

@@ -28,51 +28,71 @@ func (b *Backend) AppendBacktraces(ctx context.Context, bts []core.BacktraceInfo
 		return 0, err
 	}
 	var inserted atomic.Int64
+	written := make([][]item, len(bts)) // the keys each put wrote
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(backtraceParallelism)
-	for _, bt := range bts {
+	for i, bt := range bts {
 		g.Go(func() error {
-			ok, err := b.putBacktrace(gctx, bt)
+			keys, ok, err := b.putBacktrace(gctx, bt)
+			written[i] = keys
 			if ok {
 				inserted.Add(1)
 			}
 			return err
 		})
 	}
-	err := g.Wait()
-	return int(inserted.Load()), err
+	if err := g.Wait(); err != nil {
+		return int(inserted.Load()), err
+	}
+	// The writer's half of the retention handshake (retention.go).
+	byExec := map[core.ExecutionId][]item{}
+	for i, bt := range bts {
+		byExec[bt.ExecutionID] = append(byExec[bt.ExecutionID], written[i]...)
+	}
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(backtraceParallelism)
+	for id, keys := range byExec {
+		g.Go(func() error { return b.stampLate(gctx, id, keys) })
+	}
+	return int(inserted.Load()), g.Wait()
 }
 
 // backtraceParallelism bounds the concurrent writes of AppendBacktraces.
 const backtraceParallelism = 8
 
-func (b *Backend) putBacktrace(ctx context.Context, bt core.BacktraceInfo) (bool, error) {
+// putBacktrace writes one backtrace (insert-if-absent) and returns the keys
+// it wrote: the item and, for an offloaded body, its blob reference.
+func (b *Backend) putBacktrace(ctx context.Context, bt core.BacktraceInfo) ([]item, bool, error) {
 	comp, err := json.Marshal(bt.ComponentID)
 	if err != nil {
-		return false, fmt.Errorf("dynamo: encode backtrace component: %w", err)
+		return nil, false, fmt.Errorf("dynamo: encode backtrace component: %w", err)
 	}
 	body, err := json.Marshal(bt.WasmBacktrace)
 	if err != nil {
-		return false, fmt.Errorf("dynamo: encode backtrace: %w", err)
+		return nil, false, fmt.Errorf("dynamo: encode backtrace: %w", err)
 	}
-	payload, err := b.putPayload(ctx, body, b.inline)
+	payload, err := b.putPayload(ctx, body, b.inline, ownerOf(bt.ExecutionID, nil))
 	if err != nil {
-		return false, err
+		return nil, false, err
+	}
+	key := keyOf(pkExec(bt.ExecutionID), skBacktrace(bt.VersionMinIncluding, bt.VersionMaxExcluding))
+	keys := []item{key}
+	if ref := refKey(payload, bt.ExecutionID); ref != nil {
+		keys = append(keys, ref)
 	}
 	_, err = b.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: b.tableName(),
-		Item: item{AttrPK: avS(pkExec(bt.ExecutionID)), AttrSK: avS(skBacktrace(bt.VersionMinIncluding, bt.VersionMaxExcluding)),
-			aBtComponent: avS(string(comp)), aBtBody: avS(payload)},
+		Item:                     item{AttrPK: key[AttrPK], AttrSK: key[AttrSK], aBtComponent: avS(string(comp)), aBtBody: avS(payload)},
 		ConditionExpression:      aws.String(condNotExists),
 		ExpressionAttributeNames: map[string]string{"#pk": AttrPK},
 	}, b.optFns...)
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return false, nil
+		return keys[1:], false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("dynamo: put backtrace %s@%d: %w", bt.ExecutionID, bt.VersionMinIncluding, err)
+		return nil, false, fmt.Errorf("dynamo: put backtrace %s@%d: %w", bt.ExecutionID, bt.VersionMinIncluding, err)
 	}
-	return true, nil
+	return keys, true, nil
 }
 
 // GetBacktrace finds the first, last or the backtrace containing a version.
@@ -107,7 +127,7 @@ func (b *Backend) GetBacktrace(ctx context.Context, id core.ExecutionId, filter 
 	if err != nil {
 		return core.BacktraceInfo{}, fmt.Errorf("dynamo: get backtrace of %s: %w", id, err)
 	}
-	if len(out.Items) == 0 {
+	if len(out.Items) == 0 || b.expiredItem(out.Items[0]) {
 		return core.BacktraceInfo{}, notFound("backtrace of " + id.String())
 	}
 	bt, err := b.decodeBacktrace(ctx, id, out.Items[0])
@@ -152,10 +172,13 @@ func (b *Backend) BacktraceRanges(ctx context.Context, id core.ExecutionId) ([][
 	err := b.queryAll(ctx, &dynamodb.QueryInput{
 		TableName: b.tableName(), ConsistentRead: aws.Bool(true),
 		KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :pre)"),
-		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#sk": AttrSK},
+		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#sk": AttrSK, "#ttl": AttrTTL},
 		ExpressionAttributeValues: item{":pk": avS(pkExec(id)), ":pre": avS(prefixBacktrace)},
-		ProjectionExpression:      aws.String("#sk"),
+		ProjectionExpression:      aws.String("#sk, #ttl"),
 	}, func(it item) (bool, error) {
+		if b.expiredItem(it) {
+			return true, nil // gone for readers (retention.go)
+		}
 		sk, _ := getS(it, AttrSK)
 		var lo, hi uint32
 		if _, err := fmt.Sscanf(sk, prefixBacktrace+"%d#%d", &lo, &hi); err != nil {

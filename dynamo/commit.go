@@ -164,6 +164,7 @@ func (t *tx) plan() (*plan, error) {
 		}
 	}
 	p.ops = append(heads, others...)
+	stampRetention(p) // retention.go
 	if err := t.planDeployments(p); err != nil {
 		return nil, err
 	}
@@ -177,7 +178,7 @@ func (t *tx) plan() (*plan, error) {
 }
 
 func (ex *execTx) dirty() bool {
-	if ex.state != nil || len(ex.events) > 0 || len(ex.responses) > 0 {
+	if ex.state != nil || len(ex.events) > 0 || len(ex.responses) > 0 || ex.ret.children > 0 {
 		return true
 	}
 	for _, d := range ex.dorder {
@@ -193,9 +194,10 @@ func (ex *execTx) dirty() bool {
 func (t *tx) planCreate(ex *execTx) ([]op, error) {
 	b := t.b
 	h := &headRec{st: cloneState(*ex.createSt), rev: 1, rq: t.rq, cq: t.rq, ib: 1}
+	ex.planRetention(h, true) // retention.go
 	var ops []op
 	for _, ev := range ex.createEvents {
-		payload, err := b.encodeEvent(t.ctx, ev)
+		payload, err := b.encodeEvent(t.ctx, ev, ownerOf(ex.id, h))
 		if err != nil {
 			return nil, err
 		}
@@ -229,9 +231,10 @@ func (t *tx) planUpdate(ex *execTx) ([]op, error) {
 	if ex.state != nil {
 		h.st = cloneState(*ex.state)
 	}
+	ex.planRetention(h, false) // retention.go
 	firstNew := int64(-1)
 	for _, ne := range ex.events {
-		payload, err := b.encodeEvent(t.ctx, ne.ev)
+		payload, err := b.encodeEvent(t.ctx, ne.ev, ownerOf(ex.id, h))
 		if err != nil {
 			return nil, err
 		}
@@ -253,7 +256,7 @@ func (t *tx) planUpdate(ex *execTx) ([]op, error) {
 		if err != nil {
 			return nil, fmt.Errorf("dynamo: encode response %s#%d: %w", ex.id, nr.r.Cursor, err)
 		}
-		payload, err := b.putPayload(t.ctx, data, b.inline)
+		payload, err := b.putPayload(t.ctx, data, b.inline, ownerOf(ex.id, h))
 		if err != nil {
 			return nil, err
 		}

@@ -84,7 +84,7 @@ func (t *tx) putText(s string) (string, error) {
 	if len(s) < t.b.inline {
 		return inlineText + s, nil
 	}
-	return t.b.putPayload(t.ctx, []byte(s), 0)
+	return t.b.putPayload(t.ctx, []byte(s), 0, payloadOwner{})
 }
 
 func (t *tx) getText(s string) (string, error) {

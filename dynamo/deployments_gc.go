@@ -55,14 +55,18 @@ func (b *Backend) writeAhead(ctx context.Context, ahead []aheadPut) error {
 }
 
 // recordPayloadRef records that an item refers to the offloaded payload d
-// (blob reference "REF#<d>"/"P"). putPayload calls it after the blob is
-// written and before the referring item is committed, so gc_orphan_files
-// never sees an offloaded payload without its reference. The reference is
-// never removed (executions are never deleted); a commit that fails after
-// it leaves a blob that gc keeps.
-func (b *Backend) recordPayloadRef(ctx context.Context, d core.ContentDigest) error {
-	_, err := b.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: b.tableName(), Item: item{
-		AttrPK: avS(prefixRef + d.String()), AttrSK: avS(refPayload), aRefAt: avS(b.now().String())}}, b.optFns...)
+// (blob reference "REF#<d>"/"P#<root>" for an execution tree's payload,
+// "P" for a deployment's). putPayload calls it after the blob is written
+// and before the referring item is committed, so gc_orphan_files never
+// sees an offloaded payload without its reference. A tree's reference
+// expires with the tree (retention.go), a deployment's is never removed;
+// a commit that fails after it leaves a blob that gc keeps until then.
+func (b *Backend) recordPayloadRef(ctx context.Context, d core.ContentDigest, owner payloadOwner) error {
+	it := item{AttrPK: avS(prefixRef + d.String()), AttrSK: avS(owner.refSK()), aRefAt: avS(b.now().String())}
+	if owner.ttl > 0 {
+		it[AttrTTL] = avN(owner.ttl)
+	}
+	_, err := b.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: b.tableName(), Item: it}, b.optFns...)
 	if err != nil {
 		return fmt.Errorf("dynamo: record reference to payload %s: %w", d, err)
 	}
@@ -112,6 +116,9 @@ func (b *Backend) BlobReferences(ctx context.Context, candidates []core.ContentD
 }
 
 func (b *Backend) liveRef(ctx context.Context, it item, grace time.Duration) (bool, error) {
+	if b.expiredItem(it) {
+		return false, nil // its tree expired (retention.go)
+	}
 	sk, _ := getS(it, AttrSK)
 	rest, ok := strings.CutPrefix(sk, "D#")
 	if !ok {

@@ -17,6 +17,11 @@
 //	cancelling      GSI   cp             cs        KEYS_ONLY    heads: lifecycle = cancelling
 //	list            GSI   lp             ls        KEYS_ONLY    every head
 //	list-id         GSI   lp             pk        KEYS_ONLY    every head
+//	retention       GSI   rp             rs        KEYS_ONLY    heads: finished (retention
+//	                                                            not forever, see Retention)
+//
+// The table's time-to-live is on attribute ttl (CreateTable and infra/
+// enable it): see Retention.
 //
 // Every GSI but the two list indexes is sparse: its key attributes are
 // written only while the item belongs to the index, so a finished activity
@@ -48,11 +53,15 @@
 //	    events ib..v
 //	ib  first inline version (events below it, except an inline Created, are in pages)
 //	ob  request id of a pending fan-out outbox (see Fan-out)
-//	pf/pd/ps, tp/ts, cp/cs, lp/ls  index keys:
+//	nc  the number of derived executions created by its own commits (on
+//	    heads created since retention exists; see Retention)
+//	ttl the tree's expiry, epoch seconds, once the tree is marked (Retention)
+//	pf/pd/ps, tp/ts, cp/cs, lp/ls, rp/rs  index keys:
 //	    pf = "<ffqn>#<s>", pd = "<digest>#<s>", ps = "<at>#<created_at>#<id>"
 //	    tp = "L#<s>", ts = "<lock expiry>"
 //	    cp = "C#<s>", cs = "<created_at>#<id>"
 //	    lp = "LT#<s>" (top-level) or "LD#<s>" (derived), ls = "<created_at>#<id>"
+//	    rp = "RT#<s>", rs = "<finish time>#<id>" (set once, when it finished)
 //
 // New events are appended to z, so a typical step (create, lock, finish, a
 // history event) rewrites a single item with one conditional PutItem. When a
@@ -98,9 +107,17 @@
 // run id, t created_at, lv/m (log) or st/pl (stream). Log counter — pk
 // "SEQ#LOG", sk "C", n: the last allocated cursor.
 //
+// Retention cursor — pk "SEQ#RETENTION", sk "C", c: the retention index key
+// up to which every entry was handled (see Retention).
+//
+// Every item of an execution tree gets the tree's ttl once the tree is
+// finished (see Retention).
+//
 // Payloads (event, response and backtrace JSON) larger than InlineThreshold
 // (default 64 KiB) are written to the CAS first and stored as
-// "@sha256:<hex>"; reads resolve them transparently.
+// "@sha256:<hex>"; reads resolve them transparently. Their blob reference
+// is owned by the execution's tree (REF#<digest>/P#<root id>, see
+// Deployments, "Garbage collection").
 //
 // # Access patterns (docs/spec/semantics.md §7)
 //
@@ -134,6 +151,10 @@
 //	                                  paging on until the page is full; newest first)
 //	logs of an execution (+prefix)    Query LG#<top>, sk range by cursor, filter after
 //	backtraces                        Query E#id begins_with/BETWEEN B#
+//	retention candidates              Query retention rp = RT#s, rs BETWEEN cursor and
+//	                                  "<now - RetentionLag>#~", all shards, merged by rs
+//	a tree's derived executions       Query list-id lp = LD#s, begins_with(pk, "E#<root>."),
+//	                                  all shards; heads by BatchGetItem, consistent
 //
 // No Scan is used anywhere. Index reads are eventually consistent; the
 // service re-reads every candidate inside Update before acting on it, and a
@@ -234,6 +255,89 @@
 // window between the pre-check and the materialisation is logged, not
 // prevented (derived ids can only be created by their parent's commits).
 //
+// # Retention (retention.go)
+//
+// A tree — a top-level execution (its root) and every execution derived
+// from it — expires store.Options.Retention after the last of its
+// executions finished (core.DecideRetention; the finish times are the
+// service's clock at each finishing commit). Expiry uses the table's
+// time-to-live: every item of a finished tree gets ttl = its expiry (epoch
+// seconds, rounded up) — heads, event pages, JoinNext counters, responses
+// and their guards (G#C#…, G#D#…), timer rows, outboxes, backtraces, the
+// log partition LG#<root>, and the blob references REF#<digest>/P#<root>
+// of its offloaded payloads — and DynamoDB deletes them, with their index
+// entries, without charge some time after (typically within two days).
+// Readers do not wait for that: a head, log row, backtrace or blob
+// reference whose ttl has passed is treated as absent (GetItem of a head,
+// the heads of every listing, ListLogs, backtraces, gc's reference check),
+// as AWS recommends. So from the expiry on the tree answers
+// core.ErrNotFound (HTTP 404), lists no longer show it, and
+// gc_orphan_files may collect the blobs only it used. Until DynamoDB
+// deleted the items, the per-deployment counts (Select=COUNT on a
+// KEYS_ONLY index) still count them, and a create of an expired id fails
+// as a conflict. DynamoDB Local keeps expired items forever; the tests
+// check the ttl of every item and then delete the expired ones themselves,
+// as the time-to-live would (retention_test.go).
+//
+// When the ttl is written:
+//
+//   - In the finishing commit itself, for a tree of one: a top-level
+//     execution that never created a derived one (nc = 0; every activity)
+//     gets its ttl with its Finished event, at no extra write.
+//   - Otherwise by the retention pass (store.Service.ApplyRetention, run
+//     by the timers loop every minute). Its trigger is the retention index:
+//     the commit that finishes any execution writes rs = "<finish
+//     time>#<id>" on its head (one index entry; RecordFinished), and the
+//     pass reads the entries after its cursor and at least
+//     Options.RetentionLag (15 minutes) old — older than any commit planned
+//     before can land, and than index propagation — in rs order. For each
+//     it reads the tree of the entry's root and lets core decide:
+//     unfinished → nothing (the execution that finishes last has an entry
+//     of its own, which comes later); finished → mark; finished but not
+//     provably complete (below) → stop there and retry on the next pass
+//     (for at most an hour, then it is logged and left alone). The cursor
+//     (one item, moved only forward, conditionally) then records the
+//     position up to which every entry was handled; a pass that dies
+//     leaves it where it was, so the next one repairs what it missed. The
+//     entries are never removed (that would rewrite every head); they go
+//     with their heads.
+//
+// Reading a tree: its root's head (strongly consistent), then — unless the
+// root is unfinished or counted no child — the derived executions the
+// list-id index knows (begins_with(pk, "E#<root>.")) and their heads
+// (BatchGetItem, consistent). The index lags, so completeness is proved
+// with nc: the commit that creates a child increments its parent's nc
+// atomically with the creation (the parent's head is in that commit); a
+// tree is complete when every member has at least nc children among the
+// members read. Finished executions create no children, so a tree read
+// complete and finished stays so. (Heads written before nc existed count
+// as nc = 0; a derived execution created directly, not by its parent's
+// commit, is not counted.)
+//
+// Marking (ExpireTree): per execution, the head first — UpdateItem SET
+// ttl, rv = rv+1, condition s = finished; the revision moves so that a
+// commit that read the head unmarked fails its condition and runs again —
+// then a strongly consistent Query of its partition and an UpdateItem SET
+// ttl (condition attribute_exists) on every item lacking the value, plus
+// the guards of its responses (found from the responses' payloads); the
+// descendants first, the root last, then the log partition, then the blob
+// references of every offloaded payload met. Items already carrying the
+// value are skipped, so a pass repeated after a crash writes only what is
+// missing. What is written into a marked tree afterwards is marked by its
+// writer: a commit stamps every item it puts into a marked execution's
+// partition (and the guards it creates) with the head's ttl (a delay
+// firing or cancelled after the finish), and a payload reference is
+// written with it; log rows and backtraces are written outside commits, so
+// their writer reads the head (the root's, for logs) after writing and
+// marks them if it finds a ttl — either it sees the mark, or its write
+// preceded the marker's read of the partition, which then saw it. A log or
+// backtrace written after DynamoDB deleted its execution's items is kept
+// (there is no head left to tell).
+//
+// Retention forever writes nothing (no rs, no ttl). Executions finished
+// before retention existed have no rs and are never expired. What it costs
+// is measured in Cost.
+//
 // # Limits
 //
 // Options.Shards must never decrease for a table. One execution's items
@@ -328,6 +432,26 @@
 // $4.07 per million, of which API Gateway alone is $1.00. The lean layout
 // gives up lock-by-component-digest and per-deployment execution counts
 // (both then return core.ErrNotImplemented).
+//
+// Retention. The figures above were measured before retention existed,
+// which is STELA_RETENTION=forever. With the default 30 days
+// (cmd/stela-bench-cost -parallel 1, 300 activities and 30 workflows,
+// DynamoDB Local on a loaded 2-core machine): every finish writes one more
+// index entry (the retention index), +1 WRU per execution — an activity's
+// finish 5 instead of 4 WRU, 17 instead of 16 per activity, 331 instead of
+// 320 WRU per 10-child workflow (11 executions). The timers function's
+// marking then costs, per tree: an activity (its head marked in the
+// finishing commit) 0 items, 2.1 RRU (root head, its partition and log
+// partition read) → $0.26 per million; the 10-child workflow 37 items
+// (11 heads, a page, 10 responses, 11 response guards, the fired delay's
+// response, a JoinNext counter, …) for 48.1 WRU (37 table + 11 index: the
+// responses' entries in the ordinals LSI, projection ALL, change with
+// them) and 38.9 RRU → $34.9 per million trees. All told: an activity
+// $10.32 → $11.20 per million (+8.5%), the workflow $208.6 → $250.4 per
+// million (+20%, the marking being about one write unit per item the tree
+// owns). DynamoDB's own deletions are free; the alternative, Stela
+// deleting the items itself when due, costs the same write per item plus
+// one per index entry.
 //
 // # Why attribute values and expressions are built by hand
 //
@@ -448,15 +572,18 @@
 // CollectOrphans with store.Options.GCGrace and asks BlobReferences): a
 // blob is deleted only if it was last written more than the grace period
 // ago (default one hour) and, checked right before deleting it, no live
-// blob reference names it (one strongly consistent Query of REF#<digest>).
+// blob reference names it (one strongly consistent Query of REF#<digest>;
+// a reference whose ttl has passed is not live).
 // The references: deployment files (one PutItem per distinct digest just
 // before the insert's transaction, 8 at a time; one that belongs to an
 // insert that did not commit — no deployment created by that request id —
 // and is older than the grace period is ignored and deleted), source mappings (written and replaced in
 // the upsert's transaction, conditional on the digest it replaces) and
-// offloaded payloads ("P", written by putPayload right after the blob and
-// before the commit that refers to it; never removed, so the payload of a
-// commit that then fails is kept, not collected). Every reference is
+// offloaded payloads ("P#<root id>" for an execution tree's, "P" for a
+// deployment's TOML or WIT; written by putPayload right after the blob and
+// before the commit that refers to it; a tree's reference expires with the
+// tree (Retention), a deployment's is never removed, so the payload of a
+// commit that then fails is kept until then). Every reference is
 // therefore written no later than the item that uses the blob: a writer
 // killed between the CAS put and the database write leaves no reference to
 // a missing blob.

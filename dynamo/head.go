@@ -68,6 +68,8 @@ type headRec struct {
 	ib     core.Version
 	// ob names a pending outbox item (O#<ob>) of child creations.
 	ob string
+	// ret is what the head carries for retention (retention.go).
+	ret headRetention
 }
 
 // inlineEvent is an event stored inside the head.
@@ -146,6 +148,7 @@ func (h *headRec) encode(shards int, digestIndex bool) item {
 	}
 	it[AttrListPK] = avS(lp + shard)
 	it[AttrListSK] = avS(s.CreatedAt.SortableText() + "#" + id)
+	h.ret.encode(it, shard)
 	return it
 }
 
@@ -191,6 +194,7 @@ func (h *headRec) decode(id core.ExecutionId, it item) error {
 	h.cq, _ = getS(it, aCreateReq)
 	h.ob, _ = getS(it, aOutbox)
 	h.ib = core.Version(num(aInlineBase))
+	check(h.ret.decode(it))
 	var e error
 	s.FFQN, e = core.ParseFunctionFqn(str(aFFQN))
 	check(e)

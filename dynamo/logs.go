@@ -53,7 +53,10 @@ func (b *Backend) AppendLogs(ctx context.Context, rows []core.LogInfoAppendRow) 
 	}
 	first := hi - int64(len(rows)) + 1
 	reqs := make([]types.WriteRequest, 0, len(rows))
+	byRoot := map[core.ExecutionId][]item{} // for the retention handshake
 	for i, r := range rows {
+		root := r.ExecutionID.TopLevel()
+		byRoot[root] = append(byRoot[root], keyOf(pkLog(r.ExecutionID), skLog(core.LogCursor(first+int64(i)))))
 		it := item{
 			AttrPK: avS(pkLog(r.ExecutionID)), AttrSK: avS(skLog(core.LogCursor(first + int64(i)))),
 			aLogExec: avS(r.ExecutionID.String()), aLogRun: avS(r.RunID.String()), aLogAt: avS(r.Entry.CreatedAt.String()),
@@ -67,7 +70,16 @@ func (b *Backend) AppendLogs(ctx context.Context, rows []core.LogInfoAppendRow) 
 		}
 		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: it}})
 	}
-	return b.batchWrite(ctx, reqs)
+	if err := b.batchWrite(ctx, reqs); err != nil {
+		return err
+	}
+	// The writer's half of the retention handshake (retention.go).
+	for root, keys := range byRoot {
+		if err := b.stampLate(ctx, root, keys); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (b *Backend) batchWrite(ctx context.Context, reqs []types.WriteRequest) error {
@@ -130,6 +142,9 @@ func (b *Backend) ListLogs(ctx context.Context, id core.ExecutionId, showDerived
 	idText := id.String()
 	var out []core.LogEntryRow
 	err := b.queryAll(ctx, in, func(it item) (bool, error) {
+		if b.expiredItem(it) {
+			return true, nil // gone for readers (retention.go)
+		}
 		x, _ := getS(it, aLogExec)
 		if x != idText && !(showDerived && strings.HasPrefix(x, idText)) {
 			return true, nil

@@ -90,7 +90,7 @@ func (t *tx) fit(p *plan) error {
 	if err != nil {
 		return fmt.Errorf("dynamo: encode outbox: %w", err)
 	}
-	payload, err := t.b.putPayload(t.ctx, data, outboxInline)
+	payload, err := t.b.putPayload(t.ctx, data, outboxInline, ownerOf(p.ops[anchor].exec, nil))
 	if err != nil {
 		return err
 	}

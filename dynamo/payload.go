@@ -14,8 +14,9 @@ import (
 const blobRef = "@"
 
 // putPayload returns the attribute text for data: the JSON itself when it is
-// at most limit bytes, else a reference to a CAS blob, written first.
-func (b *Backend) putPayload(ctx context.Context, data []byte, limit int) (string, error) {
+// at most limit bytes, else a reference to a CAS blob, written first with
+// its blob reference (owned by owner's tree, retention.go).
+func (b *Backend) putPayload(ctx context.Context, data []byte, limit int, owner payloadOwner) (string, error) {
 	if len(data) <= limit {
 		return string(data), nil
 	}
@@ -26,7 +27,7 @@ func (b *Backend) putPayload(ctx context.Context, data []byte, limit int) (strin
 	if err != nil {
 		return "", fmt.Errorf("dynamo: offload %d bytes to the CAS: %w", len(data), err)
 	}
-	if err := b.recordPayloadRef(ctx, d); err != nil { // deployments_gc.go
+	if err := b.recordPayloadRef(ctx, d, owner); err != nil { // deployments_gc.go
 		return "", err
 	}
 	return blobRef + d.String(), nil
@@ -64,11 +65,11 @@ func (b *Backend) decodeEvent(ctx context.Context, s string) (core.ExecutionEven
 	return ev, nil
 }
 
-func (b *Backend) encodeEvent(ctx context.Context, ev core.ExecutionEvent) (string, error) {
+func (b *Backend) encodeEvent(ctx context.Context, ev core.ExecutionEvent, owner payloadOwner) (string, error) {
 	ev.BacktraceID = nil
 	data, err := json.Marshal(ev)
 	if err != nil {
 		return "", fmt.Errorf("dynamo: encode event %d: %w", ev.Version, err)
 	}
-	return b.putPayload(ctx, data, b.inline)
+	return b.putPayload(ctx, data, b.inline, owner)
 }

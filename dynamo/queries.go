@@ -258,6 +258,9 @@ func (b *Backend) heads(ctx context.Context, entries []item) ([]*headRec, error)
 	}
 	byPK := make(map[string]*headRec, len(items))
 	for _, it := range items {
+		if b.expiredItem(it) {
+			continue // gone for readers (retention.go)
+		}
 		h, err := decodeHead(it)
 		if err != nil {
 			pk, _ := getS(it, AttrPK)

@@ -99,6 +99,7 @@ var Schema = TableSchema{
 		{AttrCancelPK, "S"}, {AttrCancelSK, "S"},
 		{AttrListPK, "S"}, {AttrListSK, "S"},
 		{AttrDeployPK, "S"}, {AttrDeploySK, "S"},
+		{AttrRetentionPK, "S"}, {AttrRetentionSK, "S"},
 	},
 	Key: TableKey{PartitionKey: AttrPK, SortKey: AttrSK},
 	GlobalIndexes: []TableIndex{
@@ -113,6 +114,9 @@ var Schema = TableSchema{
 		// from the existing heads when it is added to a table.
 		{Name: IndexListByID, Key: TableKey{AttrListPK, AttrPK}, Projection: ProjectionKeysOnly},
 		{Name: IndexDeployments, Key: TableKey{AttrDeployPK, AttrDeploySK}, Projection: ProjectionKeysOnly},
+		// Finished executions by finish time: the retention pass's
+		// candidates (retention.go).
+		{Name: IndexRetention, Key: TableKey{AttrRetentionPK, AttrRetentionSK}, Projection: ProjectionKeysOnly},
 	},
 	LocalIndexes: []TableIndex{
 		{Name: IndexOrdinals, Key: TableKey{AttrPK, AttrOrdinal}, Projection: ProjectionAll},
@@ -157,9 +161,10 @@ func projection(ix TableIndex) *types.Projection {
 	return p
 }
 
-// CreateTable creates the table with its indexes (on-demand billing) and
-// waits until it is ACTIVE. A table that already exists is not an error
-// (its schema is not compared).
+// CreateTable creates the table with its indexes (on-demand billing),
+// waits until it is ACTIVE and enables its time-to-live on AttrTTL (also on
+// a table that existed without it). A table that already exists is not an
+// error (its schema is not compared).
 func CreateTable(ctx context.Context, client *dynamodb.Client, tableName string) error {
 	_, err := client.CreateTable(ctx, CreateTableInput(tableName))
 	var inUse *types.ResourceInUseException
@@ -173,5 +178,5 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, tableName string)
 	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tableName)}, 5*time.Minute); err != nil {
 		return fmt.Errorf("dynamo: wait for table %s: %w", tableName, err)
 	}
-	return nil
+	return enableTTL(ctx, client, tableName) // retention.go
 }

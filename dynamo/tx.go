@@ -48,6 +48,8 @@ type execTx struct {
 	// persisted JoinNext / response counts per join set, once looked up.
 	jnCount map[string]uint32
 	rsCount map[string]uint32
+	// ret is what this transaction buffered for retention (retention.go).
+	ret execRetention
 }
 
 type newEvent struct {
@@ -659,6 +661,7 @@ func (t *tx) CreateHead(st core.ExecutionState, events []core.ExecutionEvent) er
 	c := cloneState(st)
 	ex.createSt = &c
 	ex.createEvents = slices.Clone(events)
+	t.countChild(st.ExecutionID)
 	return nil
 }
 
@@ -862,8 +865,8 @@ func (b *Backend) getHead(ctx context.Context, id core.ExecutionId) (*headRec, e
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: read head %s: %w", id, err)
 	}
-	if out.Item == nil {
-		return nil, nil
+	if out.Item == nil || b.expiredItem(out.Item) {
+		return nil, nil // an expired head is gone for readers (retention.go)
 	}
 	return decodeHead(out.Item)
 }

@@ -54,10 +54,14 @@ func concat(sets ...[]string) []string {
 	return out
 }
 
+// allIndexes are every index but the retention one, which only the timers
+// function's retention passes read.
 func allIndexes() []string {
 	var out []string
 	for _, ix := range dynamo.Schema.GlobalIndexes {
-		out = append(out, ix.Name)
+		if ix.Name != dynamo.IndexRetention {
+			out = append(out, ix.Name)
+		}
 	}
 	for _, ix := range dynamo.Schema.LocalIndexes {
 		out = append(out, ix.Name)
@@ -91,8 +95,13 @@ func functionID(name string) string { return strings.ToUpper(name[:1]) + name[1:
 //     (join-set reads inside commits). It writes no blobs.
 //   - append serves the worker writes (functions.AppendRoutes): appends,
 //     children, responses, logs, backtraces; large payloads go to the CAS.
-//   - timers runs the sweep and the cancellation driver: the timers and
-//     cancelling indexes. It writes no blobs.
+//   - timers runs the sweep, the cancellation driver and the retention
+//     passes: the timers and cancelling indexes, the retention index and
+//     list-id (a finished tree's derived executions). It writes no blobs.
+//
+// Every function records finishes for retention (an index attribute on the
+// head, no extra action); the writers of logs and backtraces read a head
+// after writing (GetItem) and may mark what they wrote (UpdateItem).
 var functionSpecs = []functionSpec{
 	{
 		Name: "api", Description: "Stela HTTP API (public routes and worker reads)",
@@ -127,8 +136,9 @@ var functionSpecs = []functionSpec{
 		ReservedConcurrency: TimersReservedConcurrency, Scheduled: true,
 		Access: dataAccess{
 			TableActions: concat(itemReads, itemWrites),
-			QueryIndexes: []string{dynamo.IndexTimers, dynamo.IndexCancelling, dynamo.IndexOrdinals},
-			CasRead:      true,
+			QueryIndexes: []string{dynamo.IndexTimers, dynamo.IndexCancelling, dynamo.IndexOrdinals,
+				dynamo.IndexRetention, dynamo.IndexListByID},
+			CasRead: true,
 		},
 	},
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/dynamo"
 )
 
@@ -33,15 +34,17 @@ const (
 	EnvBucket       = "STELA_BUCKET"
 	EnvBucketPrefix = "STELA_BUCKET_PREFIX"
 	EnvFollowWait   = "STELA_FOLLOW_WAIT"
+	EnvRetention    = "STELA_RETENTION"
 )
 
 // CasPrefix is the key prefix of the CAS in the bucket; the functions' S3
 // grants cover only keys under it.
 const CasPrefix = "cas/"
 
-// TTLAttribute is the table's time-to-live attribute (epoch seconds). The
-// dynamo schema does not define one yet; items without it never expire.
-const TTLAttribute = "ttl"
+// TTLAttribute is the table's time-to-live attribute (epoch seconds): the
+// dynamo package writes it on every item of a finished execution tree
+// (dynamo/doc.go, "Retention"); items without it never expire.
+const TTLAttribute = dynamo.AttrTTL
 
 // Context keys read by NewStelaStack when the matching prop is unset
 // (`cdk synth -c jwtIssuer=https://issuer/ -c jwtAudience=aud1,aud2`).
@@ -54,6 +57,10 @@ const (
 	// CtxWorker ("true") adds the worker function (functions/worker), its
 	// schedule and the policy that lets callers invoke it on demand.
 	CtxWorker = "worker"
+	// CtxRetention is how long a finished execution tree is kept
+	// (STELA_RETENTION of every function): "30d" (the default), "720h",
+	// "forever".
+	CtxRetention = "retention"
 	// CtxLocalEndpoint sets AWS_ENDPOINT_URL in every function, for
 	// `sam local` against LocalStack (e.g. http://localstack:4566); never
 	// for a deployment.
@@ -100,6 +107,10 @@ type StelaStackProps struct {
 	// synthesized template, so that `sam deploy` packages and uploads it
 	// without a CDK bootstrap stack. Default: context packaging=sam.
 	SAMPackaging bool
+	// Retention is how long a finished execution tree is kept (default
+	// core.DefaultRetentionPeriod, or context retention; "forever" keeps
+	// everything).
+	Retention string
 	// ThrottleRate and ThrottleBurst limit the stage (default 100 and 200,
 	// or context throttleRate / throttleBurst).
 	ThrottleRate, ThrottleBurst float64
@@ -300,6 +311,17 @@ func resolveContext(node constructs.Node, p *StelaStackProps) {
 		}
 	}
 	resolveMonitoring(ctx, &p.Monitoring)
+	if p.Retention == "" {
+		p.Retention = ctx(CtxRetention)
+	}
+	if p.Retention == "" {
+		p.Retention = core.RetainFor(core.DefaultRetentionPeriod).String()
+	}
+	r, err := core.ParseRetention(p.Retention)
+	if err != nil {
+		panic(fmt.Sprintf("stela: context %s: %v", CtxRetention, err))
+	}
+	p.Retention = r.String()
 }
 
 // attrType maps the dynamo schema's attribute types to CDK's.
@@ -433,6 +455,7 @@ func (s *StelaStack) newFunction(stack awscdk.Stack, spec functionSpec, p StelaS
 			EnvTable:        s.Table.TableName(),
 			EnvBucket:       s.Bucket.BucketName(),
 			EnvBucketPrefix: jsii.String(CasPrefix),
+			EnvRetention:    jsii.String(p.Retention),
 		},
 	}
 	if !spec.Scheduled {

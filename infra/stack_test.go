@@ -78,7 +78,8 @@ func TestMain(m *testing.M) {
 		}
 		iamTemplate, iamStack, _ = synth("iam", map[string]any{})
 		_, jwtStack, _ = synth("jwt", map[string]any{CtxJWTIssuer: testIssuer, CtxJWTAudience: testAudience})
-		_, samStack, samOutdir = synth("sam", map[string]any{CtxPackaging: "sam", CtxLocalEndpoint: testLocalEndpoint})
+		_, samStack, samOutdir = synth("sam", map[string]any{CtxPackaging: "sam", CtxLocalEndpoint: testLocalEndpoint,
+			CtxRetention: testRetention})
 		_, workerStack, _ = synth("worker", map[string]any{CtxWorker: "true", CtxAlarmEmail: testAlarmEmail})
 		_, opsStack, _ = synth("ops", map[string]any{CtxAlarmTopicArn: testTopicArn, CtxAlarmSweepLagSeconds: "120",
 			CtxAlarmAPI5xxPercent: "2.5", CtxTracing: TracingXRay, CtxOtelEndpoint: testOtelEndpoint})
@@ -912,6 +913,7 @@ var wantData = map[string]map[string][]string{
 		"table": {"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem",
 			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"},
 		"index:cancelling": {"dynamodb:Query"}, "index:ordinals": {"dynamodb:Query"}, "index:timers": {"dynamodb:Query"},
+		"index:retention": {"dynamodb:Query"}, "index:list-id": {"dynamodb:Query"},
 		"objects": {"s3:GetObject"}, "bucket": {"s3:ListBucket"},
 	},
 	"worker": {
@@ -1070,6 +1072,29 @@ func TestSAMPackagingPointsCodeAtTheBuildDirectory(t *testing.T) {
 	}
 	if params, _ := iamStack["Parameters"].(map[string]any); params["BootstrapVersion"] == nil {
 		t.Error("CDK template lost its BootstrapVersion parameter (expected with the default synthesizer)")
+	}
+}
+
+// testRetention is the context retention of the SAM template.
+const testRetention = "7d"
+
+// Every function gets the retention: 30 days by default, the context's
+// value when given (they all record finishes; the timers function expires).
+func TestRetentionReachesEveryFunction(t *testing.T) {
+	for _, spec := range functionSpecs {
+		env := func(tp tmpl) map[string]any {
+			return tp.function(t, spec.Name).Props["Environment"].(map[string]any)["Variables"].(map[string]any)
+		}
+		if v := env(iamStack)[EnvRetention]; v != "30d" {
+			t.Errorf("%s: %s=%v, want the default 30d", spec.Name, EnvRetention, v)
+		}
+		if v := env(samStack)[EnvRetention]; v != testRetention {
+			t.Errorf("%s: with context %s, %s=%v, want %s", spec.Name, CtxRetention, EnvRetention, v, testRetention)
+		}
+	}
+	env := workerStack.function(t, WorkerFunction).Props["Environment"].(map[string]any)["Variables"].(map[string]any)
+	if v := env[EnvRetention]; v != "30d" {
+		t.Errorf("%s: %s=%v, want the default 30d", WorkerFunction, EnvRetention, v)
 	}
 }
 

@@ -184,10 +184,25 @@ CREATE INDEX IF NOT EXISTS idx_state_deployment ON t_state (deployment_id, is_to
 CREATE INDEX idx_state_created_id ON t_state (created_at, execution_id);
 DROP INDEX idx_state_created;
 `,
+	// v4: retention of finished execution trees (retention.go). The time
+	// the service recorded each finish (NULL for executions finished
+	// before: their finished_at stands in); the retention candidates
+	// (finished top-level executions by that time); the trees whose purge
+	// was decided and not yet completed; and the reference check of a
+	// purged backtrace body.
+	`
+ALTER TABLE t_state ADD COLUMN finished_recorded_at TEXT;
+CREATE INDEX idx_state_retention ON t_state (coalesce(finished_recorded_at, at)) WHERE state = 'finished' AND is_top_level = 1;
+CREATE INDEX idx_execution_backtrace_hash ON t_execution_backtrace (hash);
+CREATE TABLE t_purge (
+	root_id    TEXT NOT NULL PRIMARY KEY,
+	expires_at TEXT NOT NULL
+) STRICT, WITHOUT ROWID;
+`,
 }
 
 // SchemaVersion is the PRAGMA user_version this package creates and reads.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 func init() {
 	if len(migrations) != SchemaVersion {

@@ -14,7 +14,15 @@ import (
 // v2Objects are what migration v2 adds; a file written by the version-1
 // build lacks them unless that build created them lazily on first use of
 // deployments (it ran the same CREATE … IF NOT EXISTS statements).
-// v3Objects undoes migration v3 (the list index keyed by execution id).
+// v3Objects undoes migration v3 (the list index keyed by execution id),
+// v4Objects migration v4 (retention).
+var v4Objects = []string{
+	"DROP TABLE t_purge",
+	"DROP INDEX idx_execution_backtrace_hash",
+	"DROP INDEX idx_state_retention",
+	"ALTER TABLE t_state DROP COLUMN finished_recorded_at",
+}
+
 var v3Objects = []string{
 	"CREATE INDEX idx_state_created ON t_state (created_at, seq)",
 	"DROP INDEX idx_state_created_id",
@@ -53,7 +61,7 @@ func writeV1(t *testing.T, path string, blobs core.Cas, f depFixture, withDeploy
 	if _, err := s.Create(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	drop := append([]string(nil), v3Objects...)
+	drop := append(append([]string(nil), v4Objects...), v3Objects...)
 	if !withDeployments {
 		drop = append(drop, v2Objects...)
 	}

@@ -147,6 +147,10 @@ type Backend struct {
 	}
 
 	undecodable store.Undecodable
+	// purgeFault, when set (tests), runs between a purge's first
+	// transaction and the rest; an error stops the purge there, as a crash
+	// would (retention.go).
+	purgeFault func(root core.ExecutionId) error
 }
 
 // Stats are counters of the write path since Open.

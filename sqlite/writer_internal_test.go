@@ -355,6 +355,11 @@ func TestQueryPlans(t *testing.T) {
 		{"list executions newer than created_at", listQ(newerCreated), listA(newerCreated), "SEARCH t_state USING INDEX idx_state_created_id (created_at>?)"},
 		{"list executions after id", listQ(afterID), listA(afterID), "SEARCH t_state USING PRIMARY KEY (execution_id<?)"},
 		{"logs", "SELECT id FROM t_log WHERE execution_id = ? AND id > ? ORDER BY id LIMIT 10", []any{"E_X", 0}, "idx_log_execution"},
+		{"retention candidates", sqlRetentionCandidates, []any{ts, 10}, "SEARCH r USING INDEX idx_state_retention"},
+		{"retention tree", sqlTreeHeads, treeArgs(id), "SEARCH t_state USING PRIMARY KEY (execution_id>? AND execution_id<?)"},
+		{"purge events", purgeRows[0], append(treeArgs(id), 10), "SEARCH x USING PRIMARY KEY (execution_id>? AND execution_id<?)"},
+		{"purge logs", purgeRows[3], append(treeArgs(id), 10), "SEARCH x USING COVERING INDEX idx_log_execution (execution_id>? AND execution_id<?)"},
+		{"purge backtrace body", sqlPurgeBody, []any{dig}, "idx_execution_backtrace_hash"},
 	}
 	err := b.withReader(ctx, func(c *conn) error {
 		for _, tc := range cases {

@@ -32,6 +32,11 @@ type Options struct {
 	// Observer, when set, is told about every transaction and lock call
 	// (metrics, spans: package obs). Nil: nothing is measured.
 	Observer Observer
+	// Retention is how long a finished execution tree is kept
+	// (ApplyRetention, retention.go). The zero value keeps every tree
+	// forever; `stela dev` and the functions default to
+	// core.DefaultRetentionPeriod.
+	Retention core.Retention
 }
 
 // SystemClock is the wall clock.
@@ -51,6 +56,7 @@ type Service struct {
 	cas   core.Cas
 	grace time.Duration
 	obs   Observer
+	ret   retention
 }
 
 var (
@@ -71,7 +77,7 @@ func New(b Backend, opts Options) *Service {
 		opts.Logger = slog.Default()
 	}
 	return &Service{b: b, clock: opts.Clock, poll: opts.PollInterval, log: opts.Logger.WithGroup("store"), hub: newHub(),
-		cas: opts.Cas, grace: gcGrace(opts.GCGrace), obs: opts.Observer}
+		cas: opts.Cas, grace: gcGrace(opts.GCGrace), obs: opts.Observer, ret: retention{r: opts.Retention}}
 }
 
 // Close closes the backend and wakes every waiter.
@@ -251,6 +257,11 @@ func (s *Service) appendIn(t *txn, id core.ExecutionId, version core.Version, ba
 	}
 	if err := t.tx.AppendEvents(id, res.Events); err != nil {
 		return core.AppendResult{}, err
+	}
+	if res.State.IsFinished() && !h.IsFinished() {
+		if err := s.recordFinished(t, &res.State); err != nil { // retention.go
+			return core.AppendResult{}, err
+		}
 	}
 	for _, d := range res.Delays {
 		if err := t.tx.PutDelay(d); err != nil {

@@ -1,7 +1,10 @@
 // Package timers runs Stela's periodic background work: the expired-timers
-// sweep (due delays fire, expired locks are resolved) and the cancellation
-// driver. The dev server runs it in-process; the `timers` Lambda runs it
-// for most of each EventBridge-scheduled invocation.
+// sweep (due delays fire, expired locks are resolved), the cancellation
+// driver and, given Options.Retention, the retention passes that expire
+// finished execution trees (in a goroutine of their own, every
+// RetentionInterval, so that a long purge never delays a sweep). The dev
+// server runs it in-process; the `timers` Lambda runs it for most of each
+// EventBridge-scheduled invocation.
 //
 // Between passes the loop waits for the next Interval, or — given the
 // store's TimerWatch as Options.Deadlines, as `stela dev` does — until the
@@ -81,6 +84,14 @@ type Options struct {
 	// Observer, when set, is told about every pass (package obs: metrics,
 	// including the sweep lag). Passes interrupted by ctx are not reported.
 	Observer Observer
+	// Retention, when set, runs retention passes (expiring finished
+	// execution trees, store.Service.ApplyRetention) beside the loop: one
+	// at the start, then every RetentionInterval, never delaying a sweep
+	// (retention.go).
+	Retention Retainer
+	// RetentionInterval is the pause between two retention passes.
+	// Default DefaultRetentionInterval.
+	RetentionInterval time.Duration
 }
 
 // Observer receives one report per pass of Run.
@@ -149,6 +160,12 @@ type Stats struct {
 	Skipped int `json:"skipped"`
 	// Cancelled is the number of cancelling executions this loop finished.
 	Cancelled int `json:"cancelled"`
+	// RetentionPasses counts retention passes (failed ones included),
+	// FailedRetentionPasses those that returned an error, ExpiredTrees the
+	// execution trees they expired.
+	RetentionPasses       int `json:"retention_passes"`
+	FailedRetentionPasses int `json:"failed_retention_passes"`
+	ExpiredTrees          int `json:"expired_trees"`
 }
 
 // Run runs passes until ctx is done or opts.Budget is spent. The first pass
@@ -159,8 +176,8 @@ type Stats struct {
 // nil with the accumulated Stats (check Stats.FailedPasses).
 func Run(ctx context.Context, db core.DbConnection, clock core.Clock, opts Options) (Stats, error) {
 	var st Stats
-	if opts.Interval < 0 || opts.Leeway < 0 || opts.Batch < 0 || opts.Budget < 0 {
-		return st, errors.New("timers: negative interval, leeway, batch or budget")
+	if opts.Interval < 0 || opts.Leeway < 0 || opts.Batch < 0 || opts.Budget < 0 || opts.RetentionInterval < 0 {
+		return st, errors.New("timers: negative interval, leeway, batch, budget or retention interval")
 	}
 	if db == nil || clock == nil {
 		return st, errors.New("timers: nil store or clock")
@@ -187,6 +204,7 @@ func Run(ctx context.Context, db core.DbConnection, clock core.Clock, opts Optio
 		defer t.Stop()
 		budget = t.C
 	}
+	ret := startRetention(ctx, clock, alarms, opts, log) // retention.go
 	for ctx.Err() == nil {
 		st.Passes++
 		start := clock.Now()
@@ -209,9 +227,10 @@ func Run(ctx context.Context, db core.DbConnection, clock core.Clock, opts Optio
 				slog.Int(logKeySkipped, p.sweep.Skipped), slog.Int(logKeyCancelled, p.cancelled))
 		}
 		if !wait(ctx, budget, alarms, opts, start.Add(opts.Interval), p.sweptAt) {
-			return st.done(ctx, log), nil
+			break
 		}
 	}
+	ret.stop(&st)
 	return st.done(ctx, log), nil
 }
 
@@ -303,6 +322,7 @@ func (s *Stats) add(p passResult) {
 func (s *Stats) done(ctx context.Context, log *slog.Logger) Stats {
 	log.DebugContext(ctx, "timers stopped", slog.Int(logKeyPasses, s.Passes), slog.Int(logKeyFailedPasses, s.FailedPasses),
 		slog.Int(logKeyExpiredLocks, s.ExpiredLocks), slog.Int(logKeyExpiredDelays, s.ExpiredDelays),
-		slog.Int(logKeySkipped, s.Skipped), slog.Int(logKeyCancelled, s.Cancelled))
+		slog.Int(logKeySkipped, s.Skipped), slog.Int(logKeyCancelled, s.Cancelled),
+		slog.Int(logKeyRetentionPasses, s.RetentionPasses), slog.Int(logKeyExpiredTrees, s.ExpiredTrees))
 	return *s
 }

@@ -10,9 +10,16 @@
 // The table layout comes from the same environment variables as the Lambda
 // functions, read by the same code (functions/app.LoadConfig and
 // Config.DynamoOptions): STELA_SHARDS, STELA_INLINE_THRESHOLD,
-// STELA_DIGEST_INDEX, STELA_DEPLOYMENT_COUNTS. The bench always measures on a
-// fresh table of its own (STELA_TABLE is ignored) and deletes it afterwards;
-// it prints the layout in force.
+// STELA_DIGEST_INDEX, STELA_DEPLOYMENT_COUNTS, and the retention from
+// STELA_RETENTION (default 30 days; "forever" measures without it). The
+// bench always measures on a fresh table of its own (STELA_TABLE is
+// ignored) and deletes it afterwards; it prints the layout in force.
+//
+// With a retention, each workload is followed by retention passes (what
+// the timers function does every minute, here without the marking lag)
+// until every finished tree is marked with its expiry; their units are
+// reported per tree, apart from the steps (the timers function runs
+// anyway, so its duration is not a cost per step).
 //
 // Write units are billed by dynamo.CapacityMeter from the item images, as
 // AWS bills them (dynamo/doc.go, "Cost"); read units as the endpoint
@@ -104,9 +111,9 @@ func (bn *bench) step(ctx context.Context, label string, fn func(ctx context.Con
 	return nil
 }
 
-// options returns the backend options the functions would use with this
-// environment, on table instead of STELA_TABLE.
-func options(getenv func(string) string, table string) (dynamo.Options, error) {
+// options returns the backend options and the retention the functions
+// would use with this environment, on table instead of STELA_TABLE.
+func options(getenv func(string) string, table string) (dynamo.Options, core.Retention, error) {
 	cfg, err := app.LoadConfig(func(k string) string {
 		if k == app.EnvTable {
 			return table
@@ -114,9 +121,9 @@ func options(getenv func(string) string, table string) (dynamo.Options, error) {
 		return getenv(k)
 	})
 	if err != nil {
-		return dynamo.Options{}, err
+		return dynamo.Options{}, core.Retention{}, err
 	}
-	return cfg.DynamoOptions(), nil
+	return cfg.DynamoOptions(), cfg.Retention, nil
 }
 
 // layout describes the index layout of o for the report.
@@ -148,6 +155,16 @@ type result struct {
 	Layout     string
 	Activities workload
 	Workflows  workload
+	// ActivityRetention and WorkflowRetention are the retention passes
+	// after each workload.
+	ActivityRetention, WorkflowRetention retentionUsage
+}
+
+// retentionUsage is what the retention passes after a workload used.
+type retentionUsage struct {
+	Usage dynamo.Usage
+	Trees int // trees marked
+	Items int // items marked
 }
 
 // workload is the usage and step statistics of one workload.
@@ -179,10 +196,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	var buf [4]byte
 	_, _ = rand.Read(buf[:])
 	table := "stela-bench-" + hex.EncodeToString(buf[:])
-	opts, err := options(getenv, table)
+	opts, retention, err := options(getenv, table)
 	if err != nil {
 		return nil, err
 	}
+	opts.RetentionLag = time.Nanosecond // mark what finished at once (the functions wait 15 minutes)
 	meter := dynamo.NewCapacityMeter()
 	client, err := dynamo.NewClient(ctx, meter.Register)
 	if err != nil {
@@ -199,7 +217,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if err != nil {
 		return nil, err
 	}
-	bn := &bench{svc: store.New(b, store.Options{Logger: slog.New(slog.DiscardHandler)}), b: b, meter: meter,
+	bn := &bench{svc: store.New(b, store.Options{Logger: slog.New(slog.DiscardHandler), Retention: retention}), b: b, meter: meter,
 		contended: *contended, steps: map[string]*stepStat{}}
 	meter.Reset()
 
@@ -210,20 +228,73 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	}
 	res.Activities = workload{meter.Snapshot(), bn.takeSteps()}
 	meter.Reset()
+	if res.ActivityRetention, err = bn.retain(ctx); err != nil {
+		return nil, err
+	}
+	meter.Reset()
 	if err := bn.workflows(ctx, t0, *workflows, *children, *parallel); err != nil {
 		return nil, err
 	}
 	res.Workflows = workload{meter.Snapshot(), bn.takeSteps()}
+	meter.Reset()
+	if res.WorkflowRetention, err = bn.retain(ctx); err != nil {
+		return nil, err
+	}
 
-	fmt.Fprintf(out, "DynamoDB capacity and cost; layout: %s; %d parallel clients\n", res.Layout, *parallel)
+	fmt.Fprintf(out, "DynamoDB capacity and cost; layout: %s; retention %s [%s]; %d parallel clients\n", res.Layout,
+		retention, app.EnvRetention, *parallel)
 	fmt.Fprintln(out, "Write units billed by dynamo.CapacityMeter from item images (dynamo/doc.go, \"Cost\"); reads as reported by the endpoint.")
 	fmt.Fprintln(out, "ms/step and the Lambda duration price are wall time on this machine (timing-dependent); capacity units are not,")
 	fmt.Fprintln(out, "except the cancelled-transaction share, which depends on how the parallel clients interleave.")
 	report(out, fmt.Sprintf("Activities: %d x (create, lock in batches of 10, finish)", *activities), res.Activities, *activities, "activity")
+	reportRetention(out, res.ActivityRetention, res.Activities, *activities, "activity")
 	report(out, fmt.Sprintf("Workflows: %d x (%d children + 1 delay)", *workflows, *children), res.Workflows, *workflows, "workflow")
+	reportRetention(out, res.WorkflowRetention, res.Workflows, *workflows, "workflow")
 	st := b.Stats()
 	fmt.Fprintf(out, "\nbackend: commits=%d retries=%d spills=%d deferred=%d\n", st.Commits, st.Retries, st.Spills, st.Deferred)
 	return res, nil
+}
+
+// retain runs retention passes until no finished tree is left unmarked
+// (none with retention forever) and returns what they used.
+func (bn *bench) retain(ctx context.Context) (retentionUsage, error) {
+	var ru retentionUsage
+	ctx = dynamo.WithMeterLabel(ctx, retentionLabel)
+	for {
+		res, err := bn.svc.ApplyRetention(ctx, core.TS(time.Now()))
+		if err != nil {
+			return ru, err
+		}
+		ru.Trees += res.Expired
+		ru.Items += res.Items
+		if res.Trees == 0 {
+			break
+		}
+	}
+	ru.Usage = bn.meter.Snapshot()[retentionLabel]
+	return ru, nil
+}
+
+const retentionLabel = "retention: mark"
+
+// reportRetention prints the units of marking a workload's trees, per
+// tree, and the workload's DynamoDB price with them.
+func reportRetention(out io.Writer, ru retentionUsage, wl workload, units int, unit string) {
+	if ru.Trees == 0 {
+		fmt.Fprintln(out, "retention: nothing marked (forever)")
+		return
+	}
+	n := float64(ru.Trees)
+	u := ru.Usage
+	var tot dynamo.Usage
+	for _, v := range wl.Usage {
+		tot.Add(v)
+	}
+	dollars := func(rru, wru float64) float64 { return rru*pricePerMRRU + wru*pricePerMWRU }
+	fmt.Fprintf(out, "retention (timers function): %d trees marked, per tree %.1f items, %.2f RRU, %.2f WRU (%.2f index) → $%.2f per million trees\n",
+		ru.Trees, float64(ru.Items)/n, u.Read/n, u.WRU()/n, u.IndexWrite/n, dollars(u.Read/n, u.WRU()/n))
+	fmt.Fprintf(out, "per %s with its retention: %.2f RRU, %.2f WRU → DynamoDB $%.2f per million\n", unit,
+		(tot.Read+u.Read)/float64(units), (tot.WRU()+u.WRU())/float64(units), dollars((tot.Read+u.Read)/float64(units), (tot.WRU()+u.WRU())/float64(units)))
 }
 
 func (bn *bench) takeSteps() map[string]stepStat {

@@ -20,18 +20,21 @@ func env(m map[string]string) func(string) string {
 // The bench reads the layout from the same variables as the functions, and
 // never the table: it measures on its own fresh one.
 func TestOptionsComeFromTheFunctionsConfiguration(t *testing.T) {
-	o, err := options(env(map[string]string{"STELA_TABLE": "production", "STELA_SHARDS": "4",
-		"STELA_DIGEST_INDEX": "off", "STELA_DEPLOYMENT_COUNTS": "off"}), "stela-bench-x")
+	o, r, err := options(env(map[string]string{"STELA_TABLE": "production", "STELA_SHARDS": "4",
+		"STELA_DIGEST_INDEX": "off", "STELA_DEPLOYMENT_COUNTS": "off", "STELA_RETENTION": "7d"}), "stela-bench-x")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.Table != "stela-bench-x" || o.Shards != 4 || !o.DisableDigestIndex || !o.DisableDeploymentCounts {
 		t.Errorf("options = %+v", o)
 	}
+	if r.String() != "7d" {
+		t.Errorf("retention = %s, want 7d", r)
+	}
 	if l := layout(o); !strings.HasPrefix(l, "lean (") {
 		t.Errorf("layout = %q", l)
 	}
-	if _, err := options(env(map[string]string{"STELA_DIGEST_INDEX": "no"}), "t"); err == nil {
+	if _, _, err := options(env(map[string]string{"STELA_DIGEST_INDEX": "no"}), "t"); err == nil {
 		t.Error("STELA_DIGEST_INDEX=no accepted")
 	}
 }
@@ -67,6 +70,13 @@ func TestLeanLayoutIsMeasured(t *testing.T) {
 		u, s := res.Activities.Usage["activity: create"], res.Activities.Steps["activity: create"]
 		if s.n != 10 || u.IndexEntries != tc.entries*s.n {
 			t.Errorf("%v: %d creates wrote %d index entries, want %d each", tc.env, s.n, u.IndexEntries, tc.entries)
+		}
+		// The default retention (30 days) marks every finished tree.
+		if r := res.ActivityRetention; r.Trees != 10 || r.Usage.WRU() == 0 {
+			t.Errorf("%v: retention marked %d activities (%+v), want 10", tc.env, r.Trees, r)
+		}
+		if r := res.WorkflowRetention; r.Trees != 1 || r.Items == 0 {
+			t.Errorf("%v: retention marked %d workflow trees (%+v), want 1", tc.env, r.Trees, r)
 		}
 	}
 }

@@ -49,6 +49,10 @@ const (
 	EnvTimersLeeway    = "STELA_TIMERS_LEEWAY"     // timers sweep leeway (Go duration, default 0)
 	EnvTimersBudget    = "STELA_TIMERS_MAX_BUDGET" // cap of one timers invocation (default 1m)
 	EnvTimersMargin    = "STELA_TIMERS_MARGIN"     // time kept free before the deadline (default 5s)
+	// EnvRetention is how long a finished execution tree is kept
+	// (store.Options.Retention): "30d", "720h" or "forever"; default
+	// core.DefaultRetentionPeriod (30 days).
+	EnvRetention = "STELA_RETENTION"
 	// EnvDigestIndex = "off" drops the pending-by-component-digest index
 	// (dynamo.Options.DisableDigestIndex): cheaper writes, no lock by digest.
 	EnvDigestIndex = "STELA_DIGEST_INDEX"
@@ -85,6 +89,8 @@ type Config struct {
 	// MetricsNamespace is the CloudWatch namespace of the EMF metrics
 	// ("" = obs.DefaultNamespace).
 	MetricsNamespace string
+	// Retention is how long a finished execution tree is kept.
+	Retention core.Retention
 }
 
 // LoadConfig reads and validates the configuration through getenv
@@ -97,6 +103,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		APIToken:     strings.TrimSpace(getenv(EnvAPIToken)),
 
 		MetricsNamespace: strings.TrimSpace(getenv(EnvMetricsNamespace)),
+		Retention:        core.RetainFor(core.DefaultRetentionPeriod),
 	}
 	var errs []error
 	if c.Table == "" {
@@ -135,6 +142,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			*dst = true
 		default:
 			errs = append(errs, fmt.Errorf("%s must be on or off, got %q", name, s))
+		}
+	}
+	if s := getenv(EnvRetention); s != "" {
+		if err := c.Retention.Set(s); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", EnvRetention, err))
 		}
 	}
 	offVar(EnvDigestIndex, &c.NoDigestIndex)
@@ -264,7 +276,7 @@ func NewWithLogger(ctx context.Context, cfg Config, logger *slog.Logger, options
 		return obs.BackendCounters{Commits: st.Commits, Retries: st.Retries, Resends: st.Resends}
 	})
 	a.Store = store.New(backend, store.Options{Clock: a.Clock, PollInterval: cfg.PollInterval, Logger: logger, Cas: a.CAS,
-		Observer: a.Observer})
+		Observer: a.Observer, Retention: cfg.Retention})
 	return a, nil
 }
 
@@ -313,7 +325,7 @@ func SweepFunc(db core.DbConnection) func(context.Context, core.Timestamp) (any,
 func (a *App) TimersOptions() functions.TimersOptions {
 	return functions.TimersOptions{
 		Loop: timers.Options{Interval: a.Config.TimersInterval, Leeway: a.Config.TimersLeeway,
-			Logger: a.Logger, Observer: a.Observer},
+			Logger: a.Logger, Observer: a.Observer, Retention: a.Store},
 		SafetyMargin: a.Config.TimersMargin, MaxBudget: a.Config.TimersMaxBudget, Logger: a.Logger,
 		Telemetry: a.Telemetry(),
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/functions/app"
 )
 
@@ -20,6 +21,7 @@ func TestLoadConfig(t *testing.T) {
 			app.EnvLogLevel: "debug", app.EnvShards: "16", app.EnvInlineThreshold: "4096", app.EnvFollowWait: "10s",
 			app.EnvTimersInterval: "500ms", app.EnvTimersLeeway: "100ms", app.EnvTimersBudget: "50s", app.EnvTimersMargin: "3s",
 			app.EnvMetricsNamespace: "Stela/prod",
+			app.EnvRetention:        "7d",
 		}))
 		if err != nil {
 			t.Fatal(err)
@@ -27,7 +29,8 @@ func TestLoadConfig(t *testing.T) {
 		want := app.Config{Table: "stela", Bucket: "blobs", BucketPrefix: "cas/", APIToken: "t0k", LogLevel: slog.LevelDebug,
 			Shards: 16, InlineThreshold: 4096, FollowWait: 10 * time.Second, TimersInterval: 500 * time.Millisecond,
 			TimersLeeway: 100 * time.Millisecond, TimersMaxBudget: 50 * time.Second, TimersMargin: 3 * time.Second,
-			MetricsNamespace: "Stela/prod"}
+			MetricsNamespace: "Stela/prod",
+			Retention:        core.RetainFor(7 * 24 * time.Hour)}
 		if c != want {
 			t.Errorf("config = %+v\nwant     %+v", c, want)
 		}
@@ -45,17 +48,23 @@ func TestLoadConfig(t *testing.T) {
 	})
 	t.Run("OnlyTheTableIsRequired", func(t *testing.T) {
 		c, err := app.LoadConfig(env(map[string]string{app.EnvTable: "stela"}))
-		if err != nil || c != (app.Config{Table: "stela"}) {
+		if err != nil || c != (app.Config{Table: "stela", Retention: core.RetainFor(core.DefaultRetentionPeriod)}) {
+			t.Errorf("config = %+v, %v", c, err)
+		}
+	})
+	t.Run("RetentionForever", func(t *testing.T) {
+		c, err := app.LoadConfig(env(map[string]string{app.EnvTable: "stela", app.EnvRetention: "forever"}))
+		if err != nil || !c.Retention.Forever() {
 			t.Errorf("config = %+v, %v", c, err)
 		}
 	})
 	t.Run("ReportsEveryInvalidVariableAtOnce", func(t *testing.T) {
 		_, err := app.LoadConfig(env(map[string]string{app.EnvShards: "-1", app.EnvLogLevel: "loud",
-			app.EnvTimersInterval: "soon", app.EnvBucketPrefix: "cas"}))
+			app.EnvTimersInterval: "soon", app.EnvBucketPrefix: "cas", app.EnvRetention: "0s"}))
 		if err == nil {
 			t.Fatal("no error")
 		}
-		for _, want := range []string{app.EnvTable, app.EnvShards, app.EnvLogLevel, app.EnvTimersInterval, app.EnvBucketPrefix} {
+		for _, want := range []string{app.EnvTable, app.EnvShards, app.EnvLogLevel, app.EnvTimersInterval, app.EnvBucketPrefix, app.EnvRetention} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error lacks %s: %v", want, err)
 			}

@@ -28,6 +28,7 @@ type Backend struct {
 	delayResp map[core.DelayId]bool
 	delays    map[delayKey]core.DelayTimer
 	logs      []core.LogEntryRow
+	logSeq    core.LogCursor // the last log cursor handed out (rows may be purged)
 	bts       map[btKey]core.BacktraceInfo
 	deps      deployments
 }
@@ -37,6 +38,8 @@ type execution struct {
 	head      core.ExecutionState
 	events    []json.RawMessage // index = version
 	responses []json.RawMessage // index = cursor-1
+	// finishedAt is when the service recorded the finish (retention.go).
+	finishedAt core.Timestamp
 }
 
 type delayKey struct {
@@ -504,7 +507,8 @@ func (b *Backend) AppendLogs(_ context.Context, rows []core.LogInfoAppendRow) er
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, r := range rows {
-		b.logs = append(b.logs, core.LogEntryRow{Cursor: core.LogCursor(len(b.logs) + 1), RunID: r.RunID, Entry: r.Entry, ExecutionID: r.ExecutionID})
+		b.logSeq++
+		b.logs = append(b.logs, core.LogEntryRow{Cursor: b.logSeq, RunID: r.RunID, Entry: r.Entry, ExecutionID: r.ExecutionID})
 	}
 	return nil
 }

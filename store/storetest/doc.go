@@ -67,6 +67,14 @@
 //     both directions and pages of 37 and 100 return every execution exactly
 //     once in the order of core/listing.go; a bare created_at cursor keeps
 //     its created_at-only meaning. Not scaled below 1,000 by RunOptions.Scale.
+//   - Retention/R0x_…: retention of finished execution trees (retention.go),
+//     each on a service with its own retention: a finished tree is kept for
+//     its period after its last finish and gone for every reader from then
+//     on (404, not listed, no logs or backtraces), a child outliving its
+//     parent keeps the tree, a running parent keeps its finished children,
+//     a scheduled top-level execution is a tree of its own, forever keeps
+//     everything, overlapping passes are safe. What is physically left is
+//     checked per backend with BuildTree (sqlite, dynamo).
 //   - Model/seed=N: the randomized model test (model.go, modeltest.go).
 //
 // # Scenarios not ported

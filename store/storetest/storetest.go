@@ -102,6 +102,7 @@ func RunWith(t *testing.T, newBackend NewBackend, opts RunOptions) {
 	for _, g := range groups {
 		runGroup(t, g.name, g.tests, newBackend, opts)
 	}
+	runRetention(t, newBackend, opts)
 	t.Run("Model", func(t *testing.T) { runModel(t, newBackend, opts) })
 }
 
@@ -126,6 +127,8 @@ type harness struct {
 	t          *testing.T
 	ctx        context.Context
 	db         Store
+	svc        *store.Service // db, for what only the service offers (retention)
+	backend    store.Backend  // svc's backend
 	blobs      core.Cas
 	clock      *SimClock
 	opts       RunOptions
@@ -133,6 +136,12 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, newBackend NewBackend, opts RunOptions) *harness {
+	t.Helper()
+	return newHarnessWith(t, newBackend, opts, nil)
+}
+
+// newHarnessWith is newHarness with the service options adjusted by mod.
+func newHarnessWith(t *testing.T, newBackend NewBackend, opts RunOptions, mod func(*store.Options)) *harness {
 	t.Helper()
 	clock := NewSimClock(core.UnixEpoch)
 	var blobs core.Cas
@@ -145,12 +154,16 @@ func newHarness(t *testing.T, newBackend NewBackend, opts RunOptions) *harness {
 		}
 		blobs = dir
 	}
-	s := store.New(newBackend(t, clock, blobs), store.Options{Clock: clock, PollInterval: opts.PollInterval,
-		Cas: blobs, GCGrace: opts.GCGrace})
+	so := store.Options{Clock: clock, PollInterval: opts.PollInterval, Cas: blobs, GCGrace: opts.GCGrace}
+	if mod != nil {
+		mod(&so)
+	}
+	b := newBackend(t, clock, blobs)
+	s := store.New(b, so)
 	t.Cleanup(func() { _ = s.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), opts.timeout())
 	t.Cleanup(cancel)
-	return &harness{t: t, ctx: ctx, db: s, blobs: blobs, clock: clock, opts: opts, newBackend: newBackend}
+	return &harness{t: t, ctx: ctx, db: s, svc: s, backend: b, blobs: blobs, clock: clock, opts: opts, newBackend: newBackend}
 }
 
 // fresh runs fn as a subtest against a fresh store and clock.

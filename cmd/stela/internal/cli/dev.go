@@ -50,7 +50,27 @@ type devOptions struct {
 	dataDir, addr, token, backend, logLevel string
 	durability                              string
 	timersInterval                          time.Duration
+	retention                               retentionFlag
 }
+
+// retentionFlag is --retention: a core.Retention that remembers whether
+// it was given (with --backend dynamo, STELA_RETENTION applies otherwise).
+type retentionFlag struct {
+	r   core.Retention
+	set bool
+}
+
+func (f *retentionFlag) String() string { return f.r.String() }
+
+func (f *retentionFlag) Set(s string) error {
+	f.set = true
+	return f.r.Set(s)
+}
+
+// retentionUsage documents --retention.
+const retentionUsage = "how long a finished execution (with all its child executions) is kept after the last of\n" +
+	"them finished: a number of days (30d), a Go duration (720h) or forever; then it is\n" +
+	"deleted (reads answer 404, lists no longer show it)"
 
 // durabilityUsage documents --durability (stela dev and stela bench embedded).
 const durabilityUsage = "embedded store: " + sqlite.DurabilityFsyncName + " (every acknowledged write is fsynced first and survives\n" +
@@ -68,11 +88,13 @@ func devCommand() *command {
 			"variables. Timers run in-process: due delays and expired locks are handled at their\n" +
 			"deadline, and a safety sweep (with the cancellation driver) runs every --timers-interval.\n" +
 			"SIGINT/SIGTERM stop it gracefully.\n\n" +
+			"Finished executions are kept for --retention (default 30 days) after the last execution of\n" +
+			"their tree finished, then deleted by the timers (--retention forever keeps everything).\n\n" +
 			"The embedded store fsyncs every acknowledged write before answering (--durability fsync,\n" +
 			"shared by the writes committed together); --durability os-crash-unsafe skips the fsync.\n\n" +
 			"Example:\n  stela dev --data-dir ./.stela --addr 127.0.0.1:8080",
 		flags: func(fs *flag.FlagSet, e *Env) func(context.Context, []string) error {
-			o := &devOptions{}
+			o := &devOptions{retention: retentionFlag{r: core.RetainFor(core.DefaultRetentionPeriod)}}
 			fs.StringVar(&o.dataDir, "data-dir", ".stela", "directory of the embedded store and blobs")
 			fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address (port 0 picks a free port)")
 			fs.StringVar(&o.token, "token", "", "require this bearer token on every request (default: no auth)")
@@ -80,6 +102,7 @@ func devCommand() *command {
 			fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr)")
 			fs.DurationVar(&o.timersInterval, "timers-interval", timers.DefaultInterval, "safety sweep period (timers written through this server fire at their deadline)")
 			fs.StringVar(&o.durability, "durability", sqlite.DurabilityFsyncName, durabilityUsage)
+			fs.Var(&o.retention, "retention", retentionUsage)
 			return func(ctx context.Context, _ []string) error { return runDev(ctx, e, o) }
 		},
 	}
@@ -190,7 +213,7 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		stats, err := timers.Run(timersCtx, st.svc, clock, timers.Options{Interval: o.timersInterval, Logger: logger, Deadlines: deadlines,
-			Observer: tel.observer})
+			Observer: tel.observer, Retention: st.svc})
 		if err != nil {
 			logger.Error("timers stopped", core.LogKeyErr, err)
 			return
@@ -268,7 +291,7 @@ func openEmbedded(ctx context.Context, o *devOptions, durability sqlite.Durabili
 		return obs.BackendCounters{Commits: s.Commits, WriteTransactions: s.Transactions}
 	})
 	return &devStack{
-		svc: store.New(backend, store.Options{Logger: logger, Cas: c, Observer: tel.observer}),
+		svc: store.New(backend, store.Options{Logger: logger, Cas: c, Observer: tel.observer, Retention: o.retention.r}),
 		cas: c,
 		describe: []string{
 			"store:  embedded SQLite " + dbPath,
@@ -313,6 +336,9 @@ func openDynamo(ctx context.Context, e *Env, o *devOptions, logger *slog.Logger,
 	cfg, err := app.LoadConfig(getenv)
 	if err != nil {
 		return nil, err
+	}
+	if o.retention.set || e.Getenv(app.EnvRetention) == "" {
+		cfg.Retention = o.retention.r
 	}
 	a, err := app.NewWithLogger(ctx, cfg, logger, app.WithMetrics(tel.metrics), app.WithTracing(tel.tracing))
 	if err != nil {
@@ -369,6 +395,7 @@ func printBanner(w io.Writer, st *devStack, url string, o *devOptions, mode stri
 		fmt.Fprintf(w, "  %s\n", l)
 	}
 	fmt.Fprintf(w, "  timers: in-process, at each deadline (safety sweep every %s)\n", o.timersInterval)
+	fmt.Fprintf(w, "  retention: finished executions are kept %s\n", describeRetention(st.svc.Retention()))
 	authHdr := ""
 	if o.token != "" {
 		fmt.Fprintf(w, "  API:    %s (bearer token required)\n", url)
@@ -408,4 +435,12 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// describeRetention is the banner's retention line.
+func describeRetention(r core.Retention) string {
+	if r.Forever() {
+		return "forever (--retention forever)"
+	}
+	return r.String() + " after their tree finished (--retention)"
 }
