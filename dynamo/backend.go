@@ -106,11 +106,14 @@ type Backend struct {
 	// skipAfterCommit leaves deferred child creations to the next reader
 	// (tests simulate a crash between the commit and the fan-out).
 	skipAfterCommit bool
-	undecodable     store.Undecodable
+	// afterRegister, when set, runs after a response is registered in an
+	// inbox, before its transaction commits (tests widen that window).
+	afterRegister func(child core.ExecutionId)
+	undecodable   store.Undecodable
 }
 
 type stats struct {
-	commits, retries, resends, ownCommits, spills, deferred, materialised atomic.Int64
+	commits, retries, resends, ownCommits, spills, deferred, materialised, registered atomic.Int64
 }
 
 // Stats are counters since the backend was created.
@@ -133,6 +136,9 @@ type Stats struct {
 	// Undecodable counts corrupt items left out of query results (each
 	// logged at ERROR; see store.Undecodable).
 	Undecodable int64
+	// Registered counts responses registered in a parent's inbox (doc.go,
+	// "Fan-in"), deferred or elected.
+	Registered int64
 }
 
 // Stats returns the backend's counters.
@@ -140,7 +146,7 @@ func (b *Backend) Stats() Stats {
 	s := &b.stats
 	return Stats{Commits: s.commits.Load(), Retries: s.retries.Load(), Resends: s.resends.Load(),
 		OwnCommits: s.ownCommits.Load(), Spills: s.spills.Load(), Deferred: s.deferred.Load(),
-		Materialised: s.materialised.Load(), Undecodable: b.undecodable.Count()}
+		Materialised: s.materialised.Load(), Undecodable: b.undecodable.Count(), Registered: s.registered.Load()}
 }
 
 var _ store.Backend = (*Backend)(nil)
@@ -290,6 +296,9 @@ func (b *Backend) Update(ctx context.Context, fn func(tx store.Tx) error) error 
 			return err
 		}
 		if p.empty() {
+			if !b.skipAfterCommit {
+				b.cleanInbox(context.WithoutCancel(ctx), p)
+			}
 			return nil
 		}
 		err = b.execute(ctx, p)

@@ -48,6 +48,9 @@
 //	    events ib..v
 //	ib  first inline version (events below it, except an inline Created, are in pages)
 //	ob  request id of a pending fan-out outbox (see Fan-out)
+//	fi  the execution has requested a child (its children may defer responses, see Fan-in)
+//	el  on a child: its response is applied to its parent's head directly (a fence, see Fan-in)
+//	pr  on a finished child: the created_at of the response its Finished defers (see Fan-in)
 //	pf/pd/ps, tp/ts, cp/cs, lp/ls  index keys:
 //	    pf = "<ffqn>#<s>", pd = "<digest>#<s>", ps = "<at>#<created_at>#<id>"
 //	    tp = "L#<s>", ts = "<lock expiry>"
@@ -87,6 +90,12 @@
 //
 // Timer row — pk "E#<owner>", sk "D#<join set>#<delay id>": x expires_at,
 // p paused, rq, and while unpaused tp = "D#<s>", ts = expiry.
+//
+// Inbox — pk "E#<parent>", sk "S": ks (string set) the keys of children
+// whose response registered and is not known applied, o#<js> the number of
+// registrations of join set js, c#<js> the key that claimed js since the
+// parent last blocked on it, wj the join set it last blocked on. A child's
+// key is its id relative to the parent, "<join set>_<index>". See Fan-in.
 //
 // Outbox — pk "E#<parent>", sk "O#<request id>": e the deferred child items
 // (JSON, or a CAS reference above 300 KiB). See Fan-out.
@@ -169,9 +178,9 @@
 // Because every item of an execution changes only together with its head
 // (the backend writes the head whenever one of its items changes), guarding
 // heads serialises every pair of transactions touching a common execution.
-// In particular the JoinNext ↔ response race (docs/spec/semantics.md §8.3) is closed: the
-// JoinNext commit guards the head it read when it looked for the n-th
-// response, and the response commit writes that head.
+// The one exception is a child's deferred response, which reaches its
+// parent without its head; Fan-in below closes the JoinNext ↔ response
+// race (docs/spec/semantics.md §8.3) for it with the parent's inbox.
 //
 // # The atomic units of docs/spec/semantics.md §7.3
 //
@@ -182,9 +191,18 @@
 //	lock                       Put head rv = :r (Locked inline) — a single PutItem
 //	append_batch_create_new_   Put parent head rv = :r + Put each child head
 //	  execution                attribute_not_exists (+ outbox beyond the limits)
-//	append_batch_respond_to_   Put child head rv = :r + Put parent head rv = :r +
-//	  parent                   Put response attribute_not_exists + Put guard G#C#child
+//	append_batch_respond_to_   deferred (Fan-in): UpdateItem parent inbox (register),
+//	  parent                   then Put child head rv = :r with pr — a single PutItem;
+//	                           applied (elected, fenced, no fan-in): Put child head
+//	                           rv = :r + Put parent head rv = :r + Put response
+//	                           attribute_not_exists + Put guard G#C#child
 //	                           attribute_not_exists
+//	applying deferred          Put parent head rv = :r + per response: Put response +
+//	  responses (drain)        Put guard G#C#child, attribute_not_exists; then
+//	                           UpdateItem inbox DELETE ks (the keys applied)
+//	a JoinNext that blocks     Put head rv = :r + Update inbox SET wj REMOVE c#js,
+//	  (with fan-in)            condition o#js as read + Put head el of each child of js
+//	                           registered and unfinished, rv = :read
 //	append_delay_response,     Put head rv = :r + Put response + Put guard G#D#delay
 //	  cancel_delay             attribute_not_exists + Delete timer row
 //	append_batch_with_delay_   Put head rv = :r + Put response + Put guard; the timer
@@ -234,6 +252,116 @@
 // window between the pre-check and the materialisation is logged, not
 // prevented (derived ids can only be created by their parent's commits).
 //
+// # Fan-in: responses that bypass the parent's head
+//
+// Before, every child's response rewrote its parent's head (the response's
+// cursor came from the head's mc, and the head may unblock), so siblings
+// finishing together all raced on one item: 1.45 cancelled transactions
+// per child finish measured (49% of the workflow's transactions with 8
+// clients). Now a child's response (append_batch_respond_to_parent, a
+// stub, the sweep finishing a timed-out child) normally writes only the
+// child: siblings share no item inside any transaction, and the one item
+// they share, the parent's inbox, they write only with single-item
+// UpdateItems, which DynamoDB serialises without cancelling any. The
+// service still decides everything (store.Inbox: cursors and the unblock
+// rule stay core.ApplyResponse in store.Service); this package decides
+// where a response is stored and when it must be applied at once.
+//
+// A response. In the child's transaction, store.Service offers the response
+// (store.Inbox.DeferResponse). The backend defers it when the transaction
+// appends the child's Finished with exactly that result and version, the
+// child is not fenced (el), and the parent has fan-in (fi, set by the commit
+// that first requests a child; read unguarded, it never goes back). It then
+// registers the response in the parent's inbox — UpdateItem ADD o#js 1, ADD
+// ks {key}, SET c#js = if_not_exists(c#js, key), ReturnValues ALL_NEW —
+// before the commit (repeating it is harmless: a counter and a set). The
+// returned image elects the response when wj = js and c#js = key: the
+// parent last blocked on js and this is the first registration of js
+// since. An elected (or fenced, or unregistrable) response is applied as
+// before, the parent's head written in the child's transaction. A deferred
+// one is committed as the child's head alone (a single PutItem) carrying
+// pr: the response is the child's Finished (result, version) plus pr
+// (created_at), so it exists exactly when the child's Finished does
+// (docs/spec/semantics.md §8.15).
+//
+// Applying deferred responses (store.Inbox.DeferredResponses, the drain).
+// The service applies them — cursor mc+1…, unblock rule, response item and
+// guard, in a commit that writes the parent's head as before — first thing
+// in every transaction that reads the parent's responses: a JoinNext
+// (before its lookup), a lock (its history), and before every read of
+// responses outside a transaction (get, subscribe, read_history,
+// list_responses, list_execution_events_responses: store.Service.settle,
+// which asks HasDeferredResponses, then drains at most 32 per commit). The
+// drain reads the inbox, then the heads of its registered children and
+// their guards (BatchGetItem, consistent): a child finished with pr and no
+// guard is a deferred response, in the order (created_at, child id); one
+// not finished is in flight; anything else (guard present: applied; no pr:
+// it carried no response) is stale. After the commit the applied and stale
+// keys leave ks (DELETE, idempotent).
+//
+// A JoinNext that blocks (a commit of a head with fan-in going to
+// BlockedByJoinSet js from any other state) read the inbox before it looked
+// for the response (NthResponse reads it first). It adds to its
+// transaction: Update inbox SET wj = js, REMOVE c#js, condition o#js = the
+// count it read (attribute_not_exists if none); and a fence on every child
+// of js registered but not finished when it read them — the child's head
+// rewritten with el, condition its rv as read (more than 24 such children:
+// the JoinNext waits for them and runs again).
+//
+// Why the JoinNext ↔ response race stays closed (§8.3). Let J be a
+// transaction whose JoinNext finds the n-th response of js absent and
+// blocks, and R a response of js that is deferred. R registers before it
+// commits. (a) R registered after J read the inbox: o#js moved, J's
+// condition fails, J runs again and drains R (or fences it). (b) R
+// registered before J read the inbox: its key is in ks. If R's child was
+// finished when J read it, R is a deferred response J applied before
+// looking: J does not block on it. If not, J fences the child: if R commits
+// first, the fence's condition fails and J runs again (and now drains R);
+// if J commits first, R's commit fails on the child's rv, R runs again,
+// sees el and is applied to the parent's head, serialised with J by the
+// head's rv. (c) R registered after J committed: J removed c#js, so the
+// first such registration claims it and is elected: it unblocks the parent
+// in its own transaction (serialised with J by the head). A response that
+// is not deferred writes the parent's head, which J guards, as before. So
+// no interleaving leaves the parent blocked with its response stored, and
+// exactly one response per block writes the parent's head: later siblings
+// of js see c#js claimed by another and are deferred.
+//
+// Stored once, cursors gapless and in order (§8.4, §8.13). Cursors are
+// still allocated only by commits that write the parent's head (rv-guarded)
+// together with the responses they number, and reads are bounded by the
+// head's mc: a deferred response simply has no cursor until applied, and a
+// reader never sees n+1 before n. A response is applied by a commit that
+// puts its guard G#C#<child> attribute_not_exists, and the drain skips
+// keys whose guard exists, so a registration landing twice (an ambiguous
+// retry, a late duplicate) or a clean-up lost with the process only leaves
+// a stale key.
+//
+// Crashes. A deferred response whose commit landed is in the child's head
+// and registered, so whichever reader comes next applies it. A registration
+// whose transaction never commits (fn failed, process died) is a key whose
+// child is not finished: harmless, fenced if the parent blocks. The elected
+// response is the one that can be lost: if its process dies after
+// registering, the parent stays blocked although its siblings' responses
+// are deferred. Its child is still locked, so: the sweep that resolves its
+// expired lock also settles the parent (store.Sweep, SettleResponses) and
+// the deferred responses unblock it; the child's retry registers the same
+// key, still holding the claim, and is applied once (its guard). A response
+// whose transaction fails for another reason (version conflict, fenced
+// worker) settles the parent right away (store.Service, best effort).
+//
+// What it costs and saves (cmd/stela-bench-cost -fanout 100, see Cost): a
+// deferred child finish is a PutItem of the child (1 WRU) and a registration
+// (1 WRU per KB of the inbox, which holds at most the keys of responses not
+// yet applied), plus 1 RRU to read the parent's fi; applying it later costs
+// what a response cost before minus the parent head per response (the head
+// is written once per drain of up to 32). On AWS a registration that meets
+// a blocking JoinNext's transaction on the inbox is refused with
+// TransactionConflict and retried (a run of fn again); DynamoDB Local never
+// raises TransactionConflict. The inbox is one item: a parent takes about
+// 1,000 registrations per second (the per-item write limit); beyond, the
+// SDK's throttling retries spread them.
+//
 // # Limits
 //
 // Options.Shards must never decrease for a table. One execution's items
@@ -241,9 +369,9 @@
 // batch's events are written as pages, so batches are bounded by 4 MB per
 // commit, not by 100 actions. Log cursors come from one counter item, so
 // log batches are limited to ~1,000 per second table-wide (one write unit
-// each). Siblings finishing at the same moment contend on their parent's
-// head (each response rewrites it); the losers re-run, which costs reads
-// and the capacity of their cancelled transactions (see Cost).
+// each). Siblings finishing at the same moment no longer contend on their
+// parent (see Fan-in); they share its inbox item, which takes about 1,000
+// registrations per second per parent.
 //
 // # Cost (cmd/stela-bench-cost on DynamoDB Local 3.3.1)
 //

@@ -36,6 +36,9 @@ const (
 	aEvents     = "z"
 	aInlineBase = "ib"
 	aOutbox     = "ob"
+	aFanIn      = "fi" // the execution requested a child (doc.go, "Fan-in")
+	aElect      = "el" // a child whose response is applied to its parent's head directly
+	aDeferred   = "pr" // a finished child's deferred response: its created_at
 
 	// inline event fields
 	ieVersion = "v"
@@ -68,6 +71,12 @@ type headRec struct {
 	ib     core.Version
 	// ob names a pending outbox item (O#<ob>) of child creations.
 	ob string
+	// Fan-in (inbox.go): fi, the execution has requested a child, whose
+	// response may be deferred; el, this child's response is applied to its
+	// parent's head directly; pr, the created_at of the deferred response
+	// this finished child carries.
+	fi, el bool
+	pr     string
 }
 
 // inlineEvent is an event stored inside the head.
@@ -123,6 +132,15 @@ func (h *headRec) encode(shards int, digestIndex bool) item {
 	}
 	if h.ob != "" {
 		it[aOutbox] = avS(h.ob)
+	}
+	if h.fi {
+		it[aFanIn] = avBool(true)
+	}
+	if h.el {
+		it[aElect] = avBool(true)
+	}
+	if h.pr != "" {
+		it[aDeferred] = avS(h.pr)
 	}
 	// Sparse index attributes.
 	if s.State == core.StatePendingAt && s.Lifecycle == core.LifecycleActive {
@@ -190,6 +208,8 @@ func (h *headRec) decode(id core.ExecutionId, it item) error {
 	h.rq, _ = getS(it, aReq)
 	h.cq, _ = getS(it, aCreateReq)
 	h.ob, _ = getS(it, aOutbox)
+	h.fi, h.el = getBool(it, aFanIn), getBool(it, aElect)
+	h.pr, _ = getS(it, aDeferred)
 	h.ib = core.Version(num(aInlineBase))
 	var e error
 	s.FFQN, e = core.ParseFunctionFqn(str(aFFQN))

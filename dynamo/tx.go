@@ -48,6 +48,10 @@ type execTx struct {
 	// persisted JoinNext / response counts per join set, once looked up.
 	jnCount map[string]uint32
 	rsCount map[string]uint32
+	// ib is the execution's inbox as read (inbox.go); deferred is the
+	// created_at of the response this child's Finished defers (pr).
+	ib       *inboxState
+	deferred string
 }
 
 type newEvent struct {
@@ -505,6 +509,13 @@ func (t *tx) NthResponse(id core.ExecutionId, js core.JoinSetId, n uint32) (core
 	if err != nil {
 		return core.ResponseWithCursor{}, false, err
 	}
+	// The inbox is read before the responses: a commit that blocks on js
+	// is conditional on its registrations as read here (inbox.go).
+	if t.write {
+		if _, err := t.inbox(ex); err != nil {
+			return core.ResponseWithCursor{}, false, err
+		}
+	}
 	jss := js.String()
 	if ex.head != nil {
 		r, ok, err := t.b.nthResponse(t.ctx, ex.head, jss, n)
@@ -758,6 +769,9 @@ func (t *tx) AddResponse(id core.ExecutionId, resp core.ResponseWithCursor) erro
 	}
 	g.write = gr
 	ex.responses = append(ex.responses, newResponse{r: resp, js: js, ord: n + 1})
+	if cf, ok := resp.Event.Event.Event.(*core.ChildExecutionFinished); ok {
+		ex.markApplied(cf.ChildExecutionID.ExecutionId)
+	}
 	return nil
 }
 
