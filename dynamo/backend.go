@@ -74,13 +74,13 @@ type Options struct {
 	// (default 5); throttling, 5xx and network errors are retried by it.
 	SDKMaxAttempts int
 	// DisableDigestIndex stops maintaining the pending-digest index, which
-	// costs 2 of an activity's 15 write units (doc.go, "Cost");
+	// costs 2 of an activity's 14 write units (doc.go, "Cost");
 	// PendingByDigest (and so lock_pending_by_component_digest) then fails
 	// with core.ErrNotImplemented.
 	// For deployments whose workers lock only by function name.
 	DisableDigestIndex bool
 	// DisableDeploymentCounts stops maintaining the deployments index, which
-	// costs 5 of an activity's 15 write units; list_deployment_states then
+	// costs 3 of an activity's 14 write units; list_deployment_states then
 	// fails with core.ErrNotImplemented unless its counts are skipped.
 	DisableDeploymentCounts bool
 }

@@ -554,21 +554,27 @@
 // Counts: list_deployment_states reads a sparse GSI on the heads,
 //
 //	deployments     GSI  dk = "<current deployment>#<T|D>#<bucket>#<shard>"
-//	                     ds = "<pending time>#<id>" in bucket P, else "<id>"
+//	                     ds = "<id>"
 //	                     KEYS_ONLY, every head (not with DisableDeploymentCounts)
 //
-// where the bucket is the single §4.8.1 bucket of the head (L locked, P
-// pending_at, B blocked, Z paused, C cancelling, O/E/X finished ok / error
-// / execution failure) and T/D tells top-level from derived executions.
-// A deployment's counts are Select=COUNT queries, one per bucket, kind and
-// shard, pending and scheduled being two ranges of P split at
-// "<current_time>#~" — so reading costs nothing per execution beyond the
-// index entries counted, and no Scan is needed. The entry moves with the
-// head's current deployment (set by every non-auto lock and upgrade), which
-// is exactly docs/spec/semantics.md §8 item 21. Its price is paid on writes: every bucket
-// change is a delete and an insert in the index, +5 WRU per activity
-// (create 1, lock 2, finish 2: 16 instead of 11 WRU; see Cost);
-// Options.DisableDeploymentCounts removes it (counts then fail with
+// where the bucket is A while the execution is live and its finished bucket
+// of §4.8.1 once it finished (O/E/X: ok / error / execution failure), and
+// T/D tells top-level from derived executions. Finished counts are
+// Select=COUNT queries, one per bucket, kind and shard; live executions are
+// counted from their heads (the A entries, then a BatchGetItem of the
+// heads, both eventually consistent), each in its live bucket at `now` (L
+// locked, P pending or scheduled, B blocked, Z paused, C cancelling). So a
+// count reads in proportion to the deployment's live executions (plus one
+// COUNT query per finished bucket, kind and shard), and no Scan is needed.
+// The entry moves with the head's current deployment (set by every non-auto
+// lock and upgrade), which is exactly docs/spec/semantics.md §8 item 21,
+// and when the execution finishes — not on a lock, block, unblock, pause or
+// cancellation: +3 WRU per activity (create 1, finish 2: 14 instead of 11
+// WRU; it was +5, one entry per bucket moving on every bucket change, before
+// the A bucket; see Cost). Entries written before then carry their live
+// bucket letter (L, P with ds "<pending time>#<id>", B, Z, C) until the
+// head's next write and are still counted with Select=COUNT.
+// Options.DisableDeploymentCounts removes the index (counts then fail with
 // core.ErrNotImplemented). Like every index read, counts are eventually
 // consistent.
 //
