@@ -18,6 +18,15 @@ import (
 // response types below are the wire contract and are exported so that
 // clients can share them.
 
+// WorkerLockRoutes and WorkerWriteRoutes are the path prefixes of the
+// worker routes a deployment serves from functions of their own (lock and
+// append: functions.LockRoutes, functions.AppendRoutes), which clients may
+// also reach through those functions' URLs (client.WithFunctionURLs).
+var (
+	WorkerLockRoutes  = []string{"/v1/worker/lock/"}
+	WorkerWriteRoutes = []string{"/v1/worker/append", "/v1/worker/stub-response", "/v1/worker/logs", "/v1/worker/backtraces"}
+)
+
 // LockParams are the fields shared by every lock body: core.LockRequest in
 // snake_case, minus the pending bound and batch size.
 type LockParams struct {
