@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -192,6 +195,36 @@ type RespondToParentBody struct {
 	Response core.AppendResponseToExecution `json:"response" required:"true"`
 	// CurrentTime defaults to the server clock.
 	CurrentTime *core.Timestamp `json:"current_time,omitempty"`
+}
+
+// AppendManyBody is the body of POST /v1/worker/append-batch/many: writes
+// to different executions in one request, each atomic on its own and
+// answered on its own (docs/http-api.md §4.2). A worker finishing many
+// executions at once pays one request instead of one per execution.
+type AppendManyBody struct {
+	Items []AppendManyItem `json:"items" required:"true"`
+}
+
+// AppendManyItem is one write of AppendManyBody: exactly one of its
+// fields, the body of the single route it stands for
+// (/v1/worker/append-batch or /v1/worker/append-batch/respond-to-parent).
+type AppendManyItem struct {
+	Append          *AppendBatchBody     `json:"append,omitempty"`
+	RespondToParent *RespondToParentBody `json:"respond_to_parent,omitempty"`
+}
+
+// AppendManyJSON answers POST /v1/worker/append-batch/many: one result per
+// item, in the items' order.
+type AppendManyJSON struct {
+	Results []AppendManyResult `json:"results"`
+}
+
+// AppendManyResult is one item's outcome: next_version, or the status and
+// message its single route would have answered.
+type AppendManyResult struct {
+	NextVersion *core.Version `json:"next_version,omitempty"`
+	Status      int           `json:"status,omitempty"`
+	Err         string        `json:"err,omitempty"`
 }
 
 // StubResponseBody is the body of POST /v1/worker/stub-response.
@@ -586,6 +619,64 @@ func (s *server) workerRespondToParent(c *call) error {
 		return err
 	}
 	return c.json(http.StatusOK, NextVersionJSON{next})
+}
+
+// appendManyParallelism bounds the items of one many-write in flight.
+const appendManyParallelism = 8
+
+// POST /v1/worker/append-batch/many
+func (s *server) workerAppendMany(c *call) error {
+	var b AppendManyBody
+	if err := c.decodeBody(&b); err != nil {
+		return err
+	}
+	if err := checkBatch("items", len(b.Items), 1, MaxAppendMany); err != nil {
+		return err
+	}
+	results := make([]AppendManyResult, len(b.Items))
+	var g errgroup.Group
+	g.SetLimit(appendManyParallelism)
+	for i := range b.Items {
+		g.Go(func() error {
+			next, err := s.appendItem(c.ctx(), &b.Items[i])
+			if err == nil {
+				results[i] = AppendManyResult{NextVersion: &next}
+				return nil
+			}
+			status, msg := errorStatus(err)
+			if status >= 500 && status != http.StatusNotImplemented && status != http.StatusServiceUnavailable {
+				s.log.ErrorContext(c.ctx(), "append-many item failed", slog.Int("item", i), slog.Int(logKeyStatus, status),
+					slog.String(logKeyErr, err.Error()))
+			}
+			results[i] = AppendManyResult{Status: status, Err: msg}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return c.json(http.StatusOK, AppendManyJSON{Results: results})
+}
+
+// appendItem runs one item of a many-write as its single route would.
+func (s *server) appendItem(ctx context.Context, it *AppendManyItem) (core.Version, error) {
+	switch {
+	case it.Append != nil && it.RespondToParent == nil:
+		b := it.Append
+		if err := checkBatch("batch", len(b.Batch), 1, MaxAppendBatch); err != nil {
+			return 0, err
+		}
+		return s.db.AppendBatch(ctx, s.timeOr(b.CurrentTime), b.Batch, b.ExecutionID, b.Version)
+	case it.RespondToParent != nil && it.Append == nil:
+		b := it.RespondToParent
+		if err := checkBatch("events.batch", len(b.Events.Batch), 1, MaxAppendBatch); err != nil {
+			return 0, err
+		}
+		checked, ok := s.db.(core.ChildWriteChecker)
+		if !ok {
+			return 0, core.ErrNotImplemented
+		}
+		return checked.AppendBatchRespondToParentChecked(ctx, b.Events, b.Response, s.timeOr(b.CurrentTime))
+	}
+	return 0, badRequest("an item must have exactly one of `append` and `respond_to_parent`")
 }
 
 // POST /v1/worker/stub-response
