@@ -192,7 +192,7 @@ func (t *tx) plan() (*plan, error) {
 }
 
 func (ex *execTx) dirty() bool {
-	if ex.state != nil || len(ex.events) > 0 || len(ex.responses) > 0 {
+	if ex.state != nil || len(ex.events) > 0 || len(ex.responses) > 0 || ex.touch {
 		return true
 	}
 	for _, d := range ex.dorder {
@@ -245,7 +245,7 @@ func (t *tx) planUpdate(ex *execTx) ([]op, error) {
 		h.st = cloneState(*ex.state)
 	}
 	if ex.deferred != "" {
-		h.pr = ex.deferred
+		h.pr, h.pq = ex.deferred, ex.deferredSeq
 	}
 	firstNew := int64(-1)
 	for _, ne := range ex.events {

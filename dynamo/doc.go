@@ -51,6 +51,7 @@
 //	fi  the execution has requested a child (its children may defer responses, see Fan-in)
 //	el  on a child: its response is applied to its parent's head directly (a fence, see Fan-in)
 //	pr  on a finished child: the created_at of the response its Finished defers (see Fan-in)
+//	pq  with pr: the sequence number of that response's registration (its order)
 //	pf/pd/ps, tp/ts, cp/cs, lp/ls  index keys:
 //	    pf = "<ffqn>#<s>", pd = "<digest>#<s>", ps = "<at>#<created_at>#<id>"
 //	    tp = "L#<s>", ts = "<lock expiry>"
@@ -93,8 +94,9 @@
 //
 // Inbox — pk "E#<parent>", sk "S": ks (string set) the keys of children
 // whose response registered and is not known applied, o#<js> the number of
-// registrations of join set js, c#<js> the key that claimed js since the
-// parent last blocked on it, wj the join set it last blocked on. A child's
+// registrations of join set js, n of all registrations, c#<js> the key that
+// claimed js since the parent last blocked on it, wj the join set it last
+// blocked on. A child's
 // key is its id relative to the parent, "<join set>_<index>". See Fan-in.
 //
 // Outbox — pk "E#<parent>", sk "O#<request id>": e the deferred child items
@@ -272,15 +274,16 @@
 // appends the child's Finished with exactly that result and version, the
 // child is not fenced (el), and the parent has fan-in (fi, set by the commit
 // that first requests a child; read unguarded, it never goes back). It then
-// registers the response in the parent's inbox — UpdateItem ADD o#js 1, ADD
-// ks {key}, SET c#js = if_not_exists(c#js, key), ReturnValues ALL_NEW —
+// registers the response in the parent's inbox — UpdateItem ADD o#js 1,
+// ADD n 1, ADD ks {key}, SET c#js = if_not_exists(c#js, key), ReturnValues
+// ALL_NEW —
 // before the commit (repeating it is harmless: a counter and a set). The
 // returned image elects the response when wj = js and c#js = key: the
 // parent last blocked on js and this is the first registration of js
 // since. An elected (or fenced, or unregistrable) response is applied as
 // before, the parent's head written in the child's transaction. A deferred
 // one is committed as the child's head alone (a single PutItem) carrying
-// pr: the response is the child's Finished (result, version) plus pr
+// pr and pq: the response is the child's Finished (result, version) plus pr
 // (created_at), so it exists exactly when the child's Finished does
 // (docs/spec/semantics.md §8.15).
 //
@@ -294,10 +297,14 @@
 // which asks HasDeferredResponses, then drains at most 32 per commit). The
 // drain reads the inbox, then the heads of its registered children and
 // their guards (BatchGetItem, consistent): a child finished with pr and no
-// guard is a deferred response, in the order (created_at, child id); one
-// not finished is in flight; anything else (guard present: applied; no pr:
-// it carried no response) is stale. After the commit the applied and stale
-// keys leave ks (DELETE, idempotent).
+// guard is a deferred response; one not finished is in flight; anything
+// else (guard present: applied; no pr: it carried no response) is stale.
+// Deferred responses are applied in registration order (pq on the child:
+// the inbox's counter n returned by its registration), and a response
+// applied to the head at once (elected, a delay's, …) drains the deferred
+// ones first, so a response that completed before another began is never
+// numbered after it. After the commit the applied and stale keys leave ks
+// (DELETE, idempotent).
 //
 // A JoinNext that blocks (a commit of a head with fan-in going to
 // BlockedByJoinSet js from any other state) read the inbox before it looked

@@ -53,7 +53,8 @@ func (b *Backend) RawSet(ctx context.Context, pk, sk string, attrs map[string]st
 // responder that dies after registering).
 func (b *Backend) RegisterResponse(ctx context.Context, parent, child core.ExecutionId) (bool, error) {
 	_, js, _ := child.SplitToParts()
-	return b.register(ctx, parent, js.String(), inboxKey(parent, child))
+	elected, _, err := b.register(ctx, parent, js.String(), inboxKey(parent, child))
+	return elected, err
 }
 
 // SetAfterRegister runs fn after a response is registered (and deferred),

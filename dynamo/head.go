@@ -39,6 +39,7 @@ const (
 	aFanIn      = "fi" // the execution requested a child (doc.go, "Fan-in")
 	aElect      = "el" // a child whose response is applied to its parent's head directly
 	aDeferred   = "pr" // a finished child's deferred response: its created_at
+	aDeferSeq   = "pq" // … and its registration's sequence number
 
 	// inline event fields
 	ieVersion = "v"
@@ -77,6 +78,7 @@ type headRec struct {
 	// this finished child carries.
 	fi, el bool
 	pr     string
+	pq     int64
 }
 
 // inlineEvent is an event stored inside the head.
@@ -141,6 +143,7 @@ func (h *headRec) encode(shards int, digestIndex bool) item {
 	}
 	if h.pr != "" {
 		it[aDeferred] = avS(h.pr)
+		it[aDeferSeq] = avN(h.pq)
 	}
 	// Sparse index attributes.
 	if s.State == core.StatePendingAt && s.Lifecycle == core.LifecycleActive {
@@ -210,6 +213,9 @@ func (h *headRec) decode(id core.ExecutionId, it item) error {
 	h.ob, _ = getS(it, aOutbox)
 	h.fi, h.el = getBool(it, aFanIn), getBool(it, aElect)
 	h.pr, _ = getS(it, aDeferred)
+	if n, _, e := getN(it, aDeferSeq); e == nil {
+		h.pq = n
+	}
 	h.ib = core.Version(num(aInlineBase))
 	var e error
 	s.FFQN, e = core.ParseFunctionFqn(str(aFFQN))

@@ -23,6 +23,7 @@ import (
 const (
 	skInbox         = "S"
 	aInboxKeys      = "ks" // string set: registered child keys not known applied
+	aInboxSeq       = "n"  // registrations of every join set: orders deferred responses
 	aInboxWait      = "wj" // the join set the parent last blocked on
 	prefixInboxRegs = "o#" // o#<js>: registrations of js
 	prefixInboxElec = "c#" // c#<js>: the key that claimed js since the parent last blocked on it
@@ -52,6 +53,7 @@ type inboxState struct {
 type pendingResponse struct {
 	key     string
 	child   core.ExecutionId
+	seq     int64 // the registration's sequence number (pq)
 	resp    core.JoinSetResponseEventOuter
 	applied bool
 }
@@ -124,26 +126,34 @@ func (t *tx) DeferResponse(id core.ExecutionId, resp core.JoinSetResponseEventOu
 	if err != nil || ph == nil || !ph.fi {
 		return false, err
 	}
-	elected, err := t.b.register(t.ctx, id, js.String(), inboxKey(id, child))
+	// A child has at most one response: with one stored already, apply
+	// this one now, where its guard reports the conflict. A response for
+	// the child written after this read rewrites the child's head
+	// (claimChild), which this transaction writes too.
+	if answered, err := t.b.guardExists(t.ctx, prefixGuardChild+child.String()); err != nil || answered {
+		return false, err
+	}
+	elected, seq, err := t.b.register(t.ctx, id, js.String(), inboxKey(id, child))
 	if err != nil || elected {
 		return false, err
 	}
 	if t.b.afterRegister != nil {
 		t.b.afterRegister(child)
 	}
-	cx.deferred = resp.CreatedAt.String()
+	cx.deferred, cx.deferredSeq = resp.CreatedAt.String(), seq
 	return true, nil
 }
 
 // register records key as a response of js in parent's inbox and reports
-// whether it is elected: the parent last blocked on js and key is the
-// first registration of js since.
-func (b *Backend) register(ctx context.Context, parent core.ExecutionId, js, key string) (bool, error) {
+// whether it is elected (the parent last blocked on js and key is the first
+// registration of js since) and its sequence number among the parent's
+// registrations, which orders deferred responses.
+func (b *Backend) register(ctx context.Context, parent core.ExecutionId, js, key string) (bool, int64, error) {
 	out, err := b.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        b.tableName(),
 		Key:              keyOf(pkExec(parent), skInbox),
-		UpdateExpression: aws.String("ADD #o :one, #ks :k SET #c = if_not_exists(#c, :key)"),
-		ExpressionAttributeNames: map[string]string{"#o": prefixInboxRegs + js, "#ks": aInboxKeys,
+		UpdateExpression: aws.String("ADD #o :one, #n :one, #ks :k SET #c = if_not_exists(#c, :key)"),
+		ExpressionAttributeNames: map[string]string{"#o": prefixInboxRegs + js, "#n": aInboxSeq, "#ks": aInboxKeys,
 			"#c": prefixInboxElec + js},
 		ExpressionAttributeValues: item{":one": avN(1), ":k": &types.AttributeValueMemberSS{Value: []string{key}},
 			":key": avS(key)},
@@ -153,14 +163,15 @@ func (b *Backend) register(ctx context.Context, parent core.ExecutionId, js, key
 		var ae smithy.APIError
 		if errors.As(err, &ae) && ae.ErrorCode() == "TransactionConflictException" {
 			// A blocking commit on the inbox is in flight: run fn again.
-			return false, store.Again(fmt.Errorf("%w: %w", errContention, err))
+			return false, 0, store.Again(fmt.Errorf("%w: %w", errContention, err))
 		}
-		return false, fmt.Errorf("dynamo: register a response to %s: %w", parent, err)
+		return false, 0, fmt.Errorf("dynamo: register a response to %s: %w", parent, err)
 	}
 	b.stats.registered.Add(1)
 	wait, _ := getS(out.Attributes, aInboxWait)
 	claim, _ := getS(out.Attributes, prefixInboxElec+js)
-	return wait == js && claim == key, nil
+	seq, _, err := getN(out.Attributes, aInboxSeq)
+	return wait == js && claim == key, seq, err
 }
 
 // DeferredResponses implements store.Inbox.
@@ -274,13 +285,15 @@ func (t *tx) classify(ex *execTx, ib *inboxState, keys []string) error {
 			if err != nil {
 				return err
 			}
-			ib.pending = append(ib.pending, &pendingResponse{key: key, child: c, resp: r})
+			ib.pending = append(ib.pending, &pendingResponse{key: key, child: c, seq: h.pq, resp: r})
 		}
 	}
+	// In registration order: a response that registered before another
+	// started registering is numbered first.
 	sort.Slice(ib.pending, func(i, j int) bool {
 		a, c := ib.pending[i], ib.pending[j]
-		if !a.resp.CreatedAt.Equal(c.resp.CreatedAt) {
-			return a.resp.CreatedAt.Before(c.resp.CreatedAt)
+		if a.seq != c.seq {
+			return a.seq < c.seq
 		}
 		return a.child.String() < c.child.String()
 	})
@@ -310,6 +323,47 @@ func (b *Backend) deferredOf(ctx context.Context, h *headRec) (core.JoinSetRespo
 	return core.JoinSetResponseEventOuter{CreatedAt: at, Event: core.JoinSetResponseEvent{JoinSetID: js,
 		Event: &core.ChildExecutionFinished{ChildExecutionID: core.ExecutionIdDerived{ExecutionId: id},
 			FinishedVersion: h.st.Version, Result: f.Retval}}}, nil
+}
+
+// guardExists reads a response guard, strongly consistent, without
+// guarding the read.
+func (b *Backend) guardExists(ctx context.Context, pk string) (bool, error) {
+	out, err := b.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: b.tableName(), ConsistentRead: aws.Bool(true),
+		Key: keyOf(pk, skGuard), ProjectionExpression: aws.String("#pk"),
+		ExpressionAttributeNames: map[string]string{"#pk": AttrPK}}, b.optFns...)
+	if err != nil {
+		return false, fmt.Errorf("dynamo: read guard %s: %w", pk, err)
+	}
+	return out.Item != nil, nil
+}
+
+// claimChild is called when a response of child is applied to recipient's
+// head. A deferred response of child lives in the child's head (pr) until
+// applied, without a guard: unless this is the drain applying it, or the
+// child is finishing in this very transaction (whose head it writes), the
+// child must carry none (else the response exists: core.ErrConflict), and
+// its head is rewritten so that a concurrent deferral — which writes the
+// child's head — cannot commit too.
+func (t *tx) claimChild(recipient *execTx, child core.ExecutionId) error {
+	if recipient.ib != nil {
+		for _, p := range recipient.ib.pending {
+			if p.child == child && !p.applied {
+				return nil
+			}
+		}
+	}
+	cx := t.exec(child)
+	if err := t.load(cx); err != nil {
+		return err
+	}
+	if cx.head == nil || len(cx.events) > 0 || cx.createSt != nil {
+		return nil
+	}
+	if cx.head.pr != "" {
+		return conflict("a response for %s already exists", child)
+	}
+	cx.touch = true
+	return nil
 }
 
 // markApplied records that AddResponse applied the deferred response of

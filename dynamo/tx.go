@@ -50,8 +50,12 @@ type execTx struct {
 	rsCount map[string]uint32
 	// ib is the execution's inbox as read (inbox.go); deferred is the
 	// created_at of the response this child's Finished defers (pr).
-	ib       *inboxState
-	deferred string
+	ib          *inboxState
+	deferred    string
+	deferredSeq int64
+	// touch rewrites the head unchanged (rv+1): a commit serialising with
+	// any concurrent commit of this execution (inbox.go, claimChild).
+	touch bool
 }
 
 type newEvent struct {
@@ -752,6 +756,9 @@ func (t *tx) AddResponse(id core.ExecutionId, resp core.ResponseWithCursor) erro
 	switch ev := resp.Event.Event.Event.(type) {
 	case *core.ChildExecutionFinished:
 		gpk = prefixGuardChild + ev.ChildExecutionID.String()
+		if err := t.claimChild(ex, ev.ChildExecutionID.ExecutionId); err != nil {
+			return err
+		}
 	case *core.DelayFinished:
 		gpk = prefixGuardDelay + ev.DelayID.String()
 		gr.success = bool(ev.Result)

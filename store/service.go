@@ -303,6 +303,11 @@ func (s *Service) respondIn(t *txn, id core.ExecutionId, createdAt core.Timestam
 			}
 		}
 	}
+	// Responses deferred earlier get their cursors first: a response that
+	// completed before this one started is never numbered after it.
+	if err := s.drainIn(t, id, currentTime); err != nil {
+		return err
+	}
 	return s.applyResponseIn(t, id, createdAt, ev, currentTime)
 }
 
