@@ -54,13 +54,13 @@ func perM(dollars float64, n int) float64 {
 func (cfg config) report(out io.Writer, res *result) {
 	fmt.Fprintf(out, "\n=== Layout: %s; %d parallel clients ===\n", res.Layout, cfg.parallel)
 	if res.Activities.Units > 0 {
-		cfg.reportWorkload(out, fmt.Sprintf("Activities: %d x (create, lock in batches of 10, finish)", res.Activities.Units), res.Activities, "activity")
+		cfg.reportWorkload(out, fmt.Sprintf("Activities: %d x (create, lock in batches of 10, finish)", res.Activities.Units), res.Activities, "activity", "activities")
 	}
 	if res.Workflows.Units > 0 {
-		cfg.reportWorkload(out, fmt.Sprintf("Workflows: %d x (%d children + 1 delay)", res.Workflows.Units, cfg.children), res.Workflows, "workflow")
+		cfg.reportWorkload(out, fmt.Sprintf("Workflows: %d x (%d children + 1 delay)", res.Workflows.Units, cfg.children), res.Workflows, "workflow", "workflows")
 	}
 	if res.Fanout.Units > 0 {
-		cfg.reportWorkload(out, fmt.Sprintf("Fan-out: %d x (a workflow with %d children, all finishing at once)", res.Fanout.Units, cfg.fanout), res.Fanout, "fan-out")
+		cfg.reportWorkload(out, fmt.Sprintf("Fan-out: %d x (a workflow with %d children, all finishing at once)", res.Fanout.Units, cfg.fanout), res.Fanout, "fan-out", "fan-outs")
 		conflicts, finishes := fanInConflicts(res.Fanout)
 		fmt.Fprintf(out, "fan-in: %d child finishes at once: %d cancelled transactions + failed conditions = %.3f per child finish; %d transaction re-runs in the workload\n",
 			finishes, conflicts, float64(conflicts)/float64(max(finishes, 1)), res.Fanout.Retries)
@@ -75,7 +75,7 @@ func fanInConflicts(wl workload) (int, int) {
 	return u.Cancelled + u.ConditionFailed, wl.Steps[label].n
 }
 
-func (cfg config) reportWorkload(out io.Writer, title string, wl workload, unit string) {
+func (cfg config) reportWorkload(out io.Writer, title string, wl workload, unit, units string) {
 	fmt.Fprintf(out, "\n%s\n", title)
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "step\tsteps\treq/step\ttrans/step\tms/step\tDDB calls/step\tRRU/step\tWRU/step\t(table\ttx\tindexes\tfailed+cancelled)\tindex entries/step\ttx cancelled/total\tconds failed\t$/M steps\t")
@@ -99,18 +99,18 @@ func (cfg config) reportWorkload(out io.Writer, title string, wl workload, unit 
 	}
 	_ = w.Flush()
 	c := cfg.costOf(wl)
-	units := wl.Units
+	n := wl.Units
 	fmt.Fprintf(out, "per %s: %.1f steps, %.2f requests, %.1f transitions, %.1f DynamoDB calls, %.2f RRU, %.2f WRU (%.1f index entries)\n",
-		unit, float64(steps)/float64(units), c.requestCount/float64(units), float64(c.transitions)/float64(units),
-		float64(tot.Calls)/float64(units), tot.Read/float64(units), tot.WRU()/float64(units), float64(tot.IndexEntries)/float64(units))
-	fmt.Fprintf(out, "per million %ss: DynamoDB $%.2f + requests $%.2f + Lambda duration $%.2f = all-in $%.2f; per million transitions $%.3f\n",
-		unit, perM(c.dynamo, units), perM(c.requests, units), perM(c.duration, units), perM(c.total(), units), perM(c.total(), c.transitions))
+		unit, float64(steps)/float64(n), c.requestCount/float64(n), float64(c.transitions)/float64(n),
+		float64(tot.Calls)/float64(n), tot.Read/float64(n), tot.WRU()/float64(n), float64(tot.IndexEntries)/float64(n))
+	fmt.Fprintf(out, "per million %s: DynamoDB $%.2f + requests $%.2f + Lambda duration $%.2f = all-in $%.2f; per million transitions $%.3f\n",
+		units, perM(c.dynamo, n), perM(c.requests, n), perM(c.duration, n), perM(c.total(), n), perM(c.total(), c.transitions))
 	if cfg.workerDoor != doorAPIGateway {
 		gw := cfg
 		gw.workerDoor = doorAPIGateway
 		g := gw.costOf(wl)
-		fmt.Fprintf(out, "  with every worker request through API Gateway instead: all-in $%.2f per million %ss, $%.3f per million transitions\n",
-			perM(g.total(), units), unit, perM(g.total(), g.transitions))
+		fmt.Fprintf(out, "  with every worker request through API Gateway instead: all-in $%.2f per million %s, $%.3f per million transitions\n",
+			perM(g.total(), n), units, perM(g.total(), g.transitions))
 	}
 	fmt.Fprintf(out, "transactions: %d, cancelled %d (%s; %d for a TransactionConflict, %d for a failed condition), billed %.1f WRU (%s of all WRU); failed single-item conditions: %d (%.1f WRU); transaction re-runs: %d\n",
 		tot.Transactions, tot.Cancelled, pct(tot.Cancelled, tot.Transactions), tot.CancelledConflict, tot.Cancelled-tot.CancelledConflict,
