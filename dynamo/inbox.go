@@ -161,9 +161,10 @@ func (b *Backend) register(ctx context.Context, parent core.ExecutionId, js, key
 	}, b.optFns...)
 	if err != nil {
 		var ae smithy.APIError
-		if errors.As(err, &ae) && ae.ErrorCode() == "TransactionConflictException" {
-			// A blocking commit on the inbox is in flight: run fn again.
-			return false, 0, store.Again(fmt.Errorf("%w: %w", errContention, err))
+		if isAmbiguous(err) || (errors.As(err, &ae) && ae.ErrorCode() == "TransactionConflictException") {
+			// A blocking commit on the inbox in flight, or an outcome the SDK
+			// gave up on: registering again is harmless, so run fn again.
+			return false, 0, store.Again(fmt.Errorf("%w: register a response to %s: %w", errContention, parent, err))
 		}
 		return false, 0, fmt.Errorf("dynamo: register a response to %s: %w", parent, err)
 	}
