@@ -138,7 +138,7 @@ type layoutSpec struct {
 }
 
 func parseLayouts(s string) ([]layoutSpec, error) {
-	on, off := false, true
+	on, off := true, false
 	known := map[string]layoutSpec{
 		"default":   {"default", &on, &on},
 		"no-digest": {"no-digest-index", &off, &on},

@@ -90,6 +90,11 @@ func TestEveryLayoutAndTheFanInFigureAreReported(t *testing.T) {
 	if len(res) != 4 {
 		t.Fatalf("%d layouts measured, want 4", len(res))
 	}
+	for i, want := range []string{"default (", "no-digest-index (", "no-deployment-counts (", "lean ("} {
+		if !strings.HasPrefix(res[i].Layout, want) {
+			t.Errorf("layout %d is %q, want %s…", i, res[i].Layout, want)
+		}
+	}
 	for _, want := range []string{"Layout: default (", "Layout: no-digest-index (", "Layout: no-deployment-counts (",
 		"Layout: lean (", "=== Summary", "fan-in: 12 child finishes at once", "Assumptions", "128 MB arm64"} {
 		if !strings.Contains(out.String(), want) {
