@@ -412,57 +412,97 @@
 //   - reads: as DynamoDB Local reports them (1 RRU per 4 KB strongly
 //     consistent, ½ eventually consistent: read-write-operations.html).
 //
-// List prices: $0.625/M WRU, $0.125/M RRU; per API call (one HTTP request
-// through API Gateway to one Lambda invocation) $1.00/M for the HTTP API +
-// $0.20/M Lambda requests = $1.20 per million API calls, plus Lambda
-// duration, $0.0033 per million calls per ms of handler time (256 MB arm64).
-// Locks are taken in batches of 10. WRU and index entries are
-// deterministic for a layout; RRU nearly so (index queries read a varying
-// number of shards); the cancelled share depends on how concurrent clients
-// interleave, and handler times are wall time on a shared, loaded 2-core
-// machine (load average 3–19), so the all-in prices below are indicative.
+// List prices: $0.625/M WRU, $0.125/M RRU; a request through the HTTP API
+// costs $1.00/M plus the Lambda request $0.20/M, one through a Lambda
+// function URL (the worker lock and write routes, docs/deploy.md) or a
+// scheduled sweep invocation only the $0.20/M; Lambda duration at 128 MB
+// arm64 is $0.0017 per million requests per ms. The bench prints these
+// assumptions, prices the public create through API Gateway and the worker
+// routes through function URLs (-worker-door apigw for API Gateway), and
+// counts a transition per execution created or locked, event appended and
+// response recorded (an activity: 3). Locks are taken in batches of 10. WRU
+// and index entries are deterministic for a layout; RRU nearly so (index
+// queries read a varying number of shards); the cancelled share depends on
+// how concurrent clients interleave, and handler times are wall time on a
+// shared, loaded 2-core machine (its duration share is indicative; it is
+// under 2% of every price below).
 //
-//	Activity (create → lock → finish; 2.1 API calls), 1,000 of them:
-//	  default layout: 16 WRU, 13 index entries, 2.7 RRU
-//	    create  6 WRU (head 1 + pending-ffqn, pending-digest, list, list-id,
-//	            deployments)
-//	    lock    6 WRU (head 1 + pending-ffqn and pending-digest out, timers in,
-//	            deployments moved: 2), 1.7 RRU per activity
-//	    finish  4 WRU (head 1 + timers out, deployments moved: 2), 1 RRU
-//	    → DynamoDB $10.34 per million activities ($4.92 per million API calls)
-//	  lean layout (STELA_DIGEST_INDEX=off STELA_DEPLOYMENT_COUNTS=off):
-//	    9 WRU, 6 index entries, 2.7 RRU → DynamoDB $5.96 per million
-//	    activities ($2.84 per million API calls)
-//	  no transaction, so nothing cancelled. All-in at the 3–11 ms handler
-//	  time of a 1-client run: $12.8 (default), $8.6 (lean) per million
-//	  activities.
-//	Workflow (10 child activities + 1 delay; 17.3 API calls), 100 of them:
-//	  default: 1 client 320 WRU, 180 index entries, 70 RRU, no transaction
-//	    cancelled → DynamoDB $209 per million workflows; 8 clients 419 WRU
-//	    and 107 RRU, of which 1,237 of 2,537 transactions (49%) were
-//	    cancelled (all for a failed condition, none for a
-//	    TransactionConflict) and billed 99 WRU per workflow (24% of its
-//	    WRU) → $275 per million workflows.
-//	  lean: 8 clients 323 WRU, 87 index entries, 107 RRU, 49% of
-//	    transactions cancelled, 102 WRU (32%) → $215 per million workflows.
-//	  the submit of 10 children: 72 WRU (11 heads × 2 in one transaction +
-//	    50 index entries); a child's finish + response to its parent:
-//	    12.4 WRU (≈ 4 items × 2 + 4.4 entries). The cancellations are
-//	    siblings finishing together: each response rewrites the parent's
-//	    head, so the losers' transactions fail the head's revision condition
-//	    and re-run (see Limits).
-//	  All-in at 1 client: $230 (default) per million workflows.
+// Before → after this change (issue 12), 8 clients unless said otherwise;
+// "before" is the previous code measured by the same bench (run from a
+// copy of it), priced the same way (function URLs for the worker routes;
+// the "API Gateway" column puts every request through the HTTP API, as the
+// previous deployment did):
 //
-// Index maintenance dominates: each sparse index entry costs a write when it
-// appears and one when it goes, and every bucket change of an execution
-// moves its deployment-counts entry (2 writes). HTTP API + Lambda add $1.20
-// per million API calls plus the duration share (≈ $0.07 at 20 ms). A step
-// that is one state transition (create, lock, finish) costs $2.9 per
-// million all-in on the lean layout ($8.6 per million activities / 3) and
-// $4.3 on the default one; counted per HTTP request the lean layout costs
-// $4.07 per million, of which API Gateway alone is $1.00. The lean layout
-// gives up lock-by-component-digest and per-deployment execution counts
-// (both then return core.ErrNotImplemented).
+//	                              before                          after
+//	activity, default layout      16 WRU, 2.7 RRU                 14 WRU, 2.7 RRU
+//	  $/M activities (API GW)     $11.98 ($13.08)                 $10.68 ($11.78)
+//	  $/M transitions             $3.99 ($4.36)                   $3.56 ($3.93)
+//	activity, lean layout         9 WRU: $7.84, $2.61/M trans.    unchanged: $7.47, $2.49/M trans.
+//	workflow, default             420 WRU, 49% of transactions    276 WRU, none cancelled
+//	  (10 children + delay)       cancelled: $282.62 ($297.92)    $189.89 ($205.19); 1 client: 276 WRU,
+//	                              1 client: 320 WRU               $189.01
+//	workflow, lean                330 WRU, 50% cancelled:         211 WRU, none cancelled:
+//	                              $231.00 ($246.30)               $150.08 ($165.38)
+//	fan-out of 100 children       7.76 cancelled transactions     0 per child finish (0 re-runs)
+//	  finishing at once, default  per child finish (2,327 in 300)
+//	  lean                        8.18 per child finish           0
+//
+// What each lever did (measured with the bench):
+//
+//   - Fan-in (deferred responses, above): the cancelled share of the workflow
+//     from 49% to 0 and of the 100-child fan-out from 7.76 per child finish
+//     to 0; under contention that is 100 WRU per workflow (the cancelled
+//     transactions, billed as committed) and their re-runs. Uncontended it
+//     is about neutral: a child's finish is 6.1 WRU (default; 4.3 lean)
+//     instead of 12.4 (10.4), and applying its response later (in the
+//     parent's next lock or read) costs 5 (response and guard in a
+//     transaction, the ordinals entry), the parent's head being written once
+//     per drain instead of once per response; lean uncontended ≈ 221 → 211.
+//   - Deployment counts moving only when an execution finishes (one live
+//     bucket A): 5 → 3 WRU per activity (16 → 14 default), about 33 of a
+//     workflow's WRU remain (3 per execution); counts now read the live
+//     heads of the deployment.
+//   - Function URLs for the worker routes: −$1.00 per million worker
+//     requests: −$1.10 per million activities, −$15.30 per million
+//     workflows (the public create still pays API Gateway).
+//   - The batch route (POST /v1/worker/append-batch/many, -batch 10): −$0.18
+//     per million activities and −$1.98 per million workflows (finishes
+//     share requests; the DynamoDB work is the same).
+//   - 128 MB instead of 256 MB: halves the duration share, ≈ $0.1–1 per
+//     million workflows.
+//   - Single-item writes instead of transactions: a deferred child finish is
+//     one PutItem (1 WRU + its index changes) instead of a 4-item
+//     transaction; the other transactions (creating children, a delay
+//     request with its timer row, firing a delay, the drain) still carry two
+//     or more items that must change together.
+//
+// Where the rest goes (default, per workflow, 276 WRU): submitting the 10
+// children 72 (11 heads in one transaction 22, 5 index entries per child
+// 50), the children's locks 40 (head, pending-ffqn and pending-digest out,
+// timers in), their finishes 61 (head, timers out, deployments A → O,
+// registration, and the one elected response's transaction), applying the
+// 10 responses 50, awaiting the first child 12 (head, timer row, inbox in
+// one transaction), firing the delay 18, the workflow's own create, locks
+// and finish 23.
+//
+// Targets not reached, and the floor. An activity at $1.50 per million
+// transitions is $4.50 per million activities: the front door alone takes
+// $1.24 (the create through API Gateway, $1.20, a tenth of a lock request,
+// the finish through a function URL), leaving ≈ $3.2 for DynamoDB, about 5
+// WRU with the reads. An activity here is 3 head writes (3 WRU) plus the
+// index entries that make it findable: pending-ffqn in and out (2), the two
+// list indexes (2), the lock-expiry timer in and out (2) — 9 WRU, the lean
+// layout, $7.47 all-in ($2.49 per transition); the default layout adds the
+// digest index (2) and the deployment counts (3). Reaching 5 WRU would mean
+// dropping indexed queues, listings or lock expiry (or batching lock leases
+// per lock batch, ≈ −1.6 WRU, not done). The 10-child workflow at $100 per
+// million would need ≤ ≈ 140 WRU: the lean 211 less the remaining levers
+// not taken — the drain's response and guard outside the transaction (≈ −20),
+// children created with single-item writes behind an outbox (≈ −10), lock
+// leases per lock batch (≈ −20) — still ≈ 160 WRU, ≈ $110. So both targets
+// are out of reach with one item write per index entry; today's prices are
+// $10.68 / $7.47 per million activities (default / lean) and $190 / $150
+// per million workflows.
 //
 // # Why attribute values and expressions are built by hand
 //
