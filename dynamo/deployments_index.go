@@ -168,30 +168,34 @@ func (b *Backend) CountDeploymentExecutions(ctx context.Context, states []core.D
 		return fmt.Errorf("dynamo: count executions per deployment: %w", err)
 	}
 	for i, t := range tasks {
-		n := uint32(counts[i])
-		s := t.state
-		switch t.bucket {
-		case 'L':
-			s.Locked += n
-		case 'p':
-			s.Pending += n
-		case 'P':
-			s.Scheduled += n
-		case 'B':
-			s.Blocked += n
-		case 'Z':
-			s.Paused += n
-		case 'C':
-			s.Cancelling += n
-		case 'O':
-			s.FinishedOk += n
-		case 'E':
-			s.FinishedError += n
-		case 'X':
-			s.FinishedExecutionFailure += n
-		}
+		addCount(t.state, t.bucket, uint32(counts[i]))
 	}
 	return nil
+}
+
+// addCount adds n executions of bucket (p: pending, P: scheduled, else a
+// bucket letter) to s.
+func addCount(s *core.DeploymentState, bucket byte, n uint32) {
+	switch bucket {
+	case 'L':
+		s.Locked += n
+	case 'p':
+		s.Pending += n
+	case 'P':
+		s.Scheduled += n
+	case 'B':
+		s.Blocked += n
+	case 'Z':
+		s.Paused += n
+	case 'C':
+		s.Cancelling += n
+	case 'O':
+		s.FinishedOk += n
+	case 'E':
+		s.FinishedError += n
+	case 'X':
+		s.FinishedExecutionFailure += n
+	}
 }
 
 func (b *Backend) countQuery(ctx context.Context, t countTask, bound string) (int64, error) {
@@ -239,7 +243,7 @@ func (b *Backend) countLive(ctx context.Context, t countTask, now core.Timestamp
 	if err != nil {
 		return err
 	}
-	var c core.DeploymentState
+	buckets := make([]byte, 0, len(heads))
 	for _, it := range heads {
 		h, err := decodeHead(it)
 		if err != nil {
@@ -247,32 +251,19 @@ func (b *Backend) countLive(ctx context.Context, t countTask, now core.Timestamp
 			b.undecodable.Skip(ctx, b.log, "head", pk, err)
 			continue
 		}
-		s := &h.st
-		switch bucketOf(s) {
-		case 'L':
-			c.Locked++
-		case 'P':
-			if s.At.After(now) {
-				c.Scheduled++
-			} else {
-				c.Pending++
-			}
-		case 'B':
-			c.Blocked++
-		case 'Z':
-			c.Paused++
-		case 'C':
-			c.Cancelling++
+		bucket := bucketOf(&h.st)
+		if bucket == 'P' && !h.st.At.After(now) {
+			bucket = 'p' // pending now; P stays for scheduled
 		}
+		buckets = append(buckets, bucket)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	st := t.state
-	st.Locked += c.Locked
-	st.Pending += c.Pending
-	st.Scheduled += c.Scheduled
-	st.Blocked += c.Blocked
-	st.Paused += c.Paused
-	st.Cancelling += c.Cancelling
+	for _, bucket := range buckets {
+		switch bucket {
+		case 'L', 'p', 'P', 'B', 'Z', 'C':
+			addCount(t.state, bucket, 1)
+		}
+	}
 	return nil
 }

@@ -138,6 +138,37 @@ func (f *faultInjector) handle(ctx context.Context, in middleware.DeserializeInp
 
 func strPtr(s string) *string { return &s }
 
+// newFaultFixture returns the seed (-dynamo.faultseed, logged), a disabled
+// fault injector drawing from stream, and a service over a backend whose
+// client goes through it.
+func newFaultFixture(t *testing.T, stream uint64) (uint64, *faultInjector, *dynamo.Backend, *store.Service) {
+	t.Helper()
+	seed := *flagFaultSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay with -dynamo.faultseed=%d)", seed, seed)
+	f := &faultInjector{rng: rand.New(rand.NewPCG(seed, stream)), counts: map[string]int{}}
+	b, _ := newBackend(t, dynamo.Options{}, f.register)
+	return seed, f, b, store.New(b, store.Options{Clock: &fixedClock{t0}})
+}
+
+// log reports the faults injected and the backend's counters.
+func (f *faultInjector) log(t *testing.T, b *dynamo.Backend) {
+	t.Helper()
+	var kinds []string
+	for k, n := range f.counts {
+		if !strings.Contains(k, "/") {
+			kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+		}
+	}
+	sort.Strings(kinds)
+	st := b.Stats()
+	t.Logf("faults: %s", strings.Join(kinds, " "))
+	t.Logf("backend: commits=%d retries=%d resends=%d own-commits-recognised=%d registered=%d",
+		st.Commits, st.Retries, st.Resends, st.OwnCommits, st.Registered)
+}
+
 type ack struct {
 	id      core.ExecutionId
 	version core.Version
@@ -148,14 +179,7 @@ type ack struct {
 // return a timeout" — must never lose an acknowledged write, duplicate a
 // version or grant a lock twice (docs/spec/reliability.md S1–S3, T3).
 func TestFaultInjectionKeepsTheInvariants(t *testing.T) {
-	seed := *flagFaultSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with -dynamo.faultseed=%d)", seed, seed)
-	f := &faultInjector{rng: rand.New(rand.NewPCG(seed, 0x5eed)), counts: map[string]int{}}
-	b, _ := newBackend(t, dynamo.Options{}, f.register)
-	svc := store.New(b, store.Options{Clock: &fixedClock{t0}})
+	seed, f, b, svc := newFaultFixture(t, 0x5eed)
 	ctx := context.Background()
 
 	const workflows, appenders, activities, lockers = 4, 6, 30, 3
@@ -314,18 +338,9 @@ func TestFaultInjectionKeepsTheInvariants(t *testing.T) {
 		}
 	}
 
-	var kinds []string
-	for k, n := range f.counts {
-		if !strings.Contains(k, "/") {
-			kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
-		}
-	}
-	sort.Strings(kinds)
-	st := b.Stats()
 	t.Logf("ops ok=%d fail=%d (version conflicts among ok: %d); acknowledged writes %d; locked %d, finished %d",
 		okOps, failOps, versionConflicts.Load(), len(acks), len(grants), len(finished))
-	t.Logf("faults: %s", strings.Join(kinds, " "))
-	t.Logf("backend: commits=%d retries=%d resends=%d own-commits-recognised=%d", st.Commits, st.Retries, st.Resends, st.OwnCommits)
+	f.log(t, b)
 	for msg, n := range failures {
 		t.Logf("failed op x%d: %s", n, msg)
 	}
@@ -348,14 +363,7 @@ func TestFaultInjectionKeepsTheInvariants(t *testing.T) {
 // sweep has resolved the expired locks of children whose finish failed
 // (settling their parents), no parent with a response stays blocked (§8.3).
 func TestFaultInjectionFanInKeepsTheInvariants(t *testing.T) {
-	seed := *flagFaultSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with -dynamo.faultseed=%d)", seed, seed)
-	f := &faultInjector{rng: rand.New(rand.NewPCG(seed, 0xfa41)), counts: map[string]int{}}
-	b, _ := newBackend(t, dynamo.Options{}, f.register)
-	svc := store.New(b, store.Options{Clock: &fixedClock{t0}})
+	_, f, b, svc := newFaultFixture(t, 0xfa41)
 	ctx := context.Background()
 
 	const parents, children = 3, 12
@@ -417,16 +425,8 @@ func TestFaultInjectionFanInKeepsTheInvariants(t *testing.T) {
 			t.Fatalf("§8.3: %s is blocked with %d responses", p, len(l.Responses))
 		}
 	}
-	var kinds []string
-	for k, n := range f.counts {
-		if !strings.Contains(k, "/") {
-			kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
-		}
-	}
-	sort.Strings(kinds)
-	st := b.Stats()
-	t.Logf("%d of %d child finishes acknowledged; faults: %s", len(finishedOK), len(kids), strings.Join(kinds, " "))
-	t.Logf("backend: commits=%d retries=%d resends=%d own-commits=%d registered=%d", st.Commits, st.Retries, st.Resends, st.OwnCommits, st.Registered)
+	t.Logf("%d of %d child finishes acknowledged", len(finishedOK), len(kids))
+	f.log(t, b)
 	for msg, n := range failures {
 		t.Logf("failed finish x%d: %s", n, msg)
 	}

@@ -544,14 +544,20 @@ func (s *server) workerAppendBatch(c *call) error {
 		return err
 	}
 	setExecutionID(c.r, b.ExecutionID)
-	if err := checkBatch("batch", len(b.Batch), 1, MaxAppendBatch); err != nil {
-		return err
-	}
-	next, err := s.db.AppendBatch(c.ctx(), s.timeOr(b.CurrentTime), b.Batch, b.ExecutionID, b.Version)
+	next, err := s.appendBatchOf(c.ctx(), &b)
 	if err != nil {
 		return err
 	}
 	return c.json(http.StatusOK, NextVersionJSON{next})
+}
+
+// appendBatchOf checks and commits an append-batch body (the route and an
+// append-batch/many item).
+func (s *server) appendBatchOf(ctx context.Context, b *AppendBatchBody) (core.Version, error) {
+	if err := checkBatch("batch", len(b.Batch), 1, MaxAppendBatch); err != nil {
+		return 0, err
+	}
+	return s.db.AppendBatch(ctx, s.timeOr(b.CurrentTime), b.Batch, b.ExecutionID, b.Version)
 }
 
 // POST /v1/worker/append-batch/create-children
@@ -606,19 +612,25 @@ func (s *server) workerRespondToParent(c *call) error {
 		return err
 	}
 	setExecutionID(c.r, b.Events.ExecutionID)
-	if err := checkBatch("events.batch", len(b.Events.Batch), 1, MaxAppendBatch); err != nil {
-		return err
-	}
-	// Checked against the child's batch and the parent's log in the same write (docs/http-api.md §4.1).
-	checked, ok := s.db.(core.ChildWriteChecker)
-	if !ok {
-		return core.ErrNotImplemented
-	}
-	next, err := checked.AppendBatchRespondToParentChecked(c.ctx(), b.Events, b.Response, s.timeOr(b.CurrentTime))
+	next, err := s.respondToParentOf(c.ctx(), &b)
 	if err != nil {
 		return err
 	}
 	return c.json(http.StatusOK, NextVersionJSON{next})
+}
+
+// respondToParentOf checks and commits a respond-to-parent body (the route
+// and an append-batch/many item).
+func (s *server) respondToParentOf(ctx context.Context, b *RespondToParentBody) (core.Version, error) {
+	if err := checkBatch("events.batch", len(b.Events.Batch), 1, MaxAppendBatch); err != nil {
+		return 0, err
+	}
+	// Checked against the child's batch and the parent's log in the same write (docs/http-api.md §4.1).
+	checked, ok := s.db.(core.ChildWriteChecker)
+	if !ok {
+		return 0, core.ErrNotImplemented
+	}
+	return checked.AppendBatchRespondToParentChecked(ctx, b.Events, b.Response, s.timeOr(b.CurrentTime))
 }
 
 // appendManyParallelism bounds the items of one many-write in flight.
@@ -660,21 +672,9 @@ func (s *server) workerAppendMany(c *call) error {
 func (s *server) appendItem(ctx context.Context, it *AppendManyItem) (core.Version, error) {
 	switch {
 	case it.Append != nil && it.RespondToParent == nil:
-		b := it.Append
-		if err := checkBatch("batch", len(b.Batch), 1, MaxAppendBatch); err != nil {
-			return 0, err
-		}
-		return s.db.AppendBatch(ctx, s.timeOr(b.CurrentTime), b.Batch, b.ExecutionID, b.Version)
+		return s.appendBatchOf(ctx, it.Append)
 	case it.RespondToParent != nil && it.Append == nil:
-		b := it.RespondToParent
-		if err := checkBatch("events.batch", len(b.Events.Batch), 1, MaxAppendBatch); err != nil {
-			return 0, err
-		}
-		checked, ok := s.db.(core.ChildWriteChecker)
-		if !ok {
-			return 0, core.ErrNotImplemented
-		}
-		return checked.AppendBatchRespondToParentChecked(ctx, b.Events, b.Response, s.timeOr(b.CurrentTime))
+		return s.respondToParentOf(ctx, it.RespondToParent)
 	}
 	return 0, badRequest("an item must have exactly one of `append` and `respond_to_parent`")
 }

@@ -134,21 +134,27 @@ func (bn *bench) lockAll(ctx context.Context, label string, at core.Timestamp, f
 	return out, nil
 }
 
-func (bn *bench) activities(ctx context.Context, t0 core.Timestamp, n int) error {
+// createAndLock submits n executions of ffqn through the public route
+// (ids from offset on), then locks them all.
+func (bn *bench) createAndLock(ctx context.Context, createLabel, lockLabel string, t0 core.Timestamp, offset, n int, ffqn core.FunctionFqn, comp core.ComponentId) ([]core.LockedExecution, error) {
 	ids := make([]core.ExecutionId, n)
 	for i := range ids {
-		ids[i] = newID(t0, i)
+		ids[i] = newID(t0, offset+i)
 	}
-	p := bn.cfg.parallel
-	if err := parallelDo(n, p, func(i int) error {
-		return bn.step(ctx, "activity: create", public, 1, func(ctx context.Context) error {
-			_, err := bn.svc.Create(ctx, createReq(ids[i], ffqnAct, compAct, t0))
+	if err := parallelDo(n, bn.cfg.parallel, func(i int) error {
+		return bn.step(ctx, createLabel, public, 1, func(ctx context.Context) error {
+			_, err := bn.svc.Create(ctx, createReq(ids[i], ffqn, comp, t0))
 			return err
 		})
 	}); err != nil {
-		return err
+		return nil, err
 	}
-	locked, err := bn.lockAll(ctx, "activity: lock (batch of 10)", t0, ffqnAct, compAct, n)
+	return bn.lockAll(ctx, lockLabel, t0, ffqn, comp, n)
+}
+
+func (bn *bench) activities(ctx context.Context, t0 core.Timestamp, n int) error {
+	p := bn.cfg.parallel
+	locked, err := bn.createAndLock(ctx, "activity: create", "activity: lock (batch of 10)", t0, 0, n, ffqnAct, compAct)
 	if err != nil {
 		return err
 	}
@@ -203,19 +209,7 @@ func (bn *bench) finishChild(ctx context.Context, label string, at core.Timestam
 
 func (bn *bench) workflows(ctx context.Context, t0 core.Timestamp, n, nChildren int) error {
 	p := bn.cfg.parallel
-	ids := make([]core.ExecutionId, n)
-	for i := range ids {
-		ids[i] = newID(t0, 100000+i)
-	}
-	if err := parallelDo(n, p, func(i int) error {
-		return bn.step(ctx, "wf 1: create", public, 1, func(ctx context.Context) error {
-			_, err := bn.svc.Create(ctx, createReq(ids[i], ffqnWf, compWf, t0))
-			return err
-		})
-	}); err != nil {
-		return err
-	}
-	locked, err := bn.lockAll(ctx, "wf 2: lock (batch of 10)", t0, ffqnWf, compWf, n)
+	locked, err := bn.createAndLock(ctx, "wf 1: create", "wf 2: lock (batch of 10)", t0, 100000, n, ffqnWf, compWf)
 	if err != nil {
 		return err
 	}
