@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/httpapi"
 )
 
 // Accept values of Do.
@@ -46,6 +47,7 @@ var DefaultRetry = RetryPolicy{MaxAttempts: 4, BaseDelay: 100 * time.Millisecond
 // Client calls one Stela server. It is safe for concurrent use.
 type Client struct {
 	base    *url.URL
+	direct  []directRoutes
 	http    *http.Client
 	token   string
 	signer  *sigV4
@@ -94,6 +96,50 @@ func WithMaxWait(d time.Duration) Option {
 		c.maxWait = d
 		return nil
 	}
+}
+
+// directRoutes are routes sent to a function URL instead of the base URL.
+type directRoutes struct {
+	prefixes []string
+	base     *url.URL
+}
+
+// WithFunctionURLs sends the worker lock routes (httpapi.WorkerLockRoutes)
+// to lockURL and the worker write routes (httpapi.WorkerWriteRoutes) to
+// appendURL: the Lambda function URLs of a deployment's lock and append
+// functions (infra outputs LockFunctionUrl and AppendFunctionUrl), which
+// cost no API Gateway request. With SigV4 (WithSigV4…) those requests are
+// signed for service "lambda" (FunctionURLService), the others for API
+// Gateway. An empty URL leaves its routes on the base URL.
+func WithFunctionURLs(lockURL, appendURL string) Option {
+	return func(c *Client) error {
+		for _, r := range []struct {
+			raw      string
+			prefixes []string
+		}{{lockURL, httpapi.WorkerLockRoutes}, {appendURL, httpapi.WorkerWriteRoutes}} {
+			if r.raw == "" {
+				continue
+			}
+			u, err := url.Parse(strings.TrimRight(r.raw, "/"))
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("client: invalid function URL %q: want http(s)://host[:port][/prefix]", r.raw)
+			}
+			c.direct = append(c.direct, directRoutes{prefixes: r.prefixes, base: u})
+		}
+		return nil
+	}
+}
+
+// endpoint returns the base URL of path and the SigV4 service to sign for.
+func (c *Client) endpoint(path string) (*url.URL, string) {
+	for _, d := range c.direct {
+		for _, p := range d.prefixes {
+			if strings.HasPrefix(path, p) {
+				return d.base, FunctionURLService
+			}
+		}
+	}
+	return c.base, SigV4Service
 }
 
 // New returns a client of the server at baseURL (e.g. http://127.0.0.1:8080,
@@ -289,7 +335,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // attempt sends r once.
 func (c *Client) attempt(ctx context.Context, r *request) (*Response, error) {
-	u := c.base.String() + r.path
+	base, service := c.endpoint(r.path)
+	u := base.String() + r.path
 	if len(r.query) > 0 {
 		u += "?" + r.query.Encode()
 	}
@@ -311,7 +358,7 @@ func (c *Client) attempt(ctx context.Context, r *request) (*Response, error) {
 	case c.token != "":
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	case c.signer != nil:
-		if err := c.signer.sign(ctx, req, r.body); err != nil {
+		if err := c.signer.sign(ctx, req, r.body, service); err != nil {
 			return nil, err
 		}
 	}

@@ -71,5 +71,8 @@
 // authorizer). WithSigV4 signs every attempt with AWS Signature Version 4 for
 // an IAM-authorised API Gateway (service execute-api), hashing the body;
 // credentials come from the SDK's default chain (WithSigV4DefaultCredentials),
-// an aws.Config or any aws.CredentialsProvider.
+// an aws.Config or any aws.CredentialsProvider. WithFunctionURLs sends the
+// worker lock and write routes to the Lambda function URLs of a deployment's
+// lock and append functions instead (no API Gateway request to pay), signed
+// for service lambda (docs/deploy.md).
 package client

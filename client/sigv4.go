@@ -17,6 +17,10 @@ import (
 // SigV4Service is the signing name of API Gateway's IAM authorization.
 const SigV4Service = "execute-api"
 
+// FunctionURLService is the signing name of a Lambda function URL's IAM
+// authorization (WithFunctionURLs).
+const FunctionURLService = "lambda"
+
 // sigV4 signs requests for an IAM-authorised API Gateway.
 type sigV4 struct {
 	creds  aws.CredentialsProvider
@@ -68,14 +72,14 @@ func WithSigV4Credentials(creds aws.CredentialsProvider, region string) Option {
 }
 
 // sign adds X-Amz-Date, X-Amz-Security-Token (temporary credentials) and
-// Authorization to req, whose body is body (nil = none).
-func (s *sigV4) sign(ctx context.Context, req *http.Request, body []byte) error {
+// Authorization to req, whose body is body (nil = none), for service.
+func (s *sigV4) sign(ctx context.Context, req *http.Request, body []byte, service string) error {
 	creds, err := s.creds.Retrieve(ctx)
 	if err != nil {
 		return fmt.Errorf("client: SigV4 credentials: %w", err)
 	}
 	sum := sha256.Sum256(body)
-	if err := s.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), SigV4Service, s.region, s.now()); err != nil {
+	if err := s.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), service, s.region, s.now()); err != nil {
 		return fmt.Errorf("client: SigV4 sign: %w", err)
 	}
 	return nil

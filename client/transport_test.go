@@ -321,11 +321,12 @@ func TestTokenAuth(t *testing.T) {
 // it re-signs the request's signed headers, path, query and body hash with
 // the expected credentials and compares. Failures answer 403.
 type sigV4Verifier struct {
-	next   http.Handler
-	creds  aws.Credentials
-	region string
-	mu     sync.Mutex
-	seen   []string // Authorization headers that verified
+	next    http.Handler
+	creds   aws.Credentials
+	region  string
+	service string // default execute-api
+	mu      sync.Mutex
+	seen    []string // Authorization headers that verified
 }
 
 func (v *sigV4Verifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -338,10 +339,14 @@ func (v *sigV4Verifier) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (v *sigV4Verifier) verify(r *http.Request) error {
+	service := v.service
+	if service == "" {
+		service = "execute-api"
+	}
 	auth := r.Header.Get("Authorization")
 	scope := "Credential=" + v.creds.AccessKeyID + "/"
 	if !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 ") || !strings.Contains(auth, scope) ||
-		!strings.Contains(auth, "/"+v.region+"/execute-api/aws4_request") {
+		!strings.Contains(auth, "/"+v.region+"/"+service+"/aws4_request") {
 		return fmt.Errorf("bad Authorization %q", auth)
 	}
 	if v.creds.SessionToken != "" && r.Header.Get("X-Amz-Security-Token") != v.creds.SessionToken {
@@ -362,7 +367,7 @@ func (v *sigV4Verifier) verify(r *http.Request) error {
 			check.Header[http.CanonicalHeaderKey(h)] = r.Header.Values(h)
 		}
 	}
-	if err := v4.NewSigner().SignHTTP(context.Background(), v.creds, check, hex.EncodeToString(sum[:]), "execute-api", v.region, at); err != nil {
+	if err := v4.NewSigner().SignHTTP(context.Background(), v.creds, check, hex.EncodeToString(sum[:]), service, v.region, at); err != nil {
 		return err
 	}
 	if check.Header.Get("Authorization") != auth {
@@ -431,6 +436,56 @@ func TestSigV4(t *testing.T) {
 	}
 	if _, err := client.New(srv.URL, client.WithToken("t"), client.WithSigV4Credentials(provider, "eu-west-1")); err == nil {
 		t.Fatal("a token and SigV4 together must be rejected")
+	}
+}
+
+// With WithFunctionURLs, the lock routes go to the lock function's URL and
+// the write routes to the append function's, signed for service lambda;
+// every other route stays on the API, signed for execute-api.
+func TestFunctionURLs(t *testing.T) {
+	ctx := context.Background()
+	creds := aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"}
+	svc := newService(t)
+	servers := map[string]*sigV4Verifier{}
+	urls := map[string]string{}
+	for _, name := range []string{"api", "lock", "append"} {
+		v := &sigV4Verifier{next: handlerOf(svc), creds: creds, region: "eu-west-1", service: "lambda"}
+		if name == "api" {
+			v.service = "execute-api"
+		}
+		srv := httptest.NewServer(v)
+		t.Cleanup(srv.Close)
+		servers[name], urls[name] = v, srv.URL
+	}
+	c := newClient(t, urls["api"], client.WithSigV4Credentials(static(creds), "eu-west-1"),
+		client.WithFunctionURLs(urls["lock"], urls["append"]+"/"))
+	id := newID(t)
+	now := core.TS(time.Now())
+	if _, err := c.Create(ctx, createReq(now, id, ffqnActivity, core.ComponentTypeActivity, nil)); err != nil {
+		t.Fatal(err)
+	}
+	exr, _ := core.NewExecutorId(uint64(now.UnixMilli()), nil)
+	run, _ := core.NewRunId(uint64(now.UnixMilli()), nil)
+	req := core.LockRequest{BatchSize: 1, PendingAtOrSooner: now, CreatedAt: now,
+		ComponentID: core.ComponentId{ComponentType: core.ComponentTypeActivity, Name: "c", ComponentDigest: testDigest},
+		ExecutorID:  exr, RunID: run, LockExpiresAt: now.Add(time.Minute), RetryConfig: core.RetryConfigZero()}
+	le, err := c.LockOne(ctx, req, id, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Append(ctx, id, le.NextVersion, core.AppendRequest{CreatedAt: core.TS(time.Now()), Event: &core.Finished{Retval: core.RetOk(nil)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetPendingState(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int{"api": 2, "lock": 1, "append": 1} {
+		if got := len(servers[name].seen); got != want {
+			t.Errorf("%s received %d verified requests, want %d", name, got, want)
+		}
+	}
+	if _, err := client.New(urls["api"], client.WithFunctionURLs("ftp://x", "")); err == nil {
+		t.Error("an invalid function URL was accepted")
 	}
 }
 

@@ -242,6 +242,71 @@ func (c *Client) AppendBatchRespondToParent(ctx context.Context, events core.App
 		Events: events, Response: resp, CurrentTime: timePtr(currentTime)}, events.ExecutionID, events.Version, events.Batch)
 }
 
+// AppendItem is one write of AppendMany: a batch appended to ExecutionID
+// at Version (AppendBatch) or, with Response set, a child's batch and its
+// response to its parent (AppendBatchRespondToParent; ExecutionID is the
+// child). A zero CurrentTime is the server's clock.
+type AppendItem struct {
+	ExecutionID core.ExecutionId
+	Version     core.Version
+	Batch       []core.AppendRequest
+	CurrentTime core.Timestamp
+	Response    *core.AppendResponseToExecution
+}
+
+// AppendResult is one item's outcome: the next version, or the error its
+// single method would have returned.
+type AppendResult struct {
+	NextVersion core.Version
+	Err         error
+}
+
+// appendManyPath is the route of AppendMany.
+const appendManyPath = "/v1/worker/append-batch/many"
+
+// AppendMany writes items, to different executions, in one request
+// (POST /v1/worker/append-batch/many): each item is atomic on its own and
+// answered on its own, so a worker finishing many executions pays one
+// request instead of one per execution. The error is the request's; the
+// items' are in the results, in order. Like the single writes, an item
+// answered 409 after an ambiguous failure is resolved by reading its events
+// back.
+func (c *Client) AppendMany(ctx context.Context, items []AppendItem) ([]AppendResult, error) {
+	body := httpapi.AppendManyBody{Items: make([]httpapi.AppendManyItem, len(items))}
+	for i, it := range items {
+		if it.Response != nil {
+			body.Items[i].RespondToParent = &httpapi.RespondToParentBody{Events: core.AppendEventsToExecution{
+				ExecutionID: it.ExecutionID, Version: it.Version, Batch: it.Batch}, Response: *it.Response, CurrentTime: timePtr(it.CurrentTime)}
+		} else {
+			b := batchBody(it.CurrentTime, it.Batch, it.ExecutionID, it.Version)
+			body.Items[i].Append = &b
+		}
+	}
+	var out httpapi.AppendManyJSON
+	resp, err := c.post(ctx, http.MethodPost, appendManyPath, body, idempotent, &out)
+	if err != nil {
+		return nil, err
+	}
+	if len(out.Results) != len(items) {
+		return nil, fmt.Errorf("client: POST %s: %d results for %d items", appendManyPath, len(out.Results), len(items))
+	}
+	results := make([]AppendResult, len(items))
+	for i, r := range out.Results {
+		if r.NextVersion != nil {
+			results[i].NextVersion = *r.NextVersion
+			continue
+		}
+		results[i].Err = &Error{Status: r.Status, Message: r.Err, Method: http.MethodPost, Path: appendManyPath,
+			cause: causeOf(r.Status, r.Err)}
+		if resp.Ambiguous && r.Status == http.StatusConflict {
+			if next, ok := c.committed(ctx, items[i].ExecutionID, items[i].Version, items[i].Batch); ok {
+				results[i] = AppendResult{NextVersion: next}
+			}
+		}
+	}
+	return results, nil
+}
+
 // AppendBatchWithDelayResponse implements core.DbConnection.
 func (c *Client) AppendBatchWithDelayResponse(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, js core.JoinSetId, delay core.DelayId) (core.Version, error) {
 	return c.appendCall(ctx, "/v1/worker/append-batch/delay-response", httpapi.DelayResponseBody{

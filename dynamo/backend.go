@@ -74,7 +74,7 @@ type Options struct {
 	// (default 5); throttling, 5xx and network errors are retried by it.
 	SDKMaxAttempts int
 	// DisableDigestIndex stops maintaining the pending-digest index, which
-	// costs 2 of an activity's 15 write units (doc.go, "Cost");
+	// costs 2 of an activity's 14 write units (doc.go, "Cost");
 	// PendingByDigest (and so lock_pending_by_component_digest) then fails
 	// with core.ErrNotImplemented.
 	// For deployments whose workers lock only by function name.
@@ -85,7 +85,7 @@ type Options struct {
 	// delays the marking, never an expiry (retention.go).
 	RetentionLag time.Duration
 	// DisableDeploymentCounts stops maintaining the deployments index, which
-	// costs 5 of an activity's 15 write units; list_deployment_states then
+	// costs 3 of an activity's 14 write units; list_deployment_states then
 	// fails with core.ErrNotImplemented unless its counts are skipped.
 	DisableDeploymentCounts bool
 }
@@ -112,11 +112,14 @@ type Backend struct {
 	// skipAfterCommit leaves deferred child creations to the next reader
 	// (tests simulate a crash between the commit and the fan-out).
 	skipAfterCommit bool
-	undecodable     store.Undecodable
+	// afterRegister, when set, runs after a response is registered in an
+	// inbox, before its transaction commits (tests widen that window).
+	afterRegister func(child core.ExecutionId)
+	undecodable   store.Undecodable
 }
 
 type stats struct {
-	commits, retries, resends, ownCommits, spills, deferred, materialised atomic.Int64
+	commits, retries, resends, ownCommits, spills, deferred, materialised, registered atomic.Int64
 }
 
 // Stats are counters since the backend was created.
@@ -139,6 +142,9 @@ type Stats struct {
 	// Undecodable counts corrupt items left out of query results (each
 	// logged at ERROR; see store.Undecodable).
 	Undecodable int64
+	// Registered counts responses registered in a parent's inbox (doc.go,
+	// "Fan-in"), deferred or elected.
+	Registered int64
 }
 
 // Stats returns the backend's counters.
@@ -146,7 +152,7 @@ func (b *Backend) Stats() Stats {
 	s := &b.stats
 	return Stats{Commits: s.commits.Load(), Retries: s.retries.Load(), Resends: s.resends.Load(),
 		OwnCommits: s.ownCommits.Load(), Spills: s.spills.Load(), Deferred: s.deferred.Load(),
-		Materialised: s.materialised.Load(), Undecodable: b.undecodable.Count()}
+		Materialised: s.materialised.Load(), Undecodable: b.undecodable.Count(), Registered: s.registered.Load()}
 }
 
 var _ store.Backend = (*Backend)(nil)
@@ -300,6 +306,9 @@ func (b *Backend) Update(ctx context.Context, fn func(tx store.Tx) error) error 
 			return err
 		}
 		if p.empty() {
+			if !b.skipAfterCommit {
+				b.cleanInbox(context.WithoutCancel(ctx), p)
+			}
 			return nil
 		}
 		err = b.execute(ctx, p)

@@ -32,6 +32,7 @@ const (
 	opDelayDelete
 	opOutbox
 	opCounter
+	opInbox // an Update of a parent's inbox (inbox.go)
 	// deployments.go
 	opDepInsert
 	opDepUpdate
@@ -49,8 +50,9 @@ func (k opKind) isDelete() bool { return k == opDelayDelete || k == opRefDelete 
 type op struct {
 	kind   opKind
 	exec   core.ExecutionId
-	key    item // pk, sk
-	put    item // the item written by a Put
+	key    item   // pk, sk
+	put    item   // the item written by a Put
+	update string // the UpdateExpression of an Update (opInbox)
 	cond   string
 	names  map[string]string
 	values item
@@ -75,6 +77,8 @@ type plan struct {
 	// references of a new deployment's files, metadata beyond the
 	// transaction's room (insert-if-absent).
 	ahead []aheadPut
+	// inboxDone are inbox keys to remove after the commit (inbox.go).
+	inboxDone []inboxDone
 }
 
 // aheadPut is an item written before the commit.
@@ -138,6 +142,16 @@ func (t *tx) plan() (*plan, error) {
 			}
 			heads = append(heads, ops[0])
 			others = append(others, ops[1:]...)
+			if ex.head.fi && ex.ib == nil && ex.state != nil && ex.state.State == core.StateBlockedByJoinSet {
+				if _, err := t.inbox(ex); err != nil {
+					return nil, err
+				}
+			}
+			iops, err := t.planInbox(ex)
+			if err != nil {
+				return nil, err
+			}
+			others = append(others, iops...)
 		case ex.loaded:
 			o := op{kind: opHeadCheck, exec: ex.id, key: keyOf(pkExec(ex.id), skHead), firstNew: -1,
 				what: "head " + ex.id.String()}
@@ -165,6 +179,7 @@ func (t *tx) plan() (*plan, error) {
 	}
 	p.ops = append(heads, others...)
 	stampRetention(p) // retention.go
+	p.inboxDone = t.doneKeys()
 	if err := t.planDeployments(p); err != nil {
 		return nil, err
 	}
@@ -178,7 +193,7 @@ func (t *tx) plan() (*plan, error) {
 }
 
 func (ex *execTx) dirty() bool {
-	if ex.state != nil || len(ex.events) > 0 || len(ex.responses) > 0 || ex.ret.children > 0 {
+	if ex.state != nil || len(ex.events) > 0 || len(ex.responses) > 0 || ex.ret.children > 0 || ex.touch {
 		return true
 	}
 	for _, d := range ex.dorder {
@@ -232,8 +247,14 @@ func (t *tx) planUpdate(ex *execTx) ([]op, error) {
 		h.st = cloneState(*ex.state)
 	}
 	ex.planRetention(h, false) // retention.go
+	if ex.deferred != "" {
+		h.pr, h.pq = ex.deferred, ex.deferredSeq
+	}
 	firstNew := int64(-1)
 	for _, ne := range ex.events {
+		if isChildRequest(ne.ev) {
+			h.fi = true
+		}
 		payload, err := b.encodeEvent(t.ctx, ne.ev, ownerOf(ex.id, h))
 		if err != nil {
 			return nil, err
@@ -508,6 +529,10 @@ func (b *Backend) send(ctx context.Context, p *plan) error {
 				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
 		case o.kind.isDelete():
 			items[i].Delete = &types.Delete{TableName: b.tableName(), Key: o.key}
+		case o.update != "":
+			items[i].Update = &types.Update{TableName: b.tableName(), Key: o.key, UpdateExpression: aws.String(o.update),
+				ConditionExpression: cond, ExpressionAttributeNames: o.names, ExpressionAttributeValues: values,
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
 		default:
 			items[i].Put = &types.Put{TableName: b.tableName(), Item: o.put, ConditionExpression: cond,
 				ExpressionAttributeNames: o.names, ExpressionAttributeValues: values,
@@ -686,12 +711,17 @@ func (b *Backend) landed(ctx context.Context, p *plan) (bool, error) {
 	return false, nil
 }
 
-// afterCommit materialises deferred child creations (outbox.go).
+// afterCommit removes the inbox keys the commit applied (inbox.go) and
+// materialises deferred child creations (outbox.go).
 func (b *Backend) afterCommit(ctx context.Context, p *plan) {
-	if len(p.deferred) == 0 || b.skipAfterCommit {
+	if b.skipAfterCommit {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
+	b.cleanInbox(ctx, p)
+	if len(p.deferred) == 0 {
+		return
+	}
 	if err := b.materialise(ctx, p.deferred, p.rq); err != nil {
 		b.log.ErrorContext(ctx, "fan-out materialisation incomplete; the next reader finishes it",
 			core.LogKeyExecutionID, p.anchor.String(), core.LogKeyRequestID, p.rq, core.LogKeyErr, err)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/stela-dev/stela/cas"
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/dynamo"
@@ -148,4 +150,64 @@ func TestDisabledDeploymentCountsFailInsteadOfReportingZero(t *testing.T) {
 	if err != nil || len(ss) != 1 {
 		t.Fatalf("states without counts: %v, %v", ss, err)
 	}
+}
+
+// The deployments index moves an execution's entry only when it finishes
+// (live bucket A → O/E/X), so a lock writes no deployments entry; live
+// executions are counted in their bucket at now from their heads, and an
+// entry written with a live bucket letter before the A bucket existed is
+// still counted.
+func TestDeploymentCountsMoveOnlyWhenFinishing(t *testing.T) {
+	ctx := context.Background()
+	meter := dynamo.NewCapacityMeter()
+	b, _ := newBackend(t, dynamo.Options{}, meter.Register)
+	svc := store.New(b, store.Options{Clock: &fixedClock{t0}})
+	dep := mustV(core.ParseDeploymentId("Dep_01KBNJ2T3D8W7H3X6Q4M9R5V1A"))
+	create := func(at core.Timestamp) core.ExecutionId {
+		id := newID()
+		req := createReq(id, ffqnAct, compAct, t0)
+		req.ScheduledAt, req.DeploymentID = at, dep
+		must(svc.Create(dynamo.WithMeterLabel(ctx, "create"), req))(t)
+		return id
+	}
+	pending, scheduled, locked, done, legacy := create(t0), create(t0.Add(time.Hour)), create(t0), create(t0), create(t0)
+	for _, id := range []core.ExecutionId{locked, done} {
+		req := lockReq(t0, compAct)
+		req.DeploymentID = dep
+		le := must(svc.LockOne(dynamo.WithMeterLabel(ctx, "lock"), req, id, 1))(t)
+		if id == done {
+			must(svc.Append(dynamo.WithMeterLabel(ctx, "finish"), id, le.NextVersion,
+				core.AppendRequest{CreatedAt: t0, Event: &core.Finished{Retval: core.RetOk(nil)}}))(t)
+		}
+	}
+	use := meter.Snapshot()
+	// create: pending-ffqn, pending-digest, list, list-id, deployments;
+	// lock: pending-ffqn and pending-digest out, timers in;
+	// finish: timers out, deployments A → O (a delete and a put).
+	for label, want := range map[string]int{"create": 5 * 5, "lock": 3 * 2, "finish": 3} {
+		if got := use[label].IndexEntries; got != want {
+			t.Errorf("%s: %d index entries, want %d", label, got, want)
+		}
+	}
+	// A head written before the A bucket: pending, entry in bucket P.
+	var dk string
+	for _, it := range must(b.RawPartition(ctx, "E#"+legacy.String()))(t) {
+		if v, ok := it["dk"].(*types.AttributeValueMemberS); ok {
+			dk = v.Value
+		}
+	}
+	if !strings.Contains(dk, "#T#A#") {
+		t.Fatalf("a pending head's deployments key is %q, want the live bucket A", dk)
+	}
+	noErr(t, b.RawSet(ctx, "E#"+legacy.String(), "H", map[string]string{
+		"dk": strings.Replace(dk, "#T#A#", "#T#P#", 1), "ds": t0.SortableText() + "#" + legacy.String()}))
+
+	states := []core.DeploymentState{{DeploymentID: dep}}
+	noErr(t, b.CountDeploymentExecutions(ctx, states, t0, false))
+	got := states[0]
+	if got.Pending != 2 || got.Scheduled != 1 || got.Locked != 1 || got.FinishedOk != 1 ||
+		got.Blocked+got.Paused+got.Cancelling+got.FinishedError+got.FinishedExecutionFailure != 0 {
+		t.Fatalf("counts %+v: want 2 pending (one with a legacy entry), 1 scheduled, 1 locked, 1 finished ok", got)
+	}
+	_, _ = pending, scheduled
 }

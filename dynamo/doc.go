@@ -56,6 +56,10 @@
 //	nc  the number of derived executions created by its own commits (on
 //	    heads created since retention exists; see Retention)
 //	ttl the tree's expiry, epoch seconds, once the tree is marked (Retention)
+//	fi  the execution has requested a child (its children may defer responses, see Fan-in)
+//	el  on a child: its response is applied to its parent's head directly (a fence, see Fan-in)
+//	pr  on a finished child: the created_at of the response its Finished defers (see Fan-in)
+//	pq  with pr: the sequence number of that response's registration (its order)
 //	pf/pd/ps, tp/ts, cp/cs, lp/ls, rp/rs  index keys:
 //	    pf = "<ffqn>#<s>", pd = "<digest>#<s>", ps = "<at>#<created_at>#<id>"
 //	    tp = "L#<s>", ts = "<lock expiry>"
@@ -96,6 +100,13 @@
 //
 // Timer row — pk "E#<owner>", sk "D#<join set>#<delay id>": x expires_at,
 // p paused, rq, and while unpaused tp = "D#<s>", ts = expiry.
+//
+// Inbox — pk "E#<parent>", sk "S": ks (string set) the keys of children
+// whose response registered and is not known applied, o#<js> the number of
+// registrations of join set js, n of all registrations, c#<js> the key that
+// claimed js since the parent last blocked on it, wj the join set it last
+// blocked on. A child's
+// key is its id relative to the parent, "<join set>_<index>". See Fan-in.
 //
 // Outbox — pk "E#<parent>", sk "O#<request id>": e the deferred child items
 // (JSON, or a CAS reference above 300 KiB). See Fan-out.
@@ -190,9 +201,9 @@
 // Because every item of an execution changes only together with its head
 // (the backend writes the head whenever one of its items changes), guarding
 // heads serialises every pair of transactions touching a common execution.
-// In particular the JoinNext ↔ response race (docs/spec/semantics.md §8.3) is closed: the
-// JoinNext commit guards the head it read when it looked for the n-th
-// response, and the response commit writes that head.
+// The one exception is a child's deferred response, which reaches its
+// parent without its head; Fan-in below closes the JoinNext ↔ response
+// race (docs/spec/semantics.md §8.3) for it with the parent's inbox.
 //
 // # The atomic units of docs/spec/semantics.md §7.3
 //
@@ -203,9 +214,18 @@
 //	lock                       Put head rv = :r (Locked inline) — a single PutItem
 //	append_batch_create_new_   Put parent head rv = :r + Put each child head
 //	  execution                attribute_not_exists (+ outbox beyond the limits)
-//	append_batch_respond_to_   Put child head rv = :r + Put parent head rv = :r +
-//	  parent                   Put response attribute_not_exists + Put guard G#C#child
+//	append_batch_respond_to_   deferred (Fan-in): UpdateItem parent inbox (register),
+//	  parent                   then Put child head rv = :r with pr — a single PutItem;
+//	                           applied (elected, fenced, no fan-in): Put child head
+//	                           rv = :r + Put parent head rv = :r + Put response
+//	                           attribute_not_exists + Put guard G#C#child
 //	                           attribute_not_exists
+//	applying deferred          Put parent head rv = :r + per response: Put response +
+//	  responses (drain)        Put guard G#C#child, attribute_not_exists; then
+//	                           UpdateItem inbox DELETE ks (the keys applied)
+//	a JoinNext that blocks     Put head rv = :r + Update inbox SET wj REMOVE c#js,
+//	  (with fan-in)            condition o#js as read + Put head el of each child of js
+//	                           registered and unfinished, rv = :read
 //	append_delay_response,     Put head rv = :r + Put response + Put guard G#D#delay
 //	  cancel_delay             attribute_not_exists + Delete timer row
 //	append_batch_with_delay_   Put head rv = :r + Put response + Put guard; the timer
@@ -338,6 +358,121 @@
 // before retention existed have no rs and are never expired. What it costs
 // is measured in Cost.
 //
+// # Fan-in: responses that bypass the parent's head
+//
+// Before, every child's response rewrote its parent's head (the response's
+// cursor came from the head's mc, and the head may unblock), so siblings
+// finishing together all raced on one item: 1.45 cancelled transactions
+// per child finish measured (49% of the workflow's transactions with 8
+// clients). Now a child's response (append_batch_respond_to_parent, a
+// stub, the sweep finishing a timed-out child) normally writes only the
+// child: siblings share no item inside any transaction, and the one item
+// they share, the parent's inbox, they write only with single-item
+// UpdateItems, which DynamoDB serialises without cancelling any. The
+// service still decides everything (store.Inbox: cursors and the unblock
+// rule stay core.ApplyResponse in store.Service); this package decides
+// where a response is stored and when it must be applied at once.
+//
+// A response. In the child's transaction, store.Service offers the response
+// (store.Inbox.DeferResponse). The backend defers it when the transaction
+// appends the child's Finished with exactly that result and version, the
+// child is not fenced (el), and the parent has fan-in (fi, set by the commit
+// that first requests a child; read unguarded, it never goes back). It then
+// registers the response in the parent's inbox — UpdateItem ADD o#js 1,
+// ADD n 1, ADD ks {key}, SET c#js = if_not_exists(c#js, key), ReturnValues
+// ALL_NEW —
+// before the commit (repeating it is harmless: a counter and a set). The
+// returned image elects the response when wj = js and c#js = key: the
+// parent last blocked on js and this is the first registration of js
+// since. An elected (or fenced, or unregistrable) response is applied as
+// before, the parent's head written in the child's transaction. A deferred
+// one is committed as the child's head alone (a single PutItem) carrying
+// pr and pq: the response is the child's Finished (result, version) plus pr
+// (created_at), so it exists exactly when the child's Finished does
+// (docs/spec/semantics.md §8.15).
+//
+// Applying deferred responses (store.Inbox.DeferredResponses, the drain).
+// The service applies them — cursor mc+1…, unblock rule, response item and
+// guard, in a commit that writes the parent's head as before — first thing
+// in every transaction that reads the parent's responses: a JoinNext
+// (before its lookup), a lock (its history), and before every read of
+// responses outside a transaction (get, subscribe, read_history,
+// list_responses, list_execution_events_responses: store.Service.settle,
+// which asks HasDeferredResponses, then drains at most 32 per commit). The
+// drain reads the inbox, then the heads of its registered children and
+// their guards (BatchGetItem, consistent): a child finished with pr and no
+// guard is a deferred response; one not finished is in flight; anything
+// else (guard present: applied; no pr: it carried no response) is stale.
+// Deferred responses are applied in registration order (pq on the child:
+// the inbox's counter n returned by its registration), and a response
+// applied to the head at once (elected, a delay's, …) drains the deferred
+// ones first, so a response that completed before another began is never
+// numbered after it. After the commit the applied and stale keys leave ks
+// (DELETE, idempotent).
+//
+// A JoinNext that blocks (a commit of a head with fan-in going to
+// BlockedByJoinSet js from any other state) read the inbox before it looked
+// for the response (NthResponse reads it first). It adds to its
+// transaction: Update inbox SET wj = js, REMOVE c#js, condition o#js = the
+// count it read (attribute_not_exists if none); and a fence on every child
+// of js registered but not finished when it read them — the child's head
+// rewritten with el, condition its rv as read (more than 24 such children:
+// the JoinNext waits for them and runs again).
+//
+// Why the JoinNext ↔ response race stays closed (§8.3). Let J be a
+// transaction whose JoinNext finds the n-th response of js absent and
+// blocks, and R a response of js that is deferred. R registers before it
+// commits. (a) R registered after J read the inbox: o#js moved, J's
+// condition fails, J runs again and drains R (or fences it). (b) R
+// registered before J read the inbox: its key is in ks. If R's child was
+// finished when J read it, R is a deferred response J applied before
+// looking: J does not block on it. If not, J fences the child: if R commits
+// first, the fence's condition fails and J runs again (and now drains R);
+// if J commits first, R's commit fails on the child's rv, R runs again,
+// sees el and is applied to the parent's head, serialised with J by the
+// head's rv. (c) R registered after J committed: J removed c#js, so the
+// first such registration claims it and is elected: it unblocks the parent
+// in its own transaction (serialised with J by the head). A response that
+// is not deferred writes the parent's head, which J guards, as before. So
+// no interleaving leaves the parent blocked with its response stored, and
+// exactly one response per block writes the parent's head: later siblings
+// of js see c#js claimed by another and are deferred.
+//
+// Stored once, cursors gapless and in order (§8.4, §8.13). Cursors are
+// still allocated only by commits that write the parent's head (rv-guarded)
+// together with the responses they number, and reads are bounded by the
+// head's mc: a deferred response simply has no cursor until applied, and a
+// reader never sees n+1 before n. A response is applied by a commit that
+// puts its guard G#C#<child> attribute_not_exists, and the drain skips
+// keys whose guard exists, so a registration landing twice (an ambiguous
+// retry, a late duplicate) or a clean-up lost with the process only leaves
+// a stale key.
+//
+// Crashes. A deferred response whose commit landed is in the child's head
+// and registered, so whichever reader comes next applies it. A registration
+// whose transaction never commits (fn failed, process died) is a key whose
+// child is not finished: harmless, fenced if the parent blocks. The elected
+// response is the one that can be lost: if its process dies after
+// registering, the parent stays blocked although its siblings' responses
+// are deferred. Its child is still locked, so: the sweep that resolves its
+// expired lock also settles the parent (store.Sweep, SettleResponses) and
+// the deferred responses unblock it; the child's retry registers the same
+// key, still holding the claim, and is applied once (its guard). A response
+// whose transaction fails for another reason (version conflict, fenced
+// worker) settles the parent right away (store.Service, best effort).
+//
+// What it costs and saves (cmd/stela-bench-cost -fanout 100, see Cost): a
+// deferred child finish is a PutItem of the child (1 WRU) and a registration
+// (1 WRU per KB of the inbox, which holds at most the keys of responses not
+// yet applied), plus 1 RRU to read the parent's fi; applying it later costs
+// what a response cost before minus the parent head per response (the head
+// is written once per drain of up to 32). On AWS a registration that meets
+// a blocking JoinNext's transaction on the inbox is refused with
+// TransactionConflict and retried (a run of fn again); DynamoDB Local never
+// raises TransactionConflict. The inbox is one item: a parent takes about
+// 1,000 registrations per second (the per-item write limit); beyond, the
+// SDK's throttling retries spread them.
+//
 // # Limits
 //
 // Options.Shards must never decrease for a table. One execution's items
@@ -345,9 +480,9 @@
 // batch's events are written as pages, so batches are bounded by 4 MB per
 // commit, not by 100 actions. Log cursors come from one counter item, so
 // log batches are limited to ~1,000 per second table-wide (one write unit
-// each). Siblings finishing at the same moment contend on their parent's
-// head (each response rewrites it); the losers re-run, which costs reads
-// and the capacity of their cancelled transactions (see Cost).
+// each). Siblings finishing at the same moment no longer contend on their
+// parent (see Fan-in); they share its inbox item, which takes about 1,000
+// registrations per second per parent.
 //
 // # Cost (cmd/stela-bench-cost on DynamoDB Local 3.3.1)
 //
@@ -381,57 +516,97 @@
 //   - reads: as DynamoDB Local reports them (1 RRU per 4 KB strongly
 //     consistent, ½ eventually consistent: read-write-operations.html).
 //
-// List prices: $0.625/M WRU, $0.125/M RRU; per API call (one HTTP request
-// through API Gateway to one Lambda invocation) $1.00/M for the HTTP API +
-// $0.20/M Lambda requests = $1.20 per million API calls, plus Lambda
-// duration, $0.0033 per million calls per ms of handler time (256 MB arm64).
-// Locks are taken in batches of 10. WRU and index entries are
-// deterministic for a layout; RRU nearly so (index queries read a varying
-// number of shards); the cancelled share depends on how concurrent clients
-// interleave, and handler times are wall time on a shared, loaded 2-core
-// machine (load average 3–19), so the all-in prices below are indicative.
+// List prices: $0.625/M WRU, $0.125/M RRU; a request through the HTTP API
+// costs $1.00/M plus the Lambda request $0.20/M, one through a Lambda
+// function URL (the worker lock and write routes, docs/deploy.md) or a
+// scheduled sweep invocation only the $0.20/M; Lambda duration at 128 MB
+// arm64 is $0.0017 per million requests per ms. The bench prints these
+// assumptions, prices the public create through API Gateway and the worker
+// routes through function URLs (-worker-door apigw for API Gateway), and
+// counts a transition per execution created or locked, event appended and
+// response recorded (an activity: 3). Locks are taken in batches of 10. WRU
+// and index entries are deterministic for a layout; RRU nearly so (index
+// queries read a varying number of shards); the cancelled share depends on
+// how concurrent clients interleave, and handler times are wall time on a
+// shared, loaded 2-core machine (its duration share is indicative; it is
+// under 2% of every price below).
 //
-//	Activity (create → lock → finish; 2.1 API calls), 1,000 of them:
-//	  default layout: 16 WRU, 13 index entries, 2.7 RRU
-//	    create  6 WRU (head 1 + pending-ffqn, pending-digest, list, list-id,
-//	            deployments)
-//	    lock    6 WRU (head 1 + pending-ffqn and pending-digest out, timers in,
-//	            deployments moved: 2), 1.7 RRU per activity
-//	    finish  4 WRU (head 1 + timers out, deployments moved: 2), 1 RRU
-//	    → DynamoDB $10.34 per million activities ($4.92 per million API calls)
-//	  lean layout (STELA_DIGEST_INDEX=off STELA_DEPLOYMENT_COUNTS=off):
-//	    9 WRU, 6 index entries, 2.7 RRU → DynamoDB $5.96 per million
-//	    activities ($2.84 per million API calls)
-//	  no transaction, so nothing cancelled. All-in at the 3–11 ms handler
-//	  time of a 1-client run: $12.8 (default), $8.6 (lean) per million
-//	  activities.
-//	Workflow (10 child activities + 1 delay; 17.3 API calls), 100 of them:
-//	  default: 1 client 320 WRU, 180 index entries, 70 RRU, no transaction
-//	    cancelled → DynamoDB $209 per million workflows; 8 clients 419 WRU
-//	    and 107 RRU, of which 1,237 of 2,537 transactions (49%) were
-//	    cancelled (all for a failed condition, none for a
-//	    TransactionConflict) and billed 99 WRU per workflow (24% of its
-//	    WRU) → $275 per million workflows.
-//	  lean: 8 clients 323 WRU, 87 index entries, 107 RRU, 49% of
-//	    transactions cancelled, 102 WRU (32%) → $215 per million workflows.
-//	  the submit of 10 children: 72 WRU (11 heads × 2 in one transaction +
-//	    50 index entries); a child's finish + response to its parent:
-//	    12.4 WRU (≈ 4 items × 2 + 4.4 entries). The cancellations are
-//	    siblings finishing together: each response rewrites the parent's
-//	    head, so the losers' transactions fail the head's revision condition
-//	    and re-run (see Limits).
-//	  All-in at 1 client: $230 (default) per million workflows.
+// Before → after this change (issue 12), 8 clients unless said otherwise;
+// "before" is the previous code measured by the same bench (run from a
+// copy of it), priced the same way (function URLs for the worker routes;
+// the "API Gateway" column puts every request through the HTTP API, as the
+// previous deployment did):
 //
-// Index maintenance dominates: each sparse index entry costs a write when it
-// appears and one when it goes, and every bucket change of an execution
-// moves its deployment-counts entry (2 writes). HTTP API + Lambda add $1.20
-// per million API calls plus the duration share (≈ $0.07 at 20 ms). A step
-// that is one state transition (create, lock, finish) costs $2.9 per
-// million all-in on the lean layout ($8.6 per million activities / 3) and
-// $4.3 on the default one; counted per HTTP request the lean layout costs
-// $4.07 per million, of which API Gateway alone is $1.00. The lean layout
-// gives up lock-by-component-digest and per-deployment execution counts
-// (both then return core.ErrNotImplemented).
+//	                              before                          after
+//	activity, default layout      16 WRU, 2.7 RRU                 14 WRU, 2.7 RRU
+//	  $/M activities (API GW)     $11.98 ($13.08)                 $10.68 ($11.78)
+//	  $/M transitions             $3.99 ($4.36)                   $3.56 ($3.93)
+//	activity, lean layout         9 WRU: $7.84, $2.61/M trans.    unchanged: $7.47, $2.49/M trans.
+//	workflow, default             420 WRU, 49% of transactions    276 WRU, none cancelled
+//	  (10 children + delay)       cancelled: $282.62 ($297.92)    $189.89 ($205.19); 1 client: 276 WRU,
+//	                              1 client: 320 WRU               $189.01
+//	workflow, lean                330 WRU, 50% cancelled:         211 WRU, none cancelled:
+//	                              $231.00 ($246.30)               $150.08 ($165.38)
+//	fan-out of 100 children       7.76 cancelled transactions     0 per child finish (0 re-runs)
+//	  finishing at once, default  per child finish (2,327 in 300)
+//	  lean                        8.18 per child finish           0
+//
+// What each lever did (measured with the bench):
+//
+//   - Fan-in (deferred responses, above): the cancelled share of the workflow
+//     from 49% to 0 and of the 100-child fan-out from 7.76 per child finish
+//     to 0; under contention that is 100 WRU per workflow (the cancelled
+//     transactions, billed as committed) and their re-runs. Uncontended it
+//     is about neutral: a child's finish is 6.1 WRU (default; 4.3 lean)
+//     instead of 12.4 (10.4), and applying its response later (in the
+//     parent's next lock or read) costs 5 (response and guard in a
+//     transaction, the ordinals entry), the parent's head being written once
+//     per drain instead of once per response; lean uncontended ≈ 221 → 211.
+//   - Deployment counts moving only when an execution finishes (one live
+//     bucket A): 5 → 3 WRU per activity (16 → 14 default), about 33 of a
+//     workflow's WRU remain (3 per execution); counts now read the live
+//     heads of the deployment.
+//   - Function URLs for the worker routes: −$1.00 per million worker
+//     requests: −$1.10 per million activities, −$15.30 per million
+//     workflows (the public create still pays API Gateway).
+//   - The batch route (POST /v1/worker/append-batch/many, -batch 10): −$0.18
+//     per million activities and −$1.98 per million workflows (finishes
+//     share requests; the DynamoDB work is the same).
+//   - 128 MB instead of 256 MB: halves the duration share, ≈ $0.1–1 per
+//     million workflows.
+//   - Single-item writes instead of transactions: a deferred child finish is
+//     one PutItem (1 WRU + its index changes) instead of a 4-item
+//     transaction; the other transactions (creating children, a delay
+//     request with its timer row, firing a delay, the drain) still carry two
+//     or more items that must change together.
+//
+// Where the rest goes (default, per workflow, 276 WRU): submitting the 10
+// children 72 (11 heads in one transaction 22, 5 index entries per child
+// 50), the children's locks 40 (head, pending-ffqn and pending-digest out,
+// timers in), their finishes 61 (head, timers out, deployments A → O,
+// registration, and the one elected response's transaction), applying the
+// 10 responses 50, awaiting the first child 12 (head, timer row, inbox in
+// one transaction), firing the delay 18, the workflow's own create, locks
+// and finish 23.
+//
+// Targets not reached, and the floor. An activity at $1.50 per million
+// transitions is $4.50 per million activities: the front door alone takes
+// $1.24 (the create through API Gateway, $1.20, a tenth of a lock request,
+// the finish through a function URL), leaving ≈ $3.2 for DynamoDB, about 5
+// WRU with the reads. An activity here is 3 head writes (3 WRU) plus the
+// index entries that make it findable: pending-ffqn in and out (2), the two
+// list indexes (2), the lock-expiry timer in and out (2) — 9 WRU, the lean
+// layout, $7.47 all-in ($2.49 per transition); the default layout adds the
+// digest index (2) and the deployment counts (3). Reaching 5 WRU would mean
+// dropping indexed queues, listings or lock expiry (or batching lock leases
+// per lock batch, ≈ −1.6 WRU, not done). The 10-child workflow at $100 per
+// million would need ≤ ≈ 140 WRU: the lean 211 less the remaining levers
+// not taken — the drain's response and guard outside the transaction (≈ −20),
+// children created with single-item writes behind an outbox (≈ −10), lock
+// leases per lock batch (≈ −20) — still ≈ 160 WRU, ≈ $110. So both targets
+// are out of reach with one item write per index entry; today's prices are
+// $10.68 / $7.47 per million activities (default / lean) and $190 / $150
+// per million workflows.
 //
 // Retention. The figures above were measured before retention existed,
 // which is STELA_RETENTION=forever. With the default 30 days
@@ -550,21 +725,27 @@
 // Counts: list_deployment_states reads a sparse GSI on the heads,
 //
 //	deployments     GSI  dk = "<current deployment>#<T|D>#<bucket>#<shard>"
-//	                     ds = "<pending time>#<id>" in bucket P, else "<id>"
+//	                     ds = "<id>"
 //	                     KEYS_ONLY, every head (not with DisableDeploymentCounts)
 //
-// where the bucket is the single §4.8.1 bucket of the head (L locked, P
-// pending_at, B blocked, Z paused, C cancelling, O/E/X finished ok / error
-// / execution failure) and T/D tells top-level from derived executions.
-// A deployment's counts are Select=COUNT queries, one per bucket, kind and
-// shard, pending and scheduled being two ranges of P split at
-// "<current_time>#~" — so reading costs nothing per execution beyond the
-// index entries counted, and no Scan is needed. The entry moves with the
-// head's current deployment (set by every non-auto lock and upgrade), which
-// is exactly docs/spec/semantics.md §8 item 21. Its price is paid on writes: every bucket
-// change is a delete and an insert in the index, +5 WRU per activity
-// (create 1, lock 2, finish 2: 16 instead of 11 WRU; see Cost);
-// Options.DisableDeploymentCounts removes it (counts then fail with
+// where the bucket is A while the execution is live and its finished bucket
+// of §4.8.1 once it finished (O/E/X: ok / error / execution failure), and
+// T/D tells top-level from derived executions. Finished counts are
+// Select=COUNT queries, one per bucket, kind and shard; live executions are
+// counted from their heads (the A entries, then a BatchGetItem of the
+// heads, both eventually consistent), each in its live bucket at `now` (L
+// locked, P pending or scheduled, B blocked, Z paused, C cancelling). So a
+// count reads in proportion to the deployment's live executions (plus one
+// COUNT query per finished bucket, kind and shard), and no Scan is needed.
+// The entry moves with the head's current deployment (set by every non-auto
+// lock and upgrade), which is exactly docs/spec/semantics.md §8 item 21,
+// and when the execution finishes — not on a lock, block, unblock, pause or
+// cancellation: +3 WRU per activity (create 1, finish 2: 14 instead of 11
+// WRU; it was +5, one entry per bucket moving on every bucket change, before
+// the A bucket; see Cost). Entries written before then carry their live
+// bucket letter (L, P with ds "<pending time>#<id>", B, Z, C) until the
+// head's next write and are still counted with Select=COUNT.
+// Options.DisableDeploymentCounts removes the index (counts then fail with
 // core.ErrNotImplemented). Like every index read, counts are eventually
 // consistent.
 //

@@ -6,6 +6,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/stela-dev/stela/core"
 )
 
 // SetSkipAfterCommit makes commits leave deferred child creations to the
@@ -45,3 +47,16 @@ func (b *Backend) RawSet(ctx context.Context, pk, sk string, attrs map[string]st
 		UpdateExpression: aws.String(expr), ExpressionAttributeNames: names, ExpressionAttributeValues: vals})
 	return err
 }
+
+// RegisterResponse registers child's response in parent's inbox, as
+// DeferResponse does, and reports whether it was elected (tests simulate a
+// responder that dies after registering).
+func (b *Backend) RegisterResponse(ctx context.Context, parent, child core.ExecutionId) (bool, error) {
+	_, js, _ := child.SplitToParts()
+	elected, _, err := b.register(ctx, parent, js.String(), inboxKey(parent, child))
+	return elected, err
+}
+
+// SetAfterRegister runs fn after a response is registered (and deferred),
+// before its transaction commits.
+func (b *Backend) SetAfterRegister(fn func(child core.ExecutionId)) { b.afterRegister = fn }

@@ -138,6 +138,37 @@ func (f *faultInjector) handle(ctx context.Context, in middleware.DeserializeInp
 
 func strPtr(s string) *string { return &s }
 
+// newFaultFixture returns the seed (-dynamo.faultseed, logged), a disabled
+// fault injector drawing from stream, and a service over a backend whose
+// client goes through it.
+func newFaultFixture(t *testing.T, stream uint64) (uint64, *faultInjector, *dynamo.Backend, *store.Service) {
+	t.Helper()
+	seed := *flagFaultSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay with -dynamo.faultseed=%d)", seed, seed)
+	f := &faultInjector{rng: rand.New(rand.NewPCG(seed, stream)), counts: map[string]int{}}
+	b, _ := newBackend(t, dynamo.Options{}, f.register)
+	return seed, f, b, store.New(b, store.Options{Clock: &fixedClock{t0}})
+}
+
+// log reports the faults injected and the backend's counters.
+func (f *faultInjector) log(t *testing.T, b *dynamo.Backend) {
+	t.Helper()
+	var kinds []string
+	for k, n := range f.counts {
+		if !strings.Contains(k, "/") {
+			kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
+		}
+	}
+	sort.Strings(kinds)
+	st := b.Stats()
+	t.Logf("faults: %s", strings.Join(kinds, " "))
+	t.Logf("backend: commits=%d retries=%d resends=%d own-commits-recognised=%d registered=%d",
+		st.Commits, st.Retries, st.Resends, st.OwnCommits, st.Registered)
+}
+
 type ack struct {
 	id      core.ExecutionId
 	version core.Version
@@ -148,14 +179,7 @@ type ack struct {
 // return a timeout" — must never lose an acknowledged write, duplicate a
 // version or grant a lock twice (docs/spec/reliability.md S1–S3, T3).
 func TestFaultInjectionKeepsTheInvariants(t *testing.T) {
-	seed := *flagFaultSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (replay with -dynamo.faultseed=%d)", seed, seed)
-	f := &faultInjector{rng: rand.New(rand.NewPCG(seed, 0x5eed)), counts: map[string]int{}}
-	b, _ := newBackend(t, dynamo.Options{}, f.register)
-	svc := store.New(b, store.Options{Clock: &fixedClock{t0}})
+	seed, f, b, svc := newFaultFixture(t, 0x5eed)
 	ctx := context.Background()
 
 	const workflows, appenders, activities, lockers = 4, 6, 30, 3
@@ -314,18 +338,9 @@ func TestFaultInjectionKeepsTheInvariants(t *testing.T) {
 		}
 	}
 
-	var kinds []string
-	for k, n := range f.counts {
-		if !strings.Contains(k, "/") {
-			kinds = append(kinds, fmt.Sprintf("%s=%d", k, n))
-		}
-	}
-	sort.Strings(kinds)
-	st := b.Stats()
 	t.Logf("ops ok=%d fail=%d (version conflicts among ok: %d); acknowledged writes %d; locked %d, finished %d",
 		okOps, failOps, versionConflicts.Load(), len(acks), len(grants), len(finished))
-	t.Logf("faults: %s", strings.Join(kinds, " "))
-	t.Logf("backend: commits=%d retries=%d resends=%d own-commits-recognised=%d", st.Commits, st.Retries, st.Resends, st.OwnCommits)
+	f.log(t, b)
 	for msg, n := range failures {
 		t.Logf("failed op x%d: %s", n, msg)
 	}
@@ -337,5 +352,82 @@ func TestFaultInjectionKeepsTheInvariants(t *testing.T) {
 	t.Logf("L1: %d of %d operations failed (%.2f%%; target ≤ 1%%)", failOps, total, 100*float64(failOps)/float64(max(total, 1)))
 	if failOps*20 > total {
 		t.Fatalf("L1: %d of %d operations failed (> 5%%)", failOps, total)
+	}
+}
+
+// Fan-in under faults (doc.go, "Fan-in"): children of blocked parents
+// finish concurrently while every DynamoDB call may fail at a random point
+// (the registration's UpdateItem included, e.g. executed then timed out).
+// Afterwards, with faults off: a child is finished exactly when its parent
+// holds its response, once (S2, §8.15); cursors are gapless; and once the
+// sweep has resolved the expired locks of children whose finish failed
+// (settling their parents), no parent with a response stays blocked (§8.3).
+func TestFaultInjectionFanInKeepsTheInvariants(t *testing.T) {
+	_, f, b, svc := newFaultFixture(t, 0xfa41)
+	ctx := context.Background()
+
+	const parents, children = 3, 12
+	var kids []core.LockedExecution
+	var ps []core.ExecutionId
+	for range parents {
+		p, locked, _ := fanInParent(t, svc, children, true)
+		ps = append(ps, p)
+		kids = append(kids, locked...)
+	}
+	f.enabled.Store(true)
+	var mu sync.Mutex
+	finishedOK := map[core.ExecutionId]bool{}
+	failures := map[string]int{}
+	var wg sync.WaitGroup
+	for i, k := range kids {
+		wg.Go(func() {
+			err := finish(ctx, svc, k, fmt.Sprint(i))
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				finishedOK[k.ExecutionID] = true
+			} else {
+				failures[err.Error()]++
+			}
+		})
+	}
+	wg.Wait()
+	f.enabled.Store(false)
+
+	// Children whose finish failed still hold their lock (one minute): the
+	// sweep resolves those locks and settles their parents.
+	must(store.Sweep(ctx, svc, t0.Add(2*time.Minute)))(t)
+	for _, p := range ps {
+		l := must(svc.Get(ctx, p))(t)
+		got := map[core.ExecutionId]int{}
+		for i, r := range l.Responses {
+			if r.Cursor != core.ResponseCursor(i+1) {
+				t.Fatalf("%s: cursors %v not gapless", p, l.Responses)
+			}
+			got[r.Event.Event.Event.(*core.ChildExecutionFinished).ChildExecutionID.ExecutionId]++
+		}
+		for _, k := range kids {
+			if parent, _, _ := k.ExecutionID.SplitToParts(); parent != p {
+				continue
+			}
+			cl := must(svc.Get(ctx, k.ExecutionID))(t)
+			finished := cl.PendingState.State == core.StateFinished
+			switch {
+			case got[k.ExecutionID] > 1:
+				t.Fatalf("S2: %s answered %d times", k.ExecutionID, got[k.ExecutionID])
+			case finished != (got[k.ExecutionID] == 1):
+				t.Fatalf("§8.15: %s finished=%v but %d responses in its parent", k.ExecutionID, finished, got[k.ExecutionID])
+			case finishedOK[k.ExecutionID] && !finished:
+				t.Fatalf("S1: the acknowledged finish of %s is missing", k.ExecutionID)
+			}
+		}
+		if len(l.Responses) > 0 && l.PendingState.State == core.StateBlockedByJoinSet {
+			t.Fatalf("§8.3: %s is blocked with %d responses", p, len(l.Responses))
+		}
+	}
+	t.Logf("%d of %d child finishes acknowledged", len(finishedOK), len(kids))
+	f.log(t, b)
+	for msg, n := range failures {
+		t.Logf("failed finish x%d: %s", n, msg)
 	}
 }

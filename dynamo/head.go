@@ -36,6 +36,10 @@ const (
 	aEvents     = "z"
 	aInlineBase = "ib"
 	aOutbox     = "ob"
+	aFanIn      = "fi" // the execution requested a child (doc.go, "Fan-in")
+	aElect      = "el" // a child whose response is applied to its parent's head directly
+	aDeferred   = "pr" // a finished child's deferred response: its created_at
+	aDeferSeq   = "pq" // … and its registration's sequence number
 
 	// inline event fields
 	ieVersion = "v"
@@ -70,6 +74,13 @@ type headRec struct {
 	ob string
 	// ret is what the head carries for retention (retention.go).
 	ret headRetention
+	// Fan-in (inbox.go): fi, the execution has requested a child, whose
+	// response may be deferred; el, this child's response is applied to its
+	// parent's head directly; pr, the created_at of the deferred response
+	// this finished child carries.
+	fi, el bool
+	pr     string
+	pq     int64
 }
 
 // inlineEvent is an event stored inside the head.
@@ -125,6 +136,16 @@ func (h *headRec) encode(shards int, digestIndex bool) item {
 	}
 	if h.ob != "" {
 		it[aOutbox] = avS(h.ob)
+	}
+	if h.fi {
+		it[aFanIn] = avBool(true)
+	}
+	if h.el {
+		it[aElect] = avBool(true)
+	}
+	if h.pr != "" {
+		it[aDeferred] = avS(h.pr)
+		it[aDeferSeq] = avN(h.pq)
 	}
 	// Sparse index attributes.
 	if s.State == core.StatePendingAt && s.Lifecycle == core.LifecycleActive {
@@ -193,6 +214,11 @@ func (h *headRec) decode(id core.ExecutionId, it item) error {
 	h.rq, _ = getS(it, aReq)
 	h.cq, _ = getS(it, aCreateReq)
 	h.ob, _ = getS(it, aOutbox)
+	h.fi, h.el = getBool(it, aFanIn), getBool(it, aElect)
+	h.pr, _ = getS(it, aDeferred)
+	if n, _, e := getN(it, aDeferSeq); e == nil {
+		h.pq = n
+	}
 	h.ib = core.Version(num(aInlineBase))
 	check(h.ret.decode(it))
 	var e error

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -386,9 +387,15 @@ func (m *CapacityMeter) billTransaction(u *Usage, p *dynamodb.TransactWriteItems
 		case ti.Delete != nil:
 			m.billWrite(u, table, key, nil, nil, false, false, 2)
 		case ti.Update != nil:
-			// The meter cannot apply an update expression; Stela's commits
-			// never use Update actions. Billed on the old image, unchanged.
 			before, known := m.image(table, key)
+			up := ti.Update
+			if after, ok := applyUpdate(before, key, aws.ToString(up.UpdateExpression), up.ExpressionAttributeNames,
+				up.ExpressionAttributeValues); ok && known {
+				m.billWrite(u, table, key, after, before, true, false, 2)
+				continue
+			}
+			// An expression the meter cannot apply: billed on the old
+			// image, which it forgets.
 			if !known {
 				u.UnknownImages++
 			}
@@ -624,4 +631,145 @@ func unprocessed(left []types.WriteRequest, wr types.WriteRequest) bool {
 		}
 	}
 	return false
+}
+
+// applyUpdate applies an update expression of the forms Stela sends
+// ("SET #a = :v, #b = if_not_exists(#b, :v)", "REMOVE #a", "ADD #n :v" on
+// numbers and string sets, "DELETE #s :v" on string sets) to a copy of
+// before (nil: absent, created with key). ok is false for anything else.
+func applyUpdate(before, key item, expr string, names map[string]string, values item) (item, bool) {
+	after := item{}
+	for k, v := range before {
+		after[k] = v
+	}
+	for k, v := range key {
+		after[k] = v
+	}
+	name := func(tok string) string {
+		if n, ok := names[tok]; ok {
+			return n
+		}
+		return tok
+	}
+	section := ""
+	for _, clause := range splitClauses(expr) {
+		f := strings.Fields(clause)
+		if len(f) > 0 {
+			switch strings.ToUpper(f[0]) {
+			case "SET", "REMOVE", "ADD", "DELETE":
+				section, f = strings.ToUpper(f[0]), f[1:]
+			}
+		}
+		c := strings.Join(f, " ")
+		switch section {
+		case "SET":
+			lhs, rhs, ok := strings.Cut(c, "=")
+			if !ok {
+				return nil, false
+			}
+			a, rhs := name(strings.TrimSpace(lhs)), strings.TrimSpace(rhs)
+			if inner, ok := strings.CutPrefix(rhs, "if_not_exists("); ok {
+				_, v, ok := strings.Cut(strings.TrimSuffix(inner, ")"), ",")
+				if !ok {
+					return nil, false
+				}
+				if _, exists := after[a]; exists {
+					continue
+				}
+				rhs = strings.TrimSpace(v)
+			}
+			v, ok := values[rhs]
+			if !ok {
+				return nil, false
+			}
+			after[a] = v
+		case "REMOVE":
+			delete(after, name(c))
+		case "ADD", "DELETE":
+			if len(f) != 2 {
+				return nil, false
+			}
+			a, v := name(f[0]), values[f[1]]
+			switch v := v.(type) {
+			case *types.AttributeValueMemberN:
+				if section != "ADD" {
+					return nil, false
+				}
+				var cur int64
+				if n, ok := after[a].(*types.AttributeValueMemberN); ok {
+					cur, _ = strconv.ParseInt(n.Value, 10, 64)
+				}
+				d, err := strconv.ParseInt(v.Value, 10, 64)
+				if err != nil {
+					return nil, false
+				}
+				after[a] = &types.AttributeValueMemberN{Value: strconv.FormatInt(cur+d, 10)}
+			case *types.AttributeValueMemberSS:
+				set := map[string]bool{}
+				if ss, ok := after[a].(*types.AttributeValueMemberSS); ok {
+					for _, e := range ss.Value {
+						set[e] = true
+					}
+				}
+				for _, e := range v.Value {
+					set[e] = section == "ADD"
+				}
+				var out []string
+				for e, in := range set {
+					if in {
+						out = append(out, e)
+					}
+				}
+				sort.Strings(out)
+				if len(out) == 0 {
+					delete(after, a)
+				} else {
+					after[a] = &types.AttributeValueMemberSS{Value: out}
+				}
+			default:
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+	}
+	return after, true
+}
+
+// splitClauses splits an update expression at the commas and action
+// keywords outside parentheses.
+func splitClauses(expr string) []string {
+	var out []string
+	depth, start := 0, 0
+	flush := func(end int) {
+		if c := strings.TrimSpace(expr[start:end]); c != "" {
+			out = append(out, c)
+		}
+		start = end
+	}
+	for i := 0; i < len(expr); i++ {
+		switch expr[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				flush(i)
+				start = i + 1
+			}
+		case ' ':
+			if depth == 0 {
+				rest := strings.ToUpper(expr[i+1:])
+				for _, kw := range []string{"SET ", "REMOVE ", "ADD ", "DELETE "} {
+					if strings.HasPrefix(rest, kw) {
+						flush(i + 1)
+						break
+					}
+				}
+			}
+		}
+	}
+	flush(len(expr))
+	return out
 }

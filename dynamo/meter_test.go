@@ -110,6 +110,25 @@ func TestCapacityMeterBillsKnownWrites(t *testing.T) {
 		t.Errorf("failed condition: %d, %v WRU; want 1, 1", u.ConditionFailed, u.FailedWrite)
 	}
 
+	// An Update action inside a transaction is applied to the known image
+	// (SET / REMOVE): the item gains a list entry and list-id entry (2) and
+	// the next write of it knows its image.
+	u = step("tx update", func(ctx context.Context) error {
+		_, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{Update: &types.Update{TableName: tn, Key: map[string]av{"pk": s("E#x"), "sk": s("S")},
+				UpdateExpression:          aws.String("SET #lp = :lp, #ls = if_not_exists(#ls, :ls) REMOVE #gone"),
+				ExpressionAttributeNames:  map[string]string{"#lp": dynamo.AttrListPK, "#ls": dynamo.AttrListSK, "#gone": "g"},
+				ExpressionAttributeValues: map[string]av{":lp": s("LT#2"), ":ls": s("t0#s")}}},
+		}})
+		return err
+	})
+	check("tx update", u, 0, 2, 2, 2)
+	u = step("after update", func(ctx context.Context) error {
+		_, err := c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: tn, Key: map[string]av{"pk": s("E#x"), "sk": s("S")}})
+		return err
+	})
+	check("after update", u, 1, 0, 2, 2)
+
 	// The meter hides the return values it asked for.
 	out, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: tn, Item: head})
 	if err != nil || out.Attributes != nil {

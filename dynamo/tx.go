@@ -50,6 +50,14 @@ type execTx struct {
 	rsCount map[string]uint32
 	// ret is what this transaction buffered for retention (retention.go).
 	ret execRetention
+	// ib is the execution's inbox as read (inbox.go); deferred is the
+	// created_at of the response this child's Finished defers (pr).
+	ib          *inboxState
+	deferred    string
+	deferredSeq int64
+	// touch rewrites the head unchanged (rv+1): a commit serialising with
+	// any concurrent commit of this execution (inbox.go, claimChild).
+	touch bool
 }
 
 type newEvent struct {
@@ -507,6 +515,13 @@ func (t *tx) NthResponse(id core.ExecutionId, js core.JoinSetId, n uint32) (core
 	if err != nil {
 		return core.ResponseWithCursor{}, false, err
 	}
+	// The inbox is read before the responses: a commit that blocks on js
+	// is conditional on its registrations as read here (inbox.go).
+	if t.write {
+		if _, err := t.inbox(ex); err != nil {
+			return core.ResponseWithCursor{}, false, err
+		}
+	}
 	jss := js.String()
 	if ex.head != nil {
 		r, ok, err := t.b.nthResponse(t.ctx, ex.head, jss, n)
@@ -744,6 +759,9 @@ func (t *tx) AddResponse(id core.ExecutionId, resp core.ResponseWithCursor) erro
 	switch ev := resp.Event.Event.Event.(type) {
 	case *core.ChildExecutionFinished:
 		gpk = prefixGuardChild + ev.ChildExecutionID.String()
+		if err := t.claimChild(ex, ev.ChildExecutionID.ExecutionId); err != nil {
+			return err
+		}
 	case *core.DelayFinished:
 		gpk = prefixGuardDelay + ev.DelayID.String()
 		gr.success = bool(ev.Result)
@@ -761,6 +779,9 @@ func (t *tx) AddResponse(id core.ExecutionId, resp core.ResponseWithCursor) erro
 	}
 	g.write = gr
 	ex.responses = append(ex.responses, newResponse{r: resp, js: js, ord: n + 1})
+	if cf, ok := resp.Event.Event.Event.(*core.ChildExecutionFinished); ok {
+		ex.markApplied(cf.ChildExecutionID.ExecutionId)
+	}
 	return nil
 }
 

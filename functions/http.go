@@ -20,10 +20,10 @@ const headerRequestID = "X-Request-Id"
 // Route subsets served by the worker-facing functions.
 var (
 	// LockRoutes are the path prefixes the `lock` function serves.
-	LockRoutes = []string{"/v1/worker/lock/"}
+	LockRoutes = httpapi.WorkerLockRoutes
 	// AppendRoutes are the path prefixes the `append` function serves: every
 	// worker write.
-	AppendRoutes = []string{"/v1/worker/append", "/v1/worker/stub-response", "/v1/worker/logs", "/v1/worker/backtraces"}
+	AppendRoutes = httpapi.WorkerWriteRoutes
 )
 
 // HTTP serves an http.Handler to API Gateway HTTP API (payload format 2.0)

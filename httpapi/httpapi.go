@@ -32,6 +32,8 @@ const (
 	MaxLockBatch = 25
 	// MaxAppendBatch caps the events (plus created children) of one worker append.
 	MaxAppendBatch = 90
+	// MaxAppendMany caps the items of one POST /v1/worker/append-batch/many.
+	MaxAppendMany = 100
 	// MaxLogBatch caps the rows of one worker log append.
 	MaxLogBatch = 1000
 	// MaxBacktraceBatch caps the backtraces of one worker backtrace append.

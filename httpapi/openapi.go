@@ -326,6 +326,19 @@ func schemas() map[string]any {
 			"response":     ref("AppendResponseToExecution"),
 			"current_time": desc("default: server clock", ref("Timestamp")),
 		}),
+		"AppendManyBody": closedObj([]string{"items"}, map[string]any{
+			"items": desc("1..100 writes, each to its own execution", arr(closedObj(nil, map[string]any{
+				"append":            desc("exactly one of append and respond_to_parent", ref("AppendBatchBody")),
+				"respond_to_parent": ref("RespondToParentBody"),
+			}))),
+		}),
+		"AppendManyResults": closedObj([]string{"results"}, map[string]any{
+			"results": arr(closedObj(nil, map[string]any{
+				"next_version": desc("the item committed", ref("Version")),
+				"status":       uint("the item failed: the HTTP status its own route would have answered"),
+				"err":          str("the item failed: the message its own route would have answered"),
+			})),
+		}),
 		"StubResponseBody": closedObj([]string{"execution_id", "version", "req", "response"}, map[string]any{
 			"execution_id": ref("DerivedExecutionId"), "version": ref("Version"), "req": ref("AppendRequest"),
 			"response": ref("AppendResponseToExecution"), "current_time": desc("default: server clock", ref("Timestamp")),

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -17,6 +20,15 @@ import (
 // (unknown fields rejected, required fields checked); the request and
 // response types below are the wire contract and are exported so that
 // clients can share them.
+
+// WorkerLockRoutes and WorkerWriteRoutes are the path prefixes of the
+// worker routes a deployment serves from functions of their own (lock and
+// append: functions.LockRoutes, functions.AppendRoutes), which clients may
+// also reach through those functions' URLs (client.WithFunctionURLs).
+var (
+	WorkerLockRoutes  = []string{"/v1/worker/lock/"}
+	WorkerWriteRoutes = []string{"/v1/worker/append", "/v1/worker/stub-response", "/v1/worker/logs", "/v1/worker/backtraces"}
+)
 
 // LockParams are the fields shared by every lock body: core.LockRequest in
 // snake_case, minus the pending bound and batch size.
@@ -183,6 +195,36 @@ type RespondToParentBody struct {
 	Response core.AppendResponseToExecution `json:"response" required:"true"`
 	// CurrentTime defaults to the server clock.
 	CurrentTime *core.Timestamp `json:"current_time,omitempty"`
+}
+
+// AppendManyBody is the body of POST /v1/worker/append-batch/many: writes
+// to different executions in one request, each atomic on its own and
+// answered on its own (docs/http-api.md §4.2). A worker finishing many
+// executions at once pays one request instead of one per execution.
+type AppendManyBody struct {
+	Items []AppendManyItem `json:"items" required:"true"`
+}
+
+// AppendManyItem is one write of AppendManyBody: exactly one of its
+// fields, the body of the single route it stands for
+// (/v1/worker/append-batch or /v1/worker/append-batch/respond-to-parent).
+type AppendManyItem struct {
+	Append          *AppendBatchBody     `json:"append,omitempty"`
+	RespondToParent *RespondToParentBody `json:"respond_to_parent,omitempty"`
+}
+
+// AppendManyJSON answers POST /v1/worker/append-batch/many: one result per
+// item, in the items' order.
+type AppendManyJSON struct {
+	Results []AppendManyResult `json:"results"`
+}
+
+// AppendManyResult is one item's outcome: next_version, or the status and
+// message its single route would have answered.
+type AppendManyResult struct {
+	NextVersion *core.Version `json:"next_version,omitempty"`
+	Status      int           `json:"status,omitempty"`
+	Err         string        `json:"err,omitempty"`
 }
 
 // StubResponseBody is the body of POST /v1/worker/stub-response.
@@ -502,14 +544,20 @@ func (s *server) workerAppendBatch(c *call) error {
 		return err
 	}
 	setExecutionID(c.r, b.ExecutionID)
-	if err := checkBatch("batch", len(b.Batch), 1, MaxAppendBatch); err != nil {
-		return err
-	}
-	next, err := s.db.AppendBatch(c.ctx(), s.timeOr(b.CurrentTime), b.Batch, b.ExecutionID, b.Version)
+	next, err := s.appendBatchOf(c.ctx(), &b)
 	if err != nil {
 		return err
 	}
 	return c.json(http.StatusOK, NextVersionJSON{next})
+}
+
+// appendBatchOf checks and commits an append-batch body (the route and an
+// append-batch/many item).
+func (s *server) appendBatchOf(ctx context.Context, b *AppendBatchBody) (core.Version, error) {
+	if err := checkBatch("batch", len(b.Batch), 1, MaxAppendBatch); err != nil {
+		return 0, err
+	}
+	return s.db.AppendBatch(ctx, s.timeOr(b.CurrentTime), b.Batch, b.ExecutionID, b.Version)
 }
 
 // POST /v1/worker/append-batch/create-children
@@ -564,19 +612,71 @@ func (s *server) workerRespondToParent(c *call) error {
 		return err
 	}
 	setExecutionID(c.r, b.Events.ExecutionID)
-	if err := checkBatch("events.batch", len(b.Events.Batch), 1, MaxAppendBatch); err != nil {
-		return err
-	}
-	// Checked against the child's batch and the parent's log in the same write (docs/http-api.md §4.1).
-	checked, ok := s.db.(core.ChildWriteChecker)
-	if !ok {
-		return core.ErrNotImplemented
-	}
-	next, err := checked.AppendBatchRespondToParentChecked(c.ctx(), b.Events, b.Response, s.timeOr(b.CurrentTime))
+	next, err := s.respondToParentOf(c.ctx(), &b)
 	if err != nil {
 		return err
 	}
 	return c.json(http.StatusOK, NextVersionJSON{next})
+}
+
+// respondToParentOf checks and commits a respond-to-parent body (the route
+// and an append-batch/many item).
+func (s *server) respondToParentOf(ctx context.Context, b *RespondToParentBody) (core.Version, error) {
+	if err := checkBatch("events.batch", len(b.Events.Batch), 1, MaxAppendBatch); err != nil {
+		return 0, err
+	}
+	// Checked against the child's batch and the parent's log in the same write (docs/http-api.md §4.1).
+	checked, ok := s.db.(core.ChildWriteChecker)
+	if !ok {
+		return 0, core.ErrNotImplemented
+	}
+	return checked.AppendBatchRespondToParentChecked(ctx, b.Events, b.Response, s.timeOr(b.CurrentTime))
+}
+
+// appendManyParallelism bounds the items of one many-write in flight.
+const appendManyParallelism = 8
+
+// POST /v1/worker/append-batch/many
+func (s *server) workerAppendMany(c *call) error {
+	var b AppendManyBody
+	if err := c.decodeBody(&b); err != nil {
+		return err
+	}
+	if err := checkBatch("items", len(b.Items), 1, MaxAppendMany); err != nil {
+		return err
+	}
+	results := make([]AppendManyResult, len(b.Items))
+	var g errgroup.Group
+	g.SetLimit(appendManyParallelism)
+	for i := range b.Items {
+		g.Go(func() error {
+			next, err := s.appendItem(c.ctx(), &b.Items[i])
+			if err == nil {
+				results[i] = AppendManyResult{NextVersion: &next}
+				return nil
+			}
+			status, msg := errorStatus(err)
+			if status >= 500 && status != http.StatusNotImplemented && status != http.StatusServiceUnavailable {
+				s.log.ErrorContext(c.ctx(), "append-many item failed", slog.Int("item", i), slog.Int(logKeyStatus, status),
+					slog.String(logKeyErr, err.Error()))
+			}
+			results[i] = AppendManyResult{Status: status, Err: msg}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return c.json(http.StatusOK, AppendManyJSON{Results: results})
+}
+
+// appendItem runs one item of a many-write as its single route would.
+func (s *server) appendItem(ctx context.Context, it *AppendManyItem) (core.Version, error) {
+	switch {
+	case it.Append != nil && it.RespondToParent == nil:
+		return s.appendBatchOf(ctx, it.Append)
+	case it.RespondToParent != nil && it.Append == nil:
+		return s.respondToParentOf(ctx, it.RespondToParent)
+	}
+	return 0, badRequest("an item must have exactly one of `append` and `respond_to_parent`")
 }
 
 // POST /v1/worker/stub-response

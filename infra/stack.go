@@ -140,6 +140,8 @@ type StelaStack struct {
 	WorkerInvoke awsiam.ManagedPolicy
 	// Monitoring holds the alarms, their topic and the dashboard.
 	Monitoring *Monitoring
+	// WorkerURLs are the function URLs of WorkerURLFunctions (function_urls.go).
+	WorkerURLs map[string]awslambda.FunctionUrl
 }
 
 // NewStelaStack defines Stela's whole deployment in one stack.
@@ -176,6 +178,7 @@ func NewStelaStack(scope constructs.Construct, id string, props *StelaStackProps
 	}
 
 	s.newAPI(stack, p)
+	s.newWorkerURLs(stack)
 
 	schedule(stack, "TimersSchedule", "Runs the timer sweep (expired locks and delays, cancellations) every minute",
 		s.Functions["timers"], s.TimersDLQ)

@@ -100,6 +100,44 @@ type Tx interface {
 	DeploymentTx
 }
 
+// Inbox is an optional capability of a backend's Tx for fan-in without
+// contention on the parent (DynamoDB, dynamo/doc.go "Fan-in"): a child's
+// response may be deferred instead of applied to the parent's head in the
+// child's transaction, so that siblings finishing together write disjoint
+// items. The service still makes every decision: it applies a deferred
+// response (core.ApplyResponse: cursor and unblock rule, then AddResponse)
+// the next time it reads the parent's responses — before a JoinNext, a lock
+// or any read of responses (store.Service.settle). A backend without Inbox
+// (SQLite, mem) applies every response in the child's transaction.
+//
+// Guarantees a backend implementing Inbox must give:
+//   - a deferred response is committed with the child's Finished event (it
+//     exists iff that commit succeeded) and is returned by
+//     DeferredResponses until AddResponse has applied it, once;
+//   - a JoinNext that reads the n-th response of a join set as absent and
+//     a response of that join set that the backend defers are serialised:
+//     either the JoinNext's transaction sees the response (in
+//     DeferredResponses or applied) or the response is not deferred
+//     (DeferResponse returns false in a later run of its transaction) and is
+//     applied to the parent's head by the service as usual.
+type Inbox interface {
+	// DeferResponse offers resp, a ChildExecutionFinished response to id
+	// carried by the Finished event this transaction appends to the child it
+	// names. It returns true when the backend deferred it: the caller must
+	// then neither read nor write id's head for it. false means "apply it
+	// now", as without Inbox. Only called before this transaction read id.
+	DeferResponse(id core.ExecutionId, resp core.JoinSetResponseEventOuter) (bool, error)
+	// DeferredResponses returns the deferred responses to id not applied yet,
+	// in the order to apply them (reading id's head as Head does).
+	DeferredResponses(id core.ExecutionId) ([]core.JoinSetResponseEventOuter, error)
+}
+
+// InboxBackend is the Backend side of Inbox: a cheap check, outside a
+// transaction, whether id may have deferred responses to apply.
+type InboxBackend interface {
+	HasDeferredResponses(ctx context.Context, id core.ExecutionId) (bool, error)
+}
+
 // Queries are index-backed reads outside transactions. Their results may be
 // stale (DynamoDB indexes are eventually consistent); the service re-checks
 // every candidate inside Update before acting on it.

@@ -126,6 +126,9 @@ func (s *Service) ListResponses(ctx context.Context, id core.ExecutionId, p core
 		return core.ListResponsesResponse{}, err
 	}
 	var out core.ListResponsesResponse
+	if err := s.settle(ctx, id); err != nil {
+		return out, err
+	}
 	err := s.view(ctx, func(tx ReadTx) error {
 		var err error
 		out, err = responsesPage(tx, id, p)
@@ -175,6 +178,9 @@ func (s *Service) ListExecutionEventsResponses(ctx context.Context, id core.Exec
 		return core.ExecutionWithStateRequestsResponses{}, err
 	}
 	var out core.ExecutionWithStateRequestsResponses
+	if err := s.settle(ctx, id); err != nil {
+		return out, err
+	}
 	err := s.view(ctx, func(tx ReadTx) error {
 		h, err := tx.Head(id)
 		if err != nil {

@@ -155,8 +155,24 @@ func (s *Service) update(ctx context.Context, fn func(t *txn) error) error {
 	return s.updateAs(ctx, OpOther, fn)
 }
 
-// updateAs is update for a transaction the Observer sees as op.
+// updateAs is update for a transaction the Observer sees as op. When fn
+// meets more deferred responses than one transaction applies
+// (unsettledError), they are applied in transactions of their own first and
+// fn runs again.
 func (s *Service) updateAs(ctx context.Context, op Op, fn func(t *txn) error) error {
+	for attempt := 0; ; attempt++ {
+		err := s.update1(ctx, op, fn)
+		var ue *unsettledError
+		if !errors.As(err, &ue) || attempt >= 8 {
+			return err
+		}
+		if err := s.settle(ctx, ue.id); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *Service) update1(ctx context.Context, op Op, fn func(t *txn) error) error {
 	var start time.Time
 	if s.obs != nil {
 		start = time.Now()
@@ -240,6 +256,11 @@ func (s *Service) appendIn(t *txn, id core.ExecutionId, version core.Version, ba
 	if err := core.ValidateAppendBatch(batch); err != nil {
 		return core.AppendResult{}, err // checked before the execution is looked up (docs/spec/semantics.md §8.2)
 	}
+	if hasJoinNext(batch) {
+		if err := s.drainIn(t, id, currentTime); err != nil {
+			return core.AppendResult{}, err
+		}
+	}
 	h, err := t.head(id)
 	if err != nil {
 		return core.AppendResult{}, err
@@ -277,7 +298,33 @@ func (s *Service) appendIn(t *txn, id core.ExecutionId, version core.Version, ba
 }
 
 // respondIn records a response for id inside t (docs/spec/semantics.md §3.12).
+// A child's response carried by the Finished event t appends may be deferred
+// by the backend (Inbox): t then leaves id's head alone, and the response is
+// applied by the next drainIn or settle of id.
 func (s *Service) respondIn(t *txn, id core.ExecutionId, createdAt core.Timestamp, ev core.JoinSetResponseEvent, currentTime core.Timestamp) error {
+	if ib, ok := t.tx.(Inbox); ok && t.heads[id] == nil {
+		if _, child := ev.Event.(*core.ChildExecutionFinished); child {
+			deferred, err := ib.DeferResponse(id, core.JoinSetResponseEventOuter{CreatedAt: createdAt, Event: ev})
+			if err != nil {
+				return err
+			}
+			if deferred {
+				t.notes = append(t.notes, note{kind: noteResponse, key: responseKey(id)})
+				return nil
+			}
+		}
+	}
+	// Responses deferred earlier get their cursors first: a response that
+	// completed before this one started is never numbered after it.
+	if err := s.drainIn(t, id, currentTime); err != nil {
+		return err
+	}
+	return s.applyResponseIn(t, id, createdAt, ev, currentTime)
+}
+
+// applyResponseIn applies a response to id's head inside t: the cursor and
+// the unblock rule of core.ApplyResponse.
+func (s *Service) applyResponseIn(t *txn, id core.ExecutionId, createdAt core.Timestamp, ev core.JoinSetResponseEvent, currentTime core.Timestamp) error {
 	h, err := t.head(id)
 	if err != nil {
 		return err
@@ -302,6 +349,101 @@ func (s *Service) respondIn(t *txn, id core.ExecutionId, createdAt core.Timestam
 		t.notes = append(t.notes, stateNotes(&st, currentTime)...)
 	}
 	return nil
+}
+
+// maxDrain bounds the deferred responses one transaction applies (each adds
+// a few items to the backend's commit).
+const maxDrain = 32
+
+// unsettledError reports more deferred responses to id than one transaction
+// applies; update applies them first (settle) and runs fn again.
+type unsettledError struct{ id core.ExecutionId }
+
+func (e *unsettledError) Error() string {
+	return "store: too many deferred responses to " + e.id.String() + " for one transaction"
+}
+
+// drainIn applies id's deferred responses (Inbox) inside t, in the order
+// the backend returns them: what a read of id's responses or a JoinNext must
+// see first.
+func (s *Service) drainIn(t *txn, id core.ExecutionId, currentTime core.Timestamp) error {
+	ib, ok := t.tx.(Inbox)
+	if !ok {
+		return nil
+	}
+	rs, err := ib.DeferredResponses(id)
+	if err != nil || len(rs) == 0 {
+		return err
+	}
+	if len(rs) > maxDrain {
+		return &unsettledError{id}
+	}
+	for _, r := range rs {
+		if err := s.applyResponseIn(t, id, r.CreatedAt, r.Event, currentTime); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settle applies id's deferred responses (Inbox) in transactions of their
+// own, maxDrain at a time, so that a read of its responses that follows sees
+// them. A no-op on backends without Inbox.
+func (s *Service) settle(ctx context.Context, id core.ExecutionId) error {
+	ib, ok := s.b.(InboxBackend)
+	if !ok {
+		return nil
+	}
+	for {
+		pending, err := ib.HasDeferredResponses(ctx, id)
+		if err != nil || !pending {
+			return err
+		}
+		applied := 0
+		err = s.update1(ctx, OpOther, func(t *txn) error {
+			inbox, ok := t.tx.(Inbox)
+			if !ok {
+				return nil
+			}
+			rs, err := inbox.DeferredResponses(id)
+			if err != nil {
+				return err
+			}
+			rs = rs[:min(len(rs), maxDrain)]
+			applied = len(rs)
+			now := s.clock.Now()
+			for _, r := range rs {
+				if err := s.applyResponseIn(t, id, r.CreatedAt, r.Event, now); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil || applied < maxDrain {
+			return err
+		}
+	}
+}
+
+// SettleResponses applies the deferred responses to id (see Inbox); the
+// sweep calls it for the parent of a derived execution whose lock expired,
+// so that a parent whose elected responder died is unblocked by the
+// responses already there. A no-op on backends without Inbox.
+func (s *Service) SettleResponses(ctx context.Context, id core.ExecutionId) error {
+	return s.settle(ctx, id)
+}
+
+// hasJoinNext reports whether batch appends a JoinNext (whose lookup must
+// see every response of its join set).
+func hasJoinNext(batch []core.AppendRequest) bool {
+	for _, r := range batch {
+		if h, ok := r.Event.(*core.HistoryEventRequest); ok {
+			if _, ok := h.Event.(*core.JoinNext); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // --- DbExecutor ---------------------------------------------------------------------
@@ -466,6 +608,9 @@ func (s *Service) lockCandidateIn(t *txn, req core.LockRequest, c candidate, aut
 
 // lockIn appends the Locked event and assembles the LockedExecution.
 func (s *Service) lockIn(t *txn, req core.LockRequest, id core.ExecutionId, version core.Version, auto bool) (core.LockedExecution, error) {
+	if err := s.drainIn(t, id, req.CreatedAt); err != nil {
+		return core.LockedExecution{}, err
+	}
 	locked := req.LockedEvent()
 	res, err := s.appendIn(t, id, version, []core.AppendRequest{{CreatedAt: req.CreatedAt, Event: locked}}, req.CreatedAt, core.AppendOptions{KeepComponent: auto})
 	if err != nil {
@@ -506,6 +651,9 @@ func (s *Service) lockIn(t *txn, req core.LockRequest, id core.ExecutionId, vers
 // execution.
 func (s *Service) ReadHistory(ctx context.Context, id core.ExecutionId, fromVersion core.Version, afterCursor core.ResponseCursor) (core.HistoryDelta, error) {
 	out := core.HistoryDelta{Events: []core.HistoryEventWithVersion{}, Responses: []core.ResponseWithCursor{}}
+	if err := s.settle(ctx, id); err != nil {
+		return out, err
+	}
 	err := s.view(ctx, func(tx ReadTx) error {
 		h, err := tx.Head(id)
 		if err != nil {
@@ -606,7 +754,23 @@ func (s *Service) respondToParent(ctx context.Context, events core.AppendEventsT
 				FinishedVersion: resp.FinishedVersion, Result: resp.Result},
 		}, currentTime)
 	})
+	if err != nil {
+		s.settleAfterFailure(ctx, resp.ParentExecutionID)
+	}
 	return next, err
+}
+
+// settleAfterFailure settles parent after a failed response to it: the
+// failed transaction may have been the one elected to unblock it (Inbox),
+// and the siblings' deferred responses must not wait for its retry. Best
+// effort (the sweep does it again when the child's lock expires).
+func (s *Service) settleAfterFailure(ctx context.Context, parent core.ExecutionId) {
+	if _, ok := s.b.(InboxBackend); !ok {
+		return
+	}
+	if err := s.settle(context.WithoutCancel(ctx), parent); err != nil && !errors.Is(err, core.ErrNotFound) {
+		s.log.Warn("settling deferred responses failed", core.LogKeyExecutionID, parent.String(), core.LogKeyErr, err)
+	}
 }
 
 // WaitForPendingByFFQN implements core.DbExecutor.
@@ -718,6 +882,9 @@ func (s *Service) GetLastExecutionEvent(ctx context.Context, id core.ExecutionId
 // Get implements core.DbConnection.
 func (s *Service) Get(ctx context.Context, id core.ExecutionId) (*core.ExecutionLog, error) {
 	var log *core.ExecutionLog
+	if err := s.settle(ctx, id); err != nil {
+		return nil, err
+	}
 	err := s.view(ctx, func(tx ReadTx) error {
 		h, err := tx.Head(id)
 		if err != nil {
@@ -885,6 +1052,9 @@ func (s *Service) UpsertStubResponse(ctx context.Context, id core.ExecutionIdDer
 				FinishedVersion: resp.FinishedVersion, Result: resp.Result},
 		}, currentTime)
 	})
+	if err != nil {
+		s.settleAfterFailure(ctx, resp.ParentExecutionID)
+	}
 	if !errors.Is(err, core.ErrAlreadyFinished) {
 		return err
 	}
@@ -973,6 +1143,12 @@ func (s *Service) SubscribeToNextResponses(ctx context.Context, id core.Executio
 	defer ticker.Stop()
 	for first := true; ; first = false {
 		var out []core.ResponseWithCursor
+		if err := s.settleReady(ctx, first, id); err != nil {
+			if ctx.Err() != nil {
+				return nil, timeoutErr(ctx)
+			}
+			return nil, err
+		}
 		err := s.readReady(ctx, first, func(tx ReadTx) error {
 			h, err := tx.Head(id)
 			if errors.Is(err, core.ErrNotFound) {
@@ -1098,6 +1274,16 @@ func (s *Service) readReady(ctx context.Context, first bool, fn func(tx ReadTx) 
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), firstReadBound)
 	defer cancel()
 	return s.view(rctx, fn)
+}
+
+// settleReady is settle for one read of a wait loop, bounded like readReady.
+func (s *Service) settleReady(ctx context.Context, first bool, id core.ExecutionId) error {
+	if !first {
+		return s.settle(ctx, id)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), firstReadBound)
+	defer cancel()
+	return s.settle(rctx, id)
 }
 
 // timeoutErr reports a wait that ended because ctx was done.

@@ -209,6 +209,9 @@ func sweepOne(ctx context.Context, db core.DbConnection, at core.Timestamp, t co
 		} else {
 			_, err = db.Append(ctx, t.Lock.ExecutionID, act.Version, act.Request)
 		}
+		if parent, _, ok := t.Lock.ExecutionID.SplitToParts(); ok {
+			settleParent(ctx, db, parent)
+		}
 		switch {
 		case err == nil || errors.Is(err, core.ErrUnlockedCannotBeAppended):
 			res.ExpiredLocks++
@@ -219,6 +222,23 @@ func sweepOne(ctx context.Context, db core.DbConnection, at core.Timestamp, t co
 		}
 	}
 	return res, nil
+}
+
+// responseSettler is implemented by store.Service: it applies deferred
+// responses (Inbox).
+type responseSettler interface {
+	SettleResponses(ctx context.Context, id core.ExecutionId) error
+}
+
+// settleParent applies the deferred responses to the parent of a derived
+// execution whose lock expired: if that execution's worker died holding the
+// claim to unblock its parent (dynamo/doc.go, "Fan-in"), the responses its
+// siblings deferred unblock the parent now rather than after its retry.
+// Best effort: a failure is retried by the next sweep.
+func settleParent(ctx context.Context, db core.DbConnection, parent core.ExecutionId) {
+	if s, ok := db.(responseSettler); ok {
+		_ = s.SettleResponses(ctx, parent)
+	}
 }
 
 // DriveCancellations runs one pass of the cancellation driver (docs/spec/semantics.md §6.1)

@@ -39,10 +39,7 @@ func TestOptionsComeFromTheFunctionsConfiguration(t *testing.T) {
 	}
 }
 
-// STELA_DIGEST_INDEX=off STELA_DEPLOYMENT_COUNTS=off reach the measurement:
-// a created activity then has 3 index entries (pending-ffqn, list, list-id)
-// instead of 5 (+ pending-digest, deployments), and the report names the layout.
-func TestLeanLayoutIsMeasured(t *testing.T) {
+func requireEndpoint(t *testing.T) {
 	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
 		const how = `no DynamoDB endpoint: run eval "$(scripts/ci/start-dynamodb-local.sh)" first`
 		if os.Getenv("CI") == "true" {
@@ -50,14 +47,21 @@ func TestLeanLayoutIsMeasured(t *testing.T) {
 		}
 		t.Skip(how)
 	}
+}
+
+// STELA_DIGEST_INDEX=off STELA_DEPLOYMENT_COUNTS=off reach the measurement:
+// a created activity then has 3 index entries (pending-ffqn, list, list-id)
+// instead of 5 (+ pending-digest, deployments), and the report names the layout.
+func TestLeanLayoutIsMeasured(t *testing.T) {
+	requireEndpoint(t)
 	args := []string{"-activities=10", "-workflows=1", "-children=2", "-parallel=2"}
 	for _, tc := range []struct {
 		env     map[string]string
 		layout  string
 		entries int
 	}{
-		{map[string]string{"STELA_DIGEST_INDEX": "", "STELA_DEPLOYMENT_COUNTS": ""}, "layout: default (", 5},
-		{map[string]string{"STELA_DIGEST_INDEX": "off", "STELA_DEPLOYMENT_COUNTS": "off"}, "layout: lean (", 3},
+		{map[string]string{"STELA_DIGEST_INDEX": "", "STELA_DEPLOYMENT_COUNTS": ""}, "Layout: default (", 5},
+		{map[string]string{"STELA_DIGEST_INDEX": "off", "STELA_DEPLOYMENT_COUNTS": "off"}, "Layout: lean (", 3},
 	} {
 		var out bytes.Buffer
 		res, err := run(context.Background(), args, env(tc.env), &out)
@@ -67,16 +71,52 @@ func TestLeanLayoutIsMeasured(t *testing.T) {
 		if !strings.Contains(out.String(), tc.layout) {
 			t.Errorf("%v: report lacks %q:\n%s", tc.env, tc.layout, out.String())
 		}
-		u, s := res.Activities.Usage["activity: create"], res.Activities.Steps["activity: create"]
+		u, s := res[0].Activities.Usage["activity: create"], res[0].Activities.Steps["activity: create"]
 		if s.n != 10 || u.IndexEntries != tc.entries*s.n {
 			t.Errorf("%v: %d creates wrote %d index entries, want %d each", tc.env, s.n, u.IndexEntries, tc.entries)
 		}
 		// The default retention (30 days) marks every finished tree.
-		if r := res.ActivityRetention; r.Trees != 10 || r.Usage.WRU() == 0 {
+		if r := res[0].ActivityRetention; r.Trees != 10 || r.Usage.WRU() == 0 {
 			t.Errorf("%v: retention marked %d activities (%+v), want 10", tc.env, r.Trees, r)
 		}
-		if r := res.WorkflowRetention; r.Trees != 1 || r.Items == 0 {
+		if r := res[0].WorkflowRetention; r.Trees != 1 || r.Items == 0 {
 			t.Errorf("%v: retention marked %d workflow trees (%+v), want 1", tc.env, r.Trees, r)
 		}
+	}
+}
+
+// -layouts all measures each layout on its own table and compares them;
+// the fan-out workload reports its contention per child finish, and its
+// children finish without a cancelled transaction or a failed condition
+// (dynamo/doc.go, "Fan-in").
+func TestEveryLayoutAndTheFanInFigureAreReported(t *testing.T) {
+	requireEndpoint(t)
+	var out bytes.Buffer
+	res, err := run(context.Background(), []string{"-activities=4", "-workflows=0", "-fanout=12", "-fanouts=1",
+		"-parallel=2", "-layouts=all"}, env(nil), &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 4 {
+		t.Fatalf("%d layouts measured, want 4", len(res))
+	}
+	for i, want := range []string{"default (", "no-digest-index (", "no-deployment-counts (", "lean ("} {
+		if !strings.HasPrefix(res[i].Layout, want) {
+			t.Errorf("layout %d is %q, want %s…", i, res[i].Layout, want)
+		}
+	}
+	for _, want := range []string{"Layout: default (", "Layout: no-digest-index (", "Layout: no-deployment-counts (",
+		"Layout: lean (", "=== Summary", "fan-in: 12 child finishes at once", "Assumptions", "128 MB arm64"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	for _, r := range res {
+		if conflicts, finishes := fanInConflicts(r.Fanout); finishes != 12 || conflicts != 0 {
+			t.Errorf("%s: %d conflicts in %d child finishes, want 0 in 12", r.Layout, conflicts, finishes)
+		}
+	}
+	if t.Failed() {
+		t.Log(out.String())
 	}
 }

@@ -21,6 +21,8 @@ func raceTests() []contractTest {
 		{"Race_ResponseVersusJoinNextNeverStaysBlocked", raceResponseJoinNext},
 		{"Race_ConcurrentResponsesGetGaplessCursors", raceResponses},
 		{"Race_ConcurrentCreatesOfOneIdExactlyOneWins", raceCreate},
+		{"Race_SiblingsFinishingTogetherUnblockTheParentOnce", raceSiblings},
+		{"Race_ChildFinishVersusJoinNextNeverStaysBlocked", raceChildJoinNext},
 	}
 }
 
@@ -342,4 +344,176 @@ func raceCreate(h *harness) {
 		}
 	}
 	h.t.Logf("create race: %d ids × %d goroutines", rounds, raceGoroutines)
+}
+
+// parentWithChildren creates a locked parent (next version 2) and n children
+// of join set js in one append_batch_create_new_execution, with a JoinNext
+// of js at the end when await is set, and locks every child (next version 2).
+// It returns the parent's next version and its lock.
+func (h *harness) parentWithChildren(js core.JoinSetId, n int, await bool) (p core.ExecutionId, children []core.ExecutionId, next core.Version, by core.LockedBy) {
+	h.t.Helper()
+	p = h.create()
+	by = lockedBy(newExr(), newRun())
+	if _, err := h.lockOne(p, 1, by.ExecutorID, by.RunID, t0.Add(time.Hour)); err != nil {
+		h.t.Fatalf("lock parent: %v", err)
+	}
+	batch := []core.AppendRequest{{CreatedAt: t0, Event: jsc(js)}}
+	var reqs []core.CreateRequest
+	c := p.NextLevel(js)
+	for range n {
+		children = append(children, c)
+		batch = append(batch, core.AppendRequest{CreatedAt: t0, Event: creqTo(js, c, ffqnChild)})
+		reqs = append(reqs, h.createReq(c, withFFQN(ffqnChild), withParent(p, js), withSched(t0)))
+		c = c.Incremented()
+	}
+	if await {
+		batch = append(batch, core.AppendRequest{CreatedAt: t0, Event: jnFor(js, t0, nil)})
+	}
+	next, err := h.db.AppendBatchCreateNewExecution(h.ctx, t0, batch, p, 2, reqs, nil)
+	if err != nil {
+		h.t.Fatalf("submit %d children: %v", n, err)
+	}
+	for _, c := range children {
+		if _, err := h.db.LockOne(h.ctx, h.lockReq(newExr(), newRun(), t0.Add(time.Hour)), c, 1); err != nil {
+			h.t.Fatalf("lock child %s: %v", c, err)
+		}
+	}
+	return p, children, next, by
+}
+
+// finishLockedChild appends Finished(rv) to a child locked at version 2 and
+// responds to its parent (append_batch_respond_to_parent).
+func (h *harness) finishLockedChild(c core.ExecutionId, rv core.ReturnValue) error {
+	p, js, _ := c.SplitToParts()
+	_, err := h.db.AppendBatchRespondToParent(h.ctx,
+		core.AppendEventsToExecution{ExecutionID: c, Version: 2, Batch: []core.AppendRequest{{CreatedAt: t0, Event: finished(rv)}}},
+		core.AppendResponseToExecution{ParentExecutionID: p, CreatedAt: t0, JoinSetID: js,
+			ChildExecutionID: core.ExecutionIdDerived{ExecutionId: c}, FinishedVersion: 2, Result: rv}, t0)
+	return err
+}
+
+// raceSiblings finishes every child of a blocked parent at once while a
+// reader pages its responses (docs/spec/semantics.md §8.3, §8.4, §8.13):
+// the parent is unblocked, each child's response is stored once, and every
+// read sees cursors 1..k without a gap, each cursor always naming the same
+// child.
+func raceSiblings(h *harness) {
+	rounds := h.opts.scaled(3, 1)
+	for r := 0; r < rounds; r++ {
+		js := mustJS("g:")
+		p, children, next, by := h.parentWithChildren(js, raceGoroutines, true)
+		h.wantState(p, psBlocked(js, t0, false))
+		var failures errs
+		var done atomic.Bool
+		var running atomic.Int64
+		running.Store(raceGoroutines)
+		seen := map[core.ResponseCursor]core.ExecutionId{}
+		reads := 0
+		goAll(raceGoroutines+1, func(g int) {
+			if g < raceGoroutines {
+				rv := core.RetOk(&core.WastValWithType{Type: "u32", Value: []byte(fmt.Sprint(g))})
+				if err := h.finishLockedChild(children[g], rv); err != nil {
+					failures.add("child %d: %v", g, err)
+				}
+				if running.Add(-1) == 0 {
+					done.Store(true) // the reader reads once more, then stops
+				}
+				return
+			}
+			for last := false; !last; {
+				last = done.Load()
+				page, err := h.db.ListResponses(h.ctx, p, core.Pagination[core.ResponseCursor]{
+					Direction: core.NewerThan, Length: 100, Cursor: 0}, nil)
+				if err != nil {
+					failures.add("read: %v", err)
+					return
+				}
+				reads++
+				for i, resp := range page.Responses {
+					c := resp.Event.Event.Event.(*core.ChildExecutionFinished).ChildExecutionID.ExecutionId
+					if resp.Cursor != core.ResponseCursor(i+1) {
+						failures.add("read %d: cursors %v, want 1..%d", reads, cursorsOf(page.Responses), len(page.Responses))
+						return
+					}
+					if was, ok := seen[resp.Cursor]; ok && was != c {
+						failures.add("read %d: cursor %d names %s, earlier %s", reads, resp.Cursor, c, was)
+						return
+					}
+					seen[resp.Cursor] = c
+				}
+				if len(seen) > len(page.Responses) {
+					failures.add("read %d: %d responses, an earlier read saw %d", reads, len(page.Responses), len(seen))
+					return
+				}
+			}
+		})
+		failures.check(h)
+		h.wantState(p, psPendingAt(t0, &by))
+		l := h.get(p)
+		if len(l.Responses) != raceGoroutines {
+			h.t.Fatalf("round %d: %d responses, want %d", r, len(l.Responses), raceGoroutines)
+		}
+		got := map[core.ExecutionId]bool{}
+		for i, resp := range l.Responses {
+			c := resp.Event.Event.Event.(*core.ChildExecutionFinished).ChildExecutionID.ExecutionId
+			if resp.Cursor != core.ResponseCursor(i+1) || got[c] {
+				h.t.Fatalf("round %d: cursors %v, child %s twice: %v", r, cursorsOf(l.Responses), c, got[c])
+			}
+			got[c] = true
+			if was, ok := seen[resp.Cursor]; ok && was != c {
+				h.t.Fatalf("round %d: cursor %d names %s, a concurrent read saw %s", r, resp.Cursor, c, was)
+			}
+		}
+		// Every JoinNext of the set finds its response.
+		var rest []core.AppendRequest
+		for range raceGoroutines - 1 {
+			rest = append(rest, core.AppendRequest{CreatedAt: t0, Event: jnFor(js, t0, nil)})
+		}
+		v, err := h.db.AppendBatch(h.ctx, t0, rest, p, next)
+		h.wantNoErr("join next", err)
+		if want := next + core.Version(raceGoroutines-1); v != want {
+			h.t.Fatalf("round %d: next version %d, want %d", r, v, want)
+		}
+		h.wantState(p, psPendingAt(t0, &by))
+		h.t.Logf("round %d: %d siblings finished together; %d concurrent reads", r, raceGoroutines, reads)
+	}
+}
+
+// raceChildJoinNext races a parent's first JoinNext against its children's
+// finishes through append_batch_respond_to_parent (docs/spec/semantics.md
+// §8.3): whatever the interleaving, the parent ends up pending with every
+// response, never blocked.
+func raceChildJoinNext(h *harness) {
+	rounds := h.opts.scaled(40, 6)
+	const workers = 4
+	var failures errs
+	goAll(workers, func(w int) {
+		for r := w; r < rounds && h.ctx.Err() == nil; r += workers {
+			js := mustJS("g:")
+			n := 1 + r%3
+			p, children, next, by := h.parentWithChildren(js, n, false)
+			goAll(n+1, func(i int) {
+				if i == n {
+					if _, err := h.db.Append(h.ctx, p, next, core.AppendRequest{CreatedAt: t0, Event: jnFor(js, t0, nil)}); err != nil {
+						failures.add("round %d: JoinNext: %v", r, err)
+					}
+					return
+				}
+				if err := h.finishLockedChild(children[i], ok0); err != nil {
+					failures.add("round %d: child %d: %v", r, i, err)
+				}
+			})
+			l, err := h.db.Get(h.ctx, p)
+			if err != nil {
+				failures.add("get: %v", err)
+				return
+			}
+			if got, want := jsonOrErr(l.PendingState), jsonOrErr(psPendingAt(t0, &by)); got != want || len(l.Responses) != n || l.NextVersion != next+1 {
+				failures.add("round %d (%d children): state %s with %d responses, next %d; want %s with %d, next %d",
+					r, n, got, len(l.Responses), l.NextVersion, want, n, next+1)
+			}
+		}
+	})
+	failures.check(h)
+	h.t.Logf("child finish vs JoinNext race: %d rounds on %d workers, 1–3 children each", rounds, workers)
 }
