@@ -608,25 +608,24 @@
 // $10.68 / $7.47 per million activities (default / lean) and $190 / $150
 // per million workflows.
 //
-// Retention. The figures above were measured before retention existed,
-// which is STELA_RETENTION=forever. With the default 30 days
-// (cmd/stela-bench-cost -parallel 1, 300 activities and 30 workflows,
-// DynamoDB Local on a loaded 2-core machine): every finish writes one more
+// Retention. The figures above were measured without retention
+// (STELA_RETENTION=forever). With the default 30 days (cmd/stela-bench-cost,
+// default layout, 8 clients, after fan-in): every finish writes one more
 // index entry (the retention index), +1 WRU per execution — an activity's
-// finish 5 instead of 4 WRU, 17 instead of 16 per activity, 331 instead of
-// 320 WRU per 10-child workflow (11 executions). The timers function's
-// marking then costs, per tree: an activity (its head marked in the
-// finishing commit) 0 items, 2.1 RRU (root head, its partition and log
-// partition read) → $0.26 per million; the 10-child workflow 37 items
+// finish 5 instead of 4 WRU, 15 instead of 14 per activity ($11.20 all-in
+// per million, $3.73 per million transitions), 287 instead of 276 WRU per
+// 10-child workflow (11 executions; $197 all-in per million). The timers
+// function's marking then costs, per tree: an activity (its head marked
+// in the finishing commit) 0 items, 2.1 RRU (root head, its partition and
+// log partition read) → $0.27 per million; the 10-child workflow 38 items
 // (11 heads, a page, 10 responses, 11 response guards, the fired delay's
-// response, a JoinNext counter, …) for 48.1 WRU (37 table + 11 index: the
-// responses' entries in the ordinals LSI, projection ALL, change with
-// them) and 38.9 RRU → $34.9 per million trees. All told: an activity
-// $10.32 → $11.20 per million (+8.5%), the workflow $208.6 → $250.4 per
-// million (+20%, the marking being about one write unit per item the tree
-// owns). DynamoDB's own deletions are free; the alternative, Stela
-// deleting the items itself when due, costs the same write per item plus
-// one per index entry.
+// response, a JoinNext counter, the inbox, …) for 49.1 WRU (38 table + 11
+// index: the responses' entries in the ordinals LSI, projection ALL,
+// change with them) and 77 RRU → $40.3 per million trees. All told, per
+// million: an activity $11.5 all-in, the workflow $237 (DynamoDB $231.3:
+// the marking is about one write unit per item the tree owns). DynamoDB's
+// own deletions are free; the alternative, Stela deleting the items itself
+// when due, costs the same write per item plus one per index entry.
 //
 // # Why attribute values and expressions are built by hand
 //

@@ -126,9 +126,9 @@ func (cfg config) reportWorkload(out io.Writer, title string, wl workload, unit,
 
 // summary compares the layouts.
 func (cfg config) summary(out io.Writer, results []*result) {
-	fmt.Fprintln(out, "\n=== Summary (all-in, worker routes as configured; $ per million) ===")
+	fmt.Fprintln(out, "\n=== Summary (all-in, worker routes as configured; $ per million; retention marking not included, shown per workflow tree) ===")
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "layout\tactivity WRU\t$/M activities\t$/M transitions\tworkflow WRU\t$/M workflows\t$/M transitions\tfan-in conflicts/child finish\t")
+	fmt.Fprintln(w, "layout\tactivity WRU\t$/M activities\t$/M transitions\tworkflow WRU\t$/M workflows\t$/M transitions\tretention WRU/workflow\tfan-in conflicts/child finish\t")
 	for _, r := range results {
 		name, _, _ := strings.Cut(r.Layout, " (")
 		row := []string{name}
@@ -144,6 +144,11 @@ func (cfg config) summary(out io.Writer, results []*result) {
 			}
 			row = append(row, fmt.Sprintf("%.1f", wru/float64(wl.Units)), fmt.Sprintf("%.2f", perM(c.total(), wl.Units)),
 				fmt.Sprintf("%.3f", perM(c.total(), c.transitions)))
+		}
+		if r.Workflows.Units > 0 {
+			row = append(row, fmt.Sprintf("%.1f", r.WorkflowRetention.Usage.WRU()/float64(r.Workflows.Units)))
+		} else {
+			row = append(row, "-")
 		}
 		if r.Fanout.Units > 0 {
 			conflicts, finishes := fanInConflicts(r.Fanout)
@@ -166,21 +171,23 @@ func pctF(a, b float64) string {
 }
 
 // reportRetention prints the units of marking a workload's trees, per
-// tree, and the workload's DynamoDB price with them.
+// tree (each activity or workflow is one tree; the passes may decide a
+// tree more than once when its members' finishes fall in different
+// passes), and the workload's DynamoDB price with them.
 func reportRetention(out io.Writer, ru retentionUsage, wl workload, units int, unit string) {
 	if ru.Trees == 0 {
 		fmt.Fprintln(out, "retention: nothing marked (forever)")
 		return
 	}
-	n := float64(ru.Trees)
+	n := float64(units)
 	u := ru.Usage
 	var tot dynamo.Usage
 	for _, v := range wl.Usage {
 		tot.Add(v)
 	}
 	dollars := func(rru, wru float64) float64 { return rru*pricePerMRRU + wru*pricePerMWRU }
-	fmt.Fprintf(out, "retention (timers function): %d trees marked, per tree %.1f items, %.2f RRU, %.2f WRU (%.2f index) → $%.2f per million trees\n",
-		ru.Trees, float64(ru.Items)/n, u.Read/n, u.WRU()/n, u.IndexWrite/n, dollars(u.Read/n, u.WRU()/n))
+	fmt.Fprintf(out, "retention (timers function): %d trees marked (%d decisions), per tree %.1f items, %.2f RRU, %.2f WRU (%.2f index) → $%.2f per million trees\n",
+		units, ru.Trees, float64(ru.Items)/n, u.Read/n, u.WRU()/n, u.IndexWrite/n, dollars(u.Read/n, u.WRU()/n))
 	fmt.Fprintf(out, "per %s with its retention: %.2f RRU, %.2f WRU → DynamoDB $%.2f per million\n", unit,
 		(tot.Read+u.Read)/float64(units), (tot.WRU()+u.WRU())/float64(units), dollars((tot.Read+u.Read)/float64(units), (tot.WRU()+u.WRU())/float64(units)))
 }
