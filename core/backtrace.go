@@ -35,6 +35,13 @@ type BacktraceInfo struct {
 	WasmBacktrace       WasmBacktrace `json:"wasm_backtrace"`
 }
 
+// BacktraceFilter selects a backtrace: First, Last, or the one containing Specific.
+type BacktraceFilter struct {
+	// Kind is "first", "last" or "specific".
+	Kind     string
+	Specific Version
+}
+
 // BacktraceHashOf returns the 33-byte dedup hash of a backtrace (docs/spec/semantics.md §2.12):
 // a version byte 0x01 then SHA-256 over, per frame, "F|" module "|" func "|",
 // and per symbol "S|" followed, for each optional field (func_name, file,
