@@ -5,6 +5,43 @@ import (
 	"encoding/binary"
 )
 
+// WasmBacktrace is a captured WASM stack.
+type WasmBacktrace struct {
+	Frames []FrameInfo `json:"frames"`
+}
+
+// FrameInfo is one stack frame.
+type FrameInfo struct {
+	Module   string        `json:"module"`
+	FuncName string        `json:"func_name"`
+	Symbols  []FrameSymbol `json:"symbols"`
+}
+
+// FrameSymbol is debug information of a frame; every field is nullable.
+type FrameSymbol struct {
+	FuncName *string `json:"func_name"`
+	File     *string `json:"file"`
+	Line     *uint32 `json:"line"`
+	Col      *uint32 `json:"col"`
+}
+
+// BacktraceInfo is the backtrace that produced the events in
+// [VersionMinIncluding, VersionMaxExcluding).
+type BacktraceInfo struct {
+	ExecutionID         ExecutionId   `json:"execution_id"`
+	ComponentID         ComponentId   `json:"component_id"`
+	VersionMinIncluding Version       `json:"version_min_including"`
+	VersionMaxExcluding Version       `json:"version_max_excluding"`
+	WasmBacktrace       WasmBacktrace `json:"wasm_backtrace"`
+}
+
+// BacktraceFilter selects a backtrace: First, Last, or the one containing Specific.
+type BacktraceFilter struct {
+	// Kind is "first", "last" or "specific".
+	Kind     string
+	Specific Version
+}
+
 // BacktraceHashOf returns the 33-byte dedup hash of a backtrace (docs/spec/semantics.md §2.12):
 // a version byte 0x01 then SHA-256 over, per frame, "F|" module "|" func "|",
 // and per symbol "S|" followed, for each optional field (func_name, file,

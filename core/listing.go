@@ -27,6 +27,24 @@ import "sort"
 // NewerThan ascending) and takes Length rows; the page is returned newest
 // first, that is descending in the order above.
 
+// ExecutionListPagination pages list_executions by created_at or by execution id.
+// Exactly one of CreatedBy and ExecutionID is set. listing.go defines the
+// order and the cursor condition of each kind (Compare, Accepts).
+type ExecutionListPagination struct {
+	CreatedBy *Pagination[*Timestamp]
+	// CreatedByID (Stela extension) makes a CreatedBy cursor tie-safe: the
+	// cursor becomes the position (*CreatedBy.Cursor, *CreatedByID) in the
+	// (created_at, execution_id) order instead of a bare instant. It requires
+	// a CreatedBy cursor.
+	CreatedByID *ExecutionId
+	ExecutionID *Pagination[*ExecutionId]
+}
+
+// DefaultExecutionListPagination is OlderThan{20, no cursor} by created_at.
+func DefaultExecutionListPagination() ExecutionListPagination {
+	return ExecutionListPagination{CreatedBy: &Pagination[*Timestamp]{Direction: OlderThan, Length: 20}}
+}
+
 // Validate checks that exactly one kind is set, its length and direction, and
 // that CreatedByID comes with a created_at cursor.
 func (p ExecutionListPagination) Validate() error {

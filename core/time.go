@@ -264,3 +264,9 @@ func (ts *Timestamp) UnmarshalJSON(b []byte) error {
 	}
 	return ts.UnmarshalText(b[1 : len(b)-1])
 }
+
+// Clock tells the time. Stores and sweeps take it by injection so tests can
+// use a simulated clock; core itself never reads the wall clock.
+type Clock interface {
+	Now() Timestamp
+}
