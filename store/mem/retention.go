@@ -12,11 +12,10 @@ import (
 // Retention (store.Retainer): a tree is removed, all at once under the
 // mutex, when its period has passed; the in-memory backend marks nothing
 // ahead.
+var _ store.Retainer = (*Backend)(nil)
 
-var (
-	_ store.Retainer    = (*Backend)(nil)
-	_ store.RetentionTx = (*tx)(nil)
-)
+// The transaction records finishes for retention.
+var _ store.RetentionTx = (*tx)(nil)
 
 // RecordFinished implements store.RetentionTx.
 func (t *tx) RecordFinished(id core.ExecutionId, at core.Timestamp, _ *core.Timestamp) error {
