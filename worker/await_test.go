@@ -53,7 +53,8 @@ func TestWorkflowWaitsInMemoryUnderRun(t *testing.T) {
 		return worker.Call[string](wf, greetFFQN, a)
 	})
 	runFor(t, w)
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	id, err := w.Submit(ctx, twiceFFQN, "World")
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +92,8 @@ func TestLongSleepParksAndResumes(t *testing.T) {
 		return calls, wf.Sleep(200 * time.Millisecond)
 	})
 	runFor(t, w)
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	id, err := w.Submit(ctx, "demo:test/workflow.nap", nil)
 	if err != nil {
 		t.Fatal(err)

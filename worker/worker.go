@@ -571,6 +571,12 @@ func (w *Worker) RunUntilIdle(ctx context.Context) error {
 	share := w.share(len(groups))
 	defer w.stopAfterGrace(ctx)
 	for ctx.Err() == nil {
+		// Only a round that started with nothing running and locked
+		// nothing proves that nothing is pending: a run ending during the
+		// round (a child whose response unblocks its parent) may make
+		// work pending after the round's lock for it, and then the
+		// signal it leaves in finished must be waited for, not dropped.
+		quiet := w.inflight.Load() == 0
 		progress := false
 		for _, g := range groups {
 			n := w.slots.tryAcquire(share)
@@ -594,7 +600,7 @@ func (w *Worker) RunUntilIdle(ctx context.Context) error {
 		if progress {
 			continue
 		}
-		if w.inflight.Load() == 0 {
+		if quiet {
 			return nil
 		}
 		select {
