@@ -97,6 +97,14 @@ type flushingObserver struct {
 	last  time.Time
 }
 
+// RetentionPass passes a retention pass to inner (flushed with the next
+// timers pass or at the end of the invocation).
+func (f *flushingObserver) RetentionPass(ctx context.Context, p timers.RetentionPass) {
+	if r, ok := f.inner.(timers.RetentionObserver); ok {
+		r.RetentionPass(ctx, p)
+	}
+}
+
 func (f *flushingObserver) Pass(ctx context.Context, p timers.Pass) {
 	if f.inner != nil {
 		f.inner.Pass(ctx, p)

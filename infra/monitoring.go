@@ -31,11 +31,14 @@ const (
 	// Thresholds (defaults in DefaultAlarmThresholds).
 	CtxAlarmSweepLagSeconds   = "alarmSweepLagSeconds"
 	CtxAlarmSweepFailedPasses = "alarmSweepFailedPasses"
-	CtxAlarmAPI5xxPercent     = "alarmApi5xxPercent"
-	CtxAlarmAPIMinRequests    = "alarmApiMinRequests"
-	CtxAlarmDynamoThrottles   = "alarmDynamoThrottles"
-	CtxAlarmLambdaErrors      = "alarmLambdaErrors"
-	CtxAlarmLambdaThrottles   = "alarmLambdaThrottles"
+	// CtxAlarmRetentionFailedPasses is the context key of
+	// AlarmThresholds.RetentionFailedPasses.
+	CtxAlarmRetentionFailedPasses = "alarmRetentionFailedPasses"
+	CtxAlarmAPI5xxPercent         = "alarmApi5xxPercent"
+	CtxAlarmAPIMinRequests        = "alarmApiMinRequests"
+	CtxAlarmDynamoThrottles       = "alarmDynamoThrottles"
+	CtxAlarmLambdaErrors          = "alarmLambdaErrors"
+	CtxAlarmLambdaThrottles       = "alarmLambdaThrottles"
 	// CtxTracing ("xray") turns on X-Ray active tracing of every function;
 	// default "off".
 	CtxTracing = "tracing"
@@ -60,6 +63,9 @@ type AlarmThresholds struct {
 	SweepLagSeconds float64
 	// SweepFailedPasses: this many timers passes failed within 5 minutes.
 	SweepFailedPasses float64
+	// RetentionFailedPasses: this many retention passes (expiring finished
+	// trees, one a minute) failed within 15 minutes.
+	RetentionFailedPasses float64
 	// API5xxPercent: the share of API Gateway answers that were 5xx within
 	// 5 minutes, once at least APIMinRequests requests arrived.
 	API5xxPercent  float64
@@ -73,13 +79,14 @@ type AlarmThresholds struct {
 
 // DefaultAlarmThresholds are the documented defaults.
 var DefaultAlarmThresholds = AlarmThresholds{
-	SweepLagSeconds:   60,
-	SweepFailedPasses: 5,
-	API5xxPercent:     5,
-	APIMinRequests:    20,
-	DynamoThrottles:   10,
-	LambdaErrors:      1,
-	LambdaThrottles:   1,
+	SweepLagSeconds:       60,
+	SweepFailedPasses:     5,
+	RetentionFailedPasses: 5,
+	API5xxPercent:         5,
+	APIMinRequests:        20,
+	DynamoThrottles:       10,
+	LambdaErrors:          1,
+	LambdaThrottles:       1,
 }
 
 // MonitoringProps configure the alarms, the dashboard and tracing.
@@ -129,6 +136,7 @@ func resolveMonitoring(ctx func(string) string, p *MonitoringProps) {
 	d, t := DefaultAlarmThresholds, &p.Thresholds
 	num(&t.SweepLagSeconds, CtxAlarmSweepLagSeconds, d.SweepLagSeconds)
 	num(&t.SweepFailedPasses, CtxAlarmSweepFailedPasses, d.SweepFailedPasses)
+	num(&t.RetentionFailedPasses, CtxAlarmRetentionFailedPasses, d.RetentionFailedPasses)
 	num(&t.API5xxPercent, CtxAlarmAPI5xxPercent, d.API5xxPercent)
 	num(&t.APIMinRequests, CtxAlarmAPIMinRequests, d.APIMinRequests)
 	num(&t.DynamoThrottles, CtxAlarmDynamoThrottles, d.DynamoThrottles)
@@ -224,6 +232,10 @@ func (s *StelaStack) newMonitoring(stack awscdk.Stack, p MonitoringProps) *Monit
 		m.stela("SweepLag", "Maximum", minute, nil), th.SweepLagSeconds, 3, gt, breaching)
 	alarm("SweepFailedPassesAlarm", "SweepFailedPassesAlarm", fmt.Sprintf("%g or more timers passes failed within 5 minutes.", th.SweepFailedPasses),
 		m.stela("SweepPasses", "Sum", fiveMinutes, map[string]string{"Result": "failed"}), th.SweepFailedPasses, 1, ge, notBreaching)
+	// Retention: failing passes leave finished trees in the table (storage
+	// grows) but stall nothing, so the window is longer.
+	alarm("RetentionFailedPassesAlarm", "RetentionFailedPassesAlarm", fmt.Sprintf("%g or more retention passes failed within 15 minutes: finished execution trees are not being expired.", th.RetentionFailedPasses),
+		m.stela("RetentionPasses", "Sum", awscdk.Duration_Minutes(jsii.Number(15)), map[string]string{"Result": "failed"}), th.RetentionFailedPasses, 1, ge, notBreaching)
 	for _, q := range s.deadLetterQueues() {
 		alarm(q.id+"Alarm", "DeadLettersAlarm", "A scheduled invocation of the "+q.function+" function failed after its retries or could not be delivered: its dead-letter queue is not empty.",
 			q.queue.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: fiveMinutes}),

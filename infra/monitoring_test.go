@@ -130,6 +130,8 @@ func wantAlarms(t *testing.T, stack tmpl, d AlarmThresholds, functions []string)
 			dims: map[string]any{}, threshold: d.SweepLagSeconds, periods: 3, comparison: gt, missingData: breaching},
 		{id: "SweepFailedPassesAlarm", anchor: "SweepFailedPassesAlarm", namespace: testNamespace, metric: "SweepPasses", stat: "Sum", period: fiveMin,
 			dims: map[string]any{"Result": "failed"}, threshold: d.SweepFailedPasses, periods: 1, comparison: ge, missingData: notBreach},
+		{id: "RetentionFailedPassesAlarm", anchor: "RetentionFailedPassesAlarm", namespace: testNamespace, metric: "RetentionPasses", stat: "Sum", period: 900,
+			dims: map[string]any{"Result": "failed"}, threshold: d.RetentionFailedPasses, periods: 1, comparison: ge, missingData: notBreach},
 		{id: "TimersDeadLettersAlarm", anchor: "DeadLettersAlarm", namespace: "AWS/SQS", metric: "ApproximateNumberOfMessagesVisible", stat: "Maximum",
 			period: fiveMin, dims: map[string]any{"QueueName": getAtt(stack.byPath(t, "TimersDeadLetters/Resource").ID, "QueueName")},
 			threshold: 1, periods: 1, comparison: ge, missingData: notBreach},
@@ -158,7 +160,7 @@ func wantAlarms(t *testing.T, stack tmpl, d AlarmThresholds, functions []string)
 
 // documentedDefaults are the defaults docs/operations.md states, written
 // out here: changing a default must change this line and the document.
-var documentedDefaults = AlarmThresholds{SweepLagSeconds: 60, SweepFailedPasses: 5, API5xxPercent: 5, APIMinRequests: 20,
+var documentedDefaults = AlarmThresholds{SweepLagSeconds: 60, SweepFailedPasses: 5, RetentionFailedPasses: 5, API5xxPercent: 5, APIMinRequests: 20,
 	DynamoThrottles: 10, LambdaErrors: 1, LambdaThrottles: 1}
 
 func TestAlarms(t *testing.T) {

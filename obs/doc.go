@@ -37,6 +37,9 @@
 //	stela_timers_skipped_total                   → SweepSkipped
 //	stela_timers_cancellations_finished_total    → CancellationsFinished
 //	stela_timers_sweep_lag_seconds (gauge)       → SweepLag (s)
+//	stela_retention_passes_total (result)        → RetentionPasses [Result]
+//	stela_retention_trees_expired_total          → RetentionTreesExpired
+//	stela_retention_items_total                  → RetentionItems
 //	stela_http_requests_total (route, code)      → HTTPRequests [], [StatusClass]
 //	stela_http_request_duration_seconds (route)  → HTTPLatency (ms)
 //

@@ -68,6 +68,9 @@ var vocabulary = map[string]emfMetric{
 	MetricSweepSkipped:       {"SweepSkipped", "Count", 1, noDims},
 	MetricCancellations:      {"CancellationsFinished", "Count", 1, noDims},
 	MetricSweepLag:           {"SweepLag", "Seconds", 1, noDims},
+	MetricRetentionPasses:    {"RetentionPasses", "Count", 1, [][]string{{"result"}}},
+	MetricRetentionExpired:   {"RetentionTreesExpired", "Count", 1, noDims},
+	MetricRetentionItems:     {"RetentionItems", "Count", 1, noDims},
 	MetricHTTPRequests:       {"HTTPRequests", "Count", 1, [][]string{{}, {"status_class"}}},
 	MetricHTTPDuration:       {"HTTPLatency", "Milliseconds", 1000, noDims},
 }

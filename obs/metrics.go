@@ -35,6 +35,9 @@ const (
 	MetricSweepSkipped       = "stela_timers_skipped_total"
 	MetricCancellations      = "stela_timers_cancellations_finished_total"
 	MetricSweepLag           = "stela_timers_sweep_lag_seconds"
+	MetricRetentionPasses    = "stela_retention_passes_total"
+	MetricRetentionExpired   = "stela_retention_trees_expired_total"
+	MetricRetentionItems     = "stela_retention_items_total"
 	MetricHTTPRequests       = "stela_http_requests_total"
 	MetricHTTPDuration       = "stela_http_request_duration_seconds"
 )
@@ -76,6 +79,9 @@ type Metrics struct {
 	skipped     prometheus.Counter         //
 	cancelled   prometheus.Counter         //
 	lag         *lagCollector              //
+	retPasses   [2]prometheus.Counter      // ok, failed
+	retExpired  prometheus.Counter         //
+	retItems    prometheus.Counter         //
 	httpReqs    *prometheus.CounterVec     // route, code
 	httpDur     *prometheus.HistogramVec   // route
 	httpMu      sync.RWMutex               //
@@ -155,6 +161,12 @@ func NewMetrics(goCollectors bool) *Metrics {
 	m.lag = &lagCollector{desc: prometheus.NewDesc(MetricSweepLag,
 		"Sweep lag: now minus the deadline of the oldest due timer (delay or expired lock) not yet handled; 0 when none.", nil, nil)}
 	reg.MustRegister(m.lag)
+	retPasses := prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRetentionPasses,
+		Help: "Retention passes (expiring finished execution trees), by result (ok, failed)."}, []string{"result"})
+	reg.MustRegister(retPasses)
+	m.retPasses = [2]prometheus.Counter{retPasses.WithLabelValues("ok"), retPasses.WithLabelValues("failed")}
+	m.retExpired = counter(MetricRetentionExpired, "Finished execution trees the retention passes removed (embedded) or marked with their expiry (DynamoDB).")
+	m.retItems = counter(MetricRetentionItems, "Rows the retention passes deleted (embedded) or items they marked with their expiry (DynamoDB).")
 
 	m.httpReqs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricHTTPRequests,
 		Help: "HTTP requests by route pattern and status code."}, []string{"route", "code"})
@@ -271,6 +283,21 @@ func (m *Metrics) TimersPass(p timers.Pass) {
 	add(m.cancelled, p.Cancelled)
 	if p.LagKnown {
 		m.lag.observe(p.Lag)
+	}
+}
+
+// RetentionPass records one retention pass.
+func (m *Metrics) RetentionPass(p timers.RetentionPass) {
+	if p.Err != nil {
+		m.retPasses[1].Inc()
+	} else {
+		m.retPasses[0].Inc()
+	}
+	if n := p.Result.Expired; n > 0 {
+		m.retExpired.Add(float64(n))
+	}
+	if n := p.Result.Items; n > 0 {
+		m.retItems.Add(float64(n))
 	}
 }
 

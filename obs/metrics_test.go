@@ -364,3 +364,33 @@ func TestReadyzOnTheEmbeddedStore(t *testing.T) {
 		t.Fatalf("/healthz = %d, want 200 (the process is up)", w.Code)
 	}
 }
+
+// Retention passes are counted by result, with the trees and items they
+// expired, and exported as EMF under their own names.
+func TestRetentionPassesAreCounted(t *testing.T) {
+	r := newRig(t, nil)
+	r.m.RetentionPass(timers.RetentionPass{Result: store.RetentionResult{Trees: 3, Expired: 2, Kept: 1,
+		ExpireStats: store.ExpireStats{Executions: 4, Items: 17}}})
+	r.m.RetentionPass(timers.RetentionPass{Err: context.DeadlineExceeded})
+	f := scrape(t, r.m)
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{obs.MetricRetentionPasses, []string{"result", "ok"}, 1},
+		{obs.MetricRetentionPasses, []string{"result", "failed"}, 1},
+		{obs.MetricRetentionExpired, nil, 2},
+		{obs.MetricRetentionItems, nil, 17},
+	} {
+		if got := value(f, c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	for prom, emf := range map[string]string{obs.MetricRetentionPasses: "RetentionPasses",
+		obs.MetricRetentionExpired: "RetentionTreesExpired", obs.MetricRetentionItems: "RetentionItems"} {
+		if got := obs.EMFName(prom); got != emf {
+			t.Errorf("EMF name of %s = %q, want %q", prom, got, emf)
+		}
+	}
+}

@@ -19,9 +19,10 @@ type Observer struct {
 }
 
 var (
-	_ store.Observer   = (*Observer)(nil)
-	_ httpapi.Observer = (*Observer)(nil)
-	_ timers.Observer  = (*Observer)(nil)
+	_ store.Observer           = (*Observer)(nil)
+	_ httpapi.Observer         = (*Observer)(nil)
+	_ timers.Observer          = (*Observer)(nil)
+	_ timers.RetentionObserver = (*Observer)(nil)
 )
 
 // NewObserver reports to m and t (either may be nil).
@@ -54,6 +55,13 @@ func (o *Observer) LockCall(_ context.Context, requested, granted int) {
 func (o *Observer) Pass(_ context.Context, p timers.Pass) {
 	if o.metrics != nil {
 		o.metrics.TimersPass(p)
+	}
+}
+
+// RetentionPass implements timers.RetentionObserver.
+func (o *Observer) RetentionPass(_ context.Context, p timers.RetentionPass) {
+	if o.metrics != nil {
+		o.metrics.RetentionPass(p)
 	}
 }
 

@@ -28,6 +28,22 @@ type Retainer interface {
 	ApplyRetention(ctx context.Context, now core.Timestamp) (store.RetentionResult, error)
 }
 
+// RetentionObserver, when the Options.Observer implements it, receives one
+// report per retention pass (package obs: metrics).
+type RetentionObserver interface {
+	RetentionPass(ctx context.Context, p RetentionPass)
+}
+
+// RetentionPass describes one retention pass.
+type RetentionPass struct {
+	// Duration is the wall time the pass took.
+	Duration time.Duration
+	// Result is what the pass decided and removed or marked.
+	Result store.RetentionResult
+	// Err is the pass's failure (nil: it succeeded).
+	Err error
+}
+
 // retention runs the retention passes of one Run in their own goroutine,
 // so that a long purge never delays a sweep.
 type retention struct {
@@ -47,11 +63,13 @@ func startRetention(ctx context.Context, clock core.Clock, alarms Alarms, opts O
 		interval = DefaultRetentionInterval
 	}
 	r := &retention{}
+	observer, _ := opts.Observer.(RetentionObserver)
 	rctx, cancel := context.WithCancel(ctx)
 	r.cancel = cancel
 	r.wg.Go(func() {
 		for rctx.Err() == nil {
 			start := clock.Now()
+			wallStart := time.Now()
 			res, err := opts.Retention.ApplyRetention(rctx, start)
 			r.mu.Lock()
 			r.passes++
@@ -60,6 +78,9 @@ func startRetention(ctx context.Context, clock core.Clock, alarms Alarms, opts O
 				r.failed++
 			}
 			r.mu.Unlock()
+			if observer != nil && (err == nil || rctx.Err() == nil) {
+				observer.RetentionPass(rctx, RetentionPass{Duration: time.Since(wallStart), Result: res, Err: err})
+			}
 			switch {
 			case err != nil && rctx.Err() != nil:
 				// Interrupted by shutdown: the next pass resumes.

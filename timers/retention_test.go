@@ -3,6 +3,7 @@ package timers_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,9 +31,11 @@ func TestRunExpiresFinishedExecutions(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &signallingRetainer{inner: f.svc, passes: make(chan store.RetentionResult, 1)}
+	observed := &retentionRecorder{}
 	done := make(chan timers.Stats)
 	go func() {
-		st, _ := timers.Run(ctx, f.svc, f.clock, timers.Options{Interval: time.Hour, Retention: r, Logger: quietLogger()})
+		st, _ := timers.Run(ctx, f.svc, f.clock, timers.Options{Interval: time.Hour, Retention: r, Logger: quietLogger(),
+			Observer: observed})
 		done <- st
 	}()
 	select {
@@ -51,6 +54,26 @@ func TestRunExpiresFinishedExecutions(t *testing.T) {
 	if st.ExpiredTrees != 1 || st.RetentionPasses != 1 || st.FailedRetentionPasses != 0 {
 		t.Fatalf("stats %+v: want one tree expired, no failed retention pass", st)
 	}
+	// The observer (metrics) heard of the pass and what it expired.
+	observed.mu.Lock()
+	defer observed.mu.Unlock()
+	if len(observed.passes) != 1 || observed.passes[0].Err != nil || observed.passes[0].Result.Expired != 1 {
+		t.Fatalf("observed retention passes %+v, want one that expired one tree", observed.passes)
+	}
+}
+
+// retentionRecorder is a timers.Observer that also records retention passes.
+type retentionRecorder struct {
+	mu     sync.Mutex
+	passes []timers.RetentionPass
+}
+
+func (r *retentionRecorder) Pass(context.Context, timers.Pass) {}
+
+func (r *retentionRecorder) RetentionPass(_ context.Context, p timers.RetentionPass) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.passes = append(r.passes, p)
 }
 
 // signallingRetainer reports each pass of the retainer it wraps.
