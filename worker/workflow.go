@@ -159,6 +159,8 @@ func (w *Worker) runWorkflow(le core.LockedExecution, f *function, sl *slot) {
 	stop()
 	if y == yieldParked {
 		w.cache.put(wf)
+	} else {
+		w.cache.unpause(id)
 	}
 }
 
@@ -505,9 +507,12 @@ func (wf *Context) check(err error) {
 }
 
 // park writes the buffer (ending with a JoinNext nobody answered yet),
-// gives the lock up and waits until a later lock resumes the run. mu is
-// held on entry and on return.
+// gives the lock up and waits until a later lock resumes the run. The run
+// is marked pausing first: once the JoinNext is written, this worker may
+// lock the execution again before the run is in the cache. mu is held on
+// entry and on return.
 func (wf *Context) park() {
+	wf.w.cache.pause(wf.id)
 	wf.flush()
 	wf.active = false
 	wf.l.mu.Unlock()
@@ -570,7 +575,6 @@ func (wf *Context) awaitNext(js *joinSetState, requested *core.FunctionFqn, clos
 		default:
 			want.RunExpiresAt = wf.w.clock.Now()
 			wf.record(want, nil)
-			wf.flush()
 			wf.park()
 		}
 	}
