@@ -153,6 +153,9 @@ type fieldRule struct {
 	name     string
 	required bool
 	typ      reflect.Type
+	// custom: typ decodes itself (hasCustomDecoding), so its content is
+	// not checked.
+	custom bool
 }
 
 var fieldRules sync.Map // reflect.Type -> []fieldRule
@@ -196,7 +199,11 @@ func rulesFor(t reflect.Type) []fieldRule {
 		}
 		required := f.Type.Kind() != reflect.Pointer && !strings.Contains(opts, "omitempty") &&
 			f.Tag.Get("stela") != "default"
-		rules = append(rules, fieldRule{name: name, required: required, typ: f.Type})
+		elem := f.Type
+		for elem.Kind() == reflect.Pointer {
+			elem = elem.Elem()
+		}
+		rules = append(rules, fieldRule{name: name, required: required, typ: f.Type, custom: hasCustomDecoding(elem)})
 	}
 	fieldRules.Store(t, rules)
 	return rules
@@ -213,19 +220,19 @@ func checkRequired(data []byte, t reflect.Type, path string) error {
 		if isJSONNull(data) {
 			return &ValidationError{Reason: fmt.Sprintf("expected an object%s", at(path))}
 		}
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(data, &obj); err != nil {
+		obj, ok := rawObject(data)
+		if !ok {
 			return &ValidationError{Reason: fmt.Sprintf("expected an object%s", at(path))}
 		}
 		for _, r := range rulesFor(t) {
-			raw, ok := obj[r.name]
+			raw, ok := obj.Get(r.name)
 			if !ok {
 				if r.required {
 					return &ValidationError{Reason: fmt.Sprintf("missing field `%s`%s", r.name, at(path))}
 				}
 				continue
 			}
-			if isJSONNull(raw) && r.typ.Kind() == reflect.Pointer {
+			if r.custom || isJSONNull(raw) && r.typ.Kind() == reflect.Pointer {
 				continue
 			}
 			if err := checkRequired(raw, r.typ, join(path, r.name)); err != nil {
@@ -240,9 +247,16 @@ func checkRequired(data []byte, t reflect.Type, path string) error {
 		if et.Kind() != reflect.Struct || hasCustomDecoding(et) {
 			return nil
 		}
-		var items []json.RawMessage
-		if err := json.Unmarshal(data, &items); err != nil {
-			return nil // already reported by json.Unmarshal
+		items, ok := JSONArray(data)
+		if !ok {
+			var raw []json.RawMessage
+			if err := json.Unmarshal(data, &raw); err != nil {
+				return nil // already reported by json.Unmarshal
+			}
+			items = make([][]byte, len(raw))
+			for i, r := range raw {
+				items[i] = r
+			}
 		}
 		for i, it := range items {
 			if err := checkRequired(it, et, fmt.Sprintf("%s[%d]", path, i)); err != nil {
@@ -293,13 +307,16 @@ func marshalInternallyTagged(key, tag string, v any) ([]byte, error) {
 
 // readTag returns the string value of key in the object data.
 func readTag(data []byte, key, what string) (string, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(data, &obj); err != nil {
+	obj, ok := rawObject(data)
+	if !ok {
 		return "", &ValidationError{Reason: fmt.Sprintf("%s: expected an object", what)}
 	}
-	raw, ok := obj[key]
+	raw, ok := obj.Get(key)
 	if !ok {
 		return "", &ValidationError{Reason: fmt.Sprintf("%s: missing field `%s`", what, key)}
+	}
+	if s, ok := plainString(raw); ok {
+		return s, nil
 	}
 	var tag string
 	if err := json.Unmarshal(raw, &tag); err != nil {
@@ -331,6 +348,9 @@ func splitExternallyTagged(data []byte, what string) (tag string, inner json.Raw
 			return "", nil, false, &ValidationError{Reason: what + ": " + err.Error()}
 		}
 		return tag, nil, true, nil
+	}
+	if o, ok := ParseJSONObject(data); ok && len(o) == 1 {
+		return string(o[0].Key), o[0].Value, false, nil
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(data, &obj); err != nil || len(obj) != 1 {

@@ -140,3 +140,60 @@ func BenchmarkLockAnswerBytes(b *testing.B) {
 	b.ReportMetric(float64(compactSkip), "fanout100-lock-skip-B")
 	b.ReportMetric(float64(delta), "fanout100-responses-delta-B")
 }
+
+// sleepBatchBody is the append a workflow sends when it starts a sleep
+// (W3): the one-off join set, its delay and the JoinNext.
+func sleepBatchBody(b *testing.B) []byte {
+	id, err := core.ParseExecutionId("E_01KJ3ZC4Q5W8X7V6T5R4Q3P2N1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ids core.IdCounter
+	js, err := ids.NextOneOffJoinSet("sleep")
+	if err != nil {
+		b.Fatal(err)
+	}
+	delay := ids.NextDelay(id, js)
+	batch := []core.AppendRequest{
+		{CreatedAt: t0, Event: &core.HistoryEventRequest{Event: &core.JoinSetCreate{JoinSetID: js}}},
+		{CreatedAt: t0, Event: &core.HistoryEventRequest{Event: &core.JoinSetRequestEvent{JoinSetID: js,
+			Request: &core.DelayRequest{DelayID: delay, ExpiresAt: t0.Add(time.Second), ScheduleAt: core.ScheduleAt{Kind: "in", In: core.DurationOf(time.Second)}}}}},
+		{CreatedAt: t0, Event: &core.HistoryEventRequest{Event: &core.JoinNext{JoinSetID: js, RunExpiresAt: t0.Add(30 * time.Second)}}},
+	}
+	body, err := core.MarshalJSON(AppendBatchBody{CurrentTime: &t0, Batch: batch, ExecutionID: id, Version: 3})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return body
+}
+
+// BenchmarkDecodeAppendBatch measures the strict decoding of an append
+// body, the largest per-request CPU cost of the worker routes.
+//
+//	go test ./httpapi -run '^$' -bench DecodeAppendBatch -benchmem
+func BenchmarkDecodeAppendBatch(b *testing.B) {
+	body := sleepBatchBody(b)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var dst AppendBatchBody
+		if err := decodeJSON(body, &dst); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEncodeAppendBatch measures the client's side of the same body.
+func BenchmarkEncodeAppendBatch(b *testing.B) {
+	body := sleepBatchBody(b)
+	var dst AppendBatchBody
+	if err := decodeJSON(body, &dst); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := core.MarshalJSON(dst); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

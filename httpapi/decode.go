@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/stela-dev/stela/core"
@@ -147,14 +148,21 @@ func checkFields(data []byte, t reflect.Type, path string, top bool) error {
 	case hasOwnDecoder(t):
 		return nil
 	case t.Kind() == reflect.Struct:
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(data, &obj); err != nil {
-			return fmt.Errorf("expected an object%s", atPath(path))
+		// The body passed json.Valid: split it without decoding.
+		obj, ok := core.ParseJSONObject(data)
+		if !ok {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(data, &m); err != nil {
+				return fmt.Errorf("expected an object%s", atPath(path))
+			}
+			for k, v := range m {
+				obj = append(obj, core.JSONMember{Key: []byte(k), Value: v})
+			}
 		}
 		return checkStructFields(obj, t, path, top)
 	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8:
-		var items []json.RawMessage
-		if err := json.Unmarshal(data, &items); err != nil {
+		items, ok := core.JSONArray(data)
+		if !ok {
 			return nil // json.Decode already accepted or reported it
 		}
 		for i, it := range items {
@@ -169,7 +177,7 @@ func checkFields(data []byte, t reflect.Type, path string, top bool) error {
 	return nil
 }
 
-func checkStructFields(obj map[string]json.RawMessage, t reflect.Type, path string, top bool) error {
+func checkStructFields(obj core.JSONObject, t reflect.Type, path string, top bool) error {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -192,7 +200,7 @@ func checkStructFields(obj map[string]json.RawMessage, t reflect.Type, path stri
 		} else {
 			required = f.Type.Kind() != reflect.Pointer && !strings.Contains(opts, "omitempty") && f.Tag.Get("stela") != "default"
 		}
-		raw, ok := obj[name]
+		raw, ok := obj.Get(name)
 		if !ok || isNull(raw) {
 			if required {
 				return fmt.Errorf("missing field `%s`", joinPath(path, name))
@@ -212,10 +220,18 @@ var (
 	rawMessageType      = reflect.TypeFor[json.RawMessage]()
 )
 
+// ownDecoder caches hasOwnDecoder (reflect.Type → bool).
+var ownDecoder sync.Map
+
 func hasOwnDecoder(t reflect.Type) bool {
+	if v, ok := ownDecoder.Load(t); ok {
+		return v.(bool)
+	}
 	pt := reflect.PointerTo(t)
-	return t == rawMessageType || t.Implements(unmarshalerType) || pt.Implements(unmarshalerType) ||
+	own := t == rawMessageType || t.Implements(unmarshalerType) || pt.Implements(unmarshalerType) ||
 		t.Implements(textUnmarshalerType) || pt.Implements(textUnmarshalerType)
+	ownDecoder.Store(t, own)
+	return own
 }
 
 func isNull(b []byte) bool { return bytes.Equal(bytes.TrimSpace(b), []byte("null")) }

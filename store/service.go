@@ -537,6 +537,13 @@ type BatchLocker interface {
 func (s *Service) lockCandidates(ctx context.Context, req core.LockRequest, cands []candidate, auto bool) ([]core.LockedExecution, error) {
 	out := []core.LockedExecution{}
 	limit := int(req.BatchSize)
+	if len(cands) == 0 {
+		// Nothing pending: no transaction (under load most lock calls of
+		// long-polling workers find nothing, and SQLite's would queue at
+		// its single writer).
+		s.lockCall(ctx, limit, 0)
+		return out, nil
+	}
 	if bl, ok := s.b.(BatchLocker); ok && bl.LockBatchInOneUpdate() {
 		err := s.updateAs(ctx, OpLock, func(t *txn) error {
 			out = out[:0]

@@ -2,11 +2,13 @@ package worker_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/internal/backendtest"
+	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/worker"
 )
 
@@ -113,5 +115,67 @@ func TestLongSleepParksAndResumes(t *testing.T) {
 		if j, ok := h.Event.(*core.JoinNext); ok && !j.RunExpiresAt.Before(log.Events[1].Event.(*core.Locked).LockExpiresAt) {
 			t.Errorf("a parking JoinNext must give the execution up at once, run_expires_at %s", j.RunExpiresAt)
 		}
+	}
+}
+
+// subscribeTimes records when each response subscription of an execution starts.
+type subscribeTimes struct {
+	*store.Service
+	mu    sync.Mutex
+	times []time.Time
+}
+
+func (c *subscribeTimes) SubscribeToNextResponses(ctx context.Context, id core.ExecutionId, last core.ResponseCursor) ([]core.ResponseWithCursor, error) {
+	c.mu.Lock()
+	c.times = append(c.times, time.Now())
+	c.mu.Unlock()
+	return c.Service.SubscribeToNextResponses(ctx, id, last)
+}
+
+// TestSleepInMemorySubscribesNearItsEnd: a workflow sleeping in memory
+// does not hold a response subscription (a long poll, re-checked by the
+// server) for the whole sleep: nothing but the timer answers it, so it
+// subscribes only shortly before the delay expires, and still continues
+// without a new lock.
+func TestSleepInMemorySubscribesNearItsEnd(t *testing.T) {
+	svc := backendtest.SQLite(t)
+	backendtest.Timers(t, svc, 20*time.Millisecond)
+	conn := &subscribeTimes{Service: svc}
+	w := worker.New(conn, worker.Options{LockExpiry: 20 * time.Second, PollWait: 200 * time.Millisecond})
+	const nap = 300 * time.Millisecond
+	worker.Workflow(w, "demo:test/workflow.nap", func(wf *worker.Context, _ worker.Unit) (worker.Unit, error) {
+		return worker.Unit{}, wf.Sleep(nap)
+	})
+	runFor(t, w)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id, err := w.Submit(ctx, "demo:test/workflow.nap", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := worker.Await[worker.Unit](ctx, w, id); err != nil {
+		t.Fatal(err)
+	}
+	log, err := svc.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countLocks(log); n != 1 {
+		t.Errorf("locked %d times, want once (the sleep is awaited in memory)", n)
+	}
+	var expires core.Timestamp
+	for _, h := range log.EventHistory() {
+		if r, ok := h.Event.(*core.JoinSetRequestEvent); ok {
+			expires = r.Request.(*core.DelayRequest).ExpiresAt
+		}
+	}
+	conn.mu.Lock()
+	defer conn.mu.Unlock()
+	if len(conn.times) == 0 {
+		t.Fatal("no subscription")
+	}
+	// The lead is 20 ms; a subscription started earlier waited for the timer.
+	if first := conn.times[0]; first.Before(expires.Add(-50 * time.Millisecond).Time) {
+		t.Errorf("subscribed %s before the delay expired at %s", expires.Sub(first), expires)
 	}
 }

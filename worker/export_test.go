@@ -1,6 +1,19 @@
 package worker
 
+import "github.com/stela-dev/stela/core"
+
 // WaitRuns waits until every run this worker started has ended (its
 // concurrency slot and in-flight count given back), for tests that
 // interleave a run's end with RunUntilIdle's rounds.
 func (w *Worker) WaitRuns() { w.waitAll() }
+
+// OnLockWaitsForPause sets a hook called when a lock of an execution waits
+// for this worker's run of it to finish pausing (set before running).
+func (w *Worker) OnLockWaitsForPause(f func(id core.ExecutionId)) { w.cache.onWait = f }
+
+// Pausing returns the number of runs marked pausing.
+func (w *Worker) Pausing() int {
+	w.cache.mu.Lock()
+	defer w.cache.mu.Unlock()
+	return len(w.cache.pausing)
+}

@@ -159,6 +159,8 @@ func (w *Worker) runWorkflow(le core.LockedExecution, f *function, sl *slot) {
 	stop()
 	if y == yieldParked {
 		w.cache.put(wf)
+	} else {
+		w.cache.unpause(id)
 	}
 }
 
@@ -505,9 +507,12 @@ func (wf *Context) check(err error) {
 }
 
 // park writes the buffer (ending with a JoinNext nobody answered yet),
-// gives the lock up and waits until a later lock resumes the run. mu is
-// held on entry and on return.
+// gives the lock up and waits until a later lock resumes the run. The run
+// is marked pausing first: once the JoinNext is written, this worker may
+// lock the execution again before the run is in the cache. mu is held on
+// entry and on return.
 func (wf *Context) park() {
+	wf.w.cache.pause(wf.id)
 	wf.flush()
 	wf.active = false
 	wf.l.mu.Unlock()
@@ -564,13 +569,12 @@ func (wf *Context) awaitNext(js *joinSetState, requested *core.FunctionFqn, clos
 			want.RunExpiresAt = wf.l.locked.LockExpiresAt
 			wf.record(want, nil)
 			wf.flush()
-			if !wf.awaitInMemory(js) {
+			if !wf.awaitInMemory(js, until) {
 				wf.park()
 			}
 		default:
 			want.RunExpiresAt = wf.w.clock.Now()
 			wf.record(want, nil)
-			wf.flush()
 			wf.park()
 		}
 	}
@@ -587,6 +591,11 @@ func (wf *Context) awaitNext(js *joinSetState, requested *core.FunctionFqn, clos
 	}
 	return r
 }
+
+// subscribeLead is how long before a sleep's end a run waiting for it in
+// memory subscribes to its response: about a request's round trip, so the
+// long poll is waiting when the timer fires.
+const subscribeLead = 20 * time.Millisecond
 
 // awaitMargin is how long before the lease's end a wait in memory gives up.
 func (w *Worker) awaitMargin() time.Duration { return w.opts.LockExpiry / 10 }
@@ -620,8 +629,12 @@ func (wf *Context) awaitEnd() core.Timestamp {
 // awaitInMemory subscribes to the execution's responses until js has one
 // (true) or the wait must end (false). The run's concurrency slot is lent
 // out meanwhile. The execution is blocked in the store until the lease's
-// expiry, so nobody else takes it. mu is held on entry and on return.
-func (wf *Context) awaitInMemory(js *joinSetState) bool {
+// expiry, so nobody else takes it. until, when set, is when js's only
+// member, a delay, fires: nothing answers it before (only this run could
+// cancel it), so the subscription starts just before then (subscribeLead)
+// rather than holding a long poll, and the server's re-checks, for the
+// whole sleep. mu is held on entry and on return.
+func (wf *Context) awaitInMemory(js *joinSetState, until core.Timestamp) bool {
 	w := wf.w
 	w.awaiting.Add(1)
 	defer w.awaiting.Add(-1)
@@ -630,6 +643,18 @@ func (wf *Context) awaitInMemory(js *joinSetState) bool {
 	wait := wf.awaitEnd().Sub(w.clock.Now().Time)
 	deadline := time.Now().Add(wait)
 	wf.slot.release()
+	if !until.IsZero() {
+		if d := min(until.Sub(w.clock.Now().Time)-subscribeLead, wait); d > 0 {
+			wf.l.mu.Unlock()
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-w.hardStop.Done():
+			}
+			t.Stop()
+			wf.l.mu.Lock()
+		}
+	}
 	got := false
 	for !got {
 		remaining := time.Until(deadline)

@@ -48,7 +48,7 @@ const (
 
 type devOptions struct {
 	dataDir, addr, token, backend, logLevel string
-	durability                              string
+	durability, cpuProfile                  string
 	timersInterval                          time.Duration
 	retention                               retentionFlag
 }
@@ -103,6 +103,7 @@ func devCommand() *command {
 			fs.DurationVar(&o.timersInterval, "timers-interval", timers.DefaultInterval, "safety sweep period (timers written through this server fire at their deadline)")
 			fs.StringVar(&o.durability, "durability", sqlite.DurabilityFsyncName, durabilityUsage)
 			fs.Var(&o.retention, "retention", retentionUsage)
+			fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the server's CPU profile (pprof) to this file until it stops")
 			return func(ctx context.Context, _ []string) error { return runDev(ctx, e, o) }
 		},
 	}
@@ -128,6 +129,13 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 		return usagef("--timers-interval must be positive")
 	}
 	logger := slog.New(slog.NewTextHandler(e.Stderr, &slog.HandlerOptions{Level: level}))
+	if o.cpuProfile != "" {
+		stop, err := startCPUProfile(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	mode := o.backend
 	switch mode {
 	case backendAuto:
