@@ -479,7 +479,7 @@ func (wf *Context) writeBatch(batch []core.AppendRequest, children []core.Create
 		if len(children) > 0 {
 			next, err = wf.w.conn.AppendBatchCreateNewExecution(ctx, now, batch, wf.id, wf.l.next, children, nil)
 		} else {
-			next, err = wf.w.conn.AppendBatch(ctx, now, batch, wf.id, wf.l.next)
+			next, err = wf.w.appendBatch(ctx, now, batch, wf.id, wf.l.next)
 		}
 		if err == nil {
 			wf.l.next = next
@@ -717,7 +717,7 @@ func (wf *Context) writeFinished(rv core.ReturnValue) {
 			batch := append(wf.buf, fin)
 			err = wf.w.retryWrite(wf.l, func(ctx context.Context) error {
 				finished := wf.l.next + core.Version(len(batch)-1)
-				_, err := wf.w.conn.AppendBatchRespondToParent(ctx,
+				_, err := wf.w.respondToParent(ctx,
 					core.AppendEventsToExecution{ExecutionID: wf.id, Version: wf.l.next, Batch: batch},
 					core.AppendResponseToExecution{ParentExecutionID: wf.parent.ExecutionID, CreatedAt: now,
 						JoinSetID: wf.parent.JoinSetID, ChildExecutionID: core.ExecutionIdDerived{ExecutionId: wf.id},
