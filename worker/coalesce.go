@@ -18,19 +18,23 @@ type manyAppender interface {
 	AppendMany(ctx context.Context, items []client.AppendItem) ([]client.AppendResult, error)
 }
 
-// maxManyItems is the most items of one many-write (httpapi.MaxAppendMany).
-const maxManyItems = 100
+// maxManyItems is the most items of one many-write. The server runs 8
+// items of a many-write at once (and accepts up to httpapi.MaxAppendMany):
+// in a larger request the first items would wait for the last ones' commits
+// (W1 measured: 100 items per request, 2 in flight, raised the activities'
+// p50 latency from 26 to 38 ms for no gain in throughput or CPU).
+const maxManyItems = 8
 
 // maxManyInFlight bounds a worker's write requests in flight: the writes
 // of its runs that arrive while they are on the wire wait and go together
 // in the next request.
-const maxManyInFlight = 2
+const maxManyInFlight = 8
 
 // coalescer sends the result writes of a worker's runs (appends,
 // Finished with the response to a parent) over HTTP: alone, by their own
 // route, while fewer than maxManyInFlight requests are on the wire;
 // otherwise they queue, and each request that returns takes the queue
-// along as one many-write. Under load a worker thus pays one request (and
+// along (up to maxManyItems) as one many-write. Under load a worker thus pays one request (and
 // one connection) for many runs' writes instead of one each; when idle,
 // nothing changes. Each caller still gets its own write's outcome, the
 // error its single route would have answered.

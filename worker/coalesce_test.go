@@ -145,7 +145,7 @@ func startWrites(c *coalescer, ids []core.ExecutionId) []chan writeOutcome {
 // gets its own item's outcome (here one version conflict).
 func TestCoalescerSendsQueuedWritesTogether(t *testing.T) {
 	ids := testIDs(t, maxManyInFlight+5)
-	conn := &manyConn{gate: make(chan struct{}), entered: make(chan struct{}, 8), conflict: ids[4]}
+	conn := &manyConn{gate: make(chan struct{}), entered: make(chan struct{}, maxManyInFlight+8), conflict: ids[4]}
 	c := newCoalescer(conn, testTimeout)
 	first := busy(c, conn, ids)
 	rest := startWrites(c, ids[maxManyInFlight:])
@@ -176,7 +176,7 @@ func TestCoalescerFallsBackToSingleWrites(t *testing.T) {
 		single bool
 	}{{http.StatusNotFound, true}, {http.StatusUnprocessableEntity, false}, {http.StatusRequestEntityTooLarge, false}} {
 		ids := testIDs(t, maxManyInFlight+3)
-		conn := &manyConn{gate: make(chan struct{}), entered: make(chan struct{}, 8), manyErr: &client.Error{Status: tc.status, Message: "refused"}}
+		conn := &manyConn{gate: make(chan struct{}), entered: make(chan struct{}, maxManyInFlight+8), manyErr: &client.Error{Status: tc.status, Message: "refused"}}
 		c := newCoalescer(conn, testTimeout)
 		outs := busy(c, conn, ids)
 		outs = append(outs, startWrites(c, ids[maxManyInFlight:])...)
@@ -197,7 +197,7 @@ func TestCoalescerFallsBackToSingleWrites(t *testing.T) {
 // context ends is never sent.
 func TestCoalescerWithdrawsAWriteWhoseCallerGaveUp(t *testing.T) {
 	ids := testIDs(t, maxManyInFlight+1)
-	conn := &manyConn{gate: make(chan struct{}), entered: make(chan struct{}, 8)}
+	conn := &manyConn{gate: make(chan struct{}), entered: make(chan struct{}, maxManyInFlight+8)}
 	c := newCoalescer(conn, testTimeout)
 	outs := busy(c, conn, ids)
 	ctx, cancel := context.WithCancel(context.Background())
