@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 )
 
 // Version is the position of an event in an execution log: 0 = Created, then
@@ -35,7 +36,20 @@ func (e ExecutionEvent) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return MarshalJSON(executionEventJSON{e.CreatedAt, ev, e.BacktraceID, e.Version})
+	// executionEventJSON, assembled: ev is compact already, and encoding
+	// it again through encoding/json would re-scan it.
+	ts, err := e.CreatedAt.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(ev)+len(ts)+64)
+	out = append(append(append(out, `{"created_at":`...), ts...), `,"event":`...)
+	out = append(out, ev...)
+	if e.BacktraceID != nil {
+		out = strconv.AppendUint(append(out, `,"backtrace_id":`...), uint64(*e.BacktraceID), 10)
+	}
+	out = strconv.AppendUint(append(out, `,"version":`...), uint64(e.Version), 10)
+	return append(out, '}'), nil
 }
 
 // UnmarshalJSON decodes the event.
@@ -69,7 +83,14 @@ func (a AppendRequest) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return MarshalJSON(appendRequestJSON{a.CreatedAt, ev})
+	// appendRequestJSON, assembled (see ExecutionEvent.MarshalJSON).
+	ts, err := a.CreatedAt.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(ev)+len(ts)+24)
+	out = append(append(append(out, `{"created_at":`...), ts...), `,"event":`...)
+	return append(append(out, ev...), '}'), nil
 }
 
 // UnmarshalJSON decodes the request.
@@ -241,7 +262,10 @@ func marshalRequest(r ExecutionRequest) (json.RawMessage, error) {
 		if err != nil {
 			return nil, err
 		}
-		return marshalExternallyTagged(r.Variant(), historyEventRequestJSON{ev}, false)
+		// {"history_event": historyEventRequestJSON{ev}}, assembled.
+		out := make([]byte, 0, len(ev)+28)
+		out = append(appendSerdeString(append(out, '{'), r.Variant()), `:{"event":`...)
+		return append(append(out, ev...), '}', '}'), nil
 	default:
 		return marshalExternallyTagged(r.Variant(), r, false)
 	}

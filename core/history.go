@@ -101,7 +101,16 @@ func marshalHistoryEvent(h HistoryEvent) (json.RawMessage, error) {
 		if err != nil {
 			return nil, err
 		}
-		return marshalInternallyTagged("type", h.HistoryType(), joinSetRequestEventJSON{j.JoinSetID, req})
+		// The tagged joinSetRequestEventJSON, assembled (req is compact).
+		id, err := j.JoinSetID.MarshalText()
+		if err != nil {
+			return nil, err
+		}
+		out := make([]byte, 0, len(req)+len(id)+64)
+		out = appendSerdeString(append(out, `{"type":`...), h.HistoryType())
+		out = appendSerdeString(append(out, `,"join_set_id":`...), string(id))
+		out = append(append(out, `,"request":`...), req...)
+		return append(out, '}'), nil
 	}
 	return marshalInternallyTagged("type", h.HistoryType(), h)
 }

@@ -122,6 +122,7 @@ type Worker struct {
 	entropy  io.Reader
 
 	cache    *runCache
+	writes   *coalescer // nil: writes go straight to conn
 	slots    slots
 	inflight atomic.Int64
 	runs     [2]atomic.Int64 // runs started: activities, workflows
@@ -199,6 +200,7 @@ func New(conn Conn, opts Options) *Worker {
 	}
 	w.executor = exr
 	w.cache = newRunCache(opts.MaxCachedWorkflows, opts.CacheTTL)
+	w.writes = newCoalescer(conn, w.ioContext)
 	w.slots = newSlots(opts.Concurrency)
 	return w
 }
