@@ -36,15 +36,11 @@ func (e ExecutionEvent) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// executionEventJSON, assembled: ev is compact already, and encoding
-	// it again through encoding/json would re-scan it.
-	ts, err := e.CreatedAt.MarshalJSON()
+	// executionEventJSON, assembled (timedEvent).
+	out, err := timedEvent(e.CreatedAt, ev, 48)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(ev)+len(ts)+64)
-	out = append(append(append(out, `{"created_at":`...), ts...), `,"event":`...)
-	out = append(out, ev...)
 	if e.BacktraceID != nil {
 		out = strconv.AppendUint(append(out, `,"backtrace_id":`...), uint64(*e.BacktraceID), 10)
 	}
@@ -83,14 +79,26 @@ func (a AppendRequest) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// appendRequestJSON, assembled (see ExecutionEvent.MarshalJSON).
-	ts, err := a.CreatedAt.MarshalJSON()
+	// appendRequestJSON, assembled (timedEvent).
+	out, err := timedEvent(a.CreatedAt, ev, 1)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(ev)+len(ts)+24)
+	return append(out, '}'), nil
+}
+
+// timedEvent starts the JSON object {"created_at":at,"event":ev shared by
+// ExecutionEvent and AppendRequest, with room for extra more bytes. ev is
+// compact already: assembling the object instead of encoding a struct
+// through encoding/json avoids re-scanning it.
+func timedEvent(at Timestamp, ev []byte, extra int) ([]byte, error) {
+	ts, err := at.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(ev)+len(ts)+24+extra)
 	out = append(append(append(out, `{"created_at":`...), ts...), `,"event":`...)
-	return append(append(out, ev...), '}'), nil
+	return append(out, ev...), nil
 }
 
 // UnmarshalJSON decodes the request.
