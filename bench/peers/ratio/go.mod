@@ -1,0 +1,3 @@
+module peers/ratio
+
+go 1.26
