@@ -209,7 +209,7 @@ func leafUsage(w io.Writer, c *command, name string, fs *flag.FlagSet) {
 		if name != "" {
 			line += " " + name
 		}
-		if def := f.DefValue; def != "" && def != "false" && def != "0" {
+		if def := f.DefValue; def != "" && def != "false" && def != "0" && !strings.Contains(usage, def) {
 			usage += fmt.Sprintf(" (default %q)", def)
 		}
 		fmt.Fprintf(w, "%s\n    \t%s\n", line, strings.ReplaceAll(usage, "\n", "\n    \t"))
