@@ -67,6 +67,27 @@ func (cf *clientFlags) printCall(ctx context.Context, w io.Writer, method, path 
 	return nil
 }
 
+// printList calls a listing route and prints its answer; an empty text
+// answer prints none on stderr instead (so a person sees that nothing
+// matched, and a script reading stdout still reads nothing). JSON is printed
+// as it comes ([] when empty).
+func (cf *clientFlags) printList(ctx context.Context, e *Env, path string, q url.Values, asJSON bool, none string) error {
+	c, err := cf.client()
+	if err != nil {
+		return err
+	}
+	resp, err := c.Call(ctx, http.MethodGet, path, q, nil, accept(asJSON))
+	if err != nil {
+		return err
+	}
+	if !asJSON && len(bytes.TrimSpace(resp.Body)) == 0 {
+		fmt.Fprintln(e.Stderr, none)
+		return nil
+	}
+	printBody(e.Stdout, resp.Body)
+	return nil
+}
+
 // printOK calls a route answering {"ok": msg} and prints msg.
 func (cf *clientFlags) printOK(ctx context.Context, w io.Writer, method, path string) error {
 	c, err := cf.client()
@@ -314,7 +335,11 @@ func listCommand() *command {
 				if *hide {
 					q.Set("hide_finished", "true")
 				}
-				return cf.printCall(ctx, e.Stdout, http.MethodGet, "/v1/executions", q, accept(*asJSON))
+				none := "no executions"
+				if *prefix != "" || *hide {
+					none = "no executions match the filters"
+				}
+				return cf.printList(ctx, e, "/v1/executions", q, *asJSON, none)
 			}
 		},
 	}
@@ -450,7 +475,11 @@ func eventsCommand() *command {
 				} else {
 					q.Set("direction", "older")
 				}
-				return cf.printCall(ctx, e.Stdout, http.MethodGet, client.ExecPath(args[0], "events"), q, accept(*asJSON))
+				none := "no events"
+				if *from >= 0 {
+					none = fmt.Sprintf("no events from version %d on", *from)
+				}
+				return cf.printList(ctx, e, client.ExecPath(args[0], "events"), q, *asJSON, none)
 			}
 		},
 	}
@@ -473,7 +502,11 @@ func responsesCommand() *command {
 				} else {
 					q.Set("direction", "older")
 				}
-				return cf.printCall(ctx, e.Stdout, http.MethodGet, client.ExecPath(args[0], "responses"), q, accept(*asJSON))
+				none := "no responses"
+				if *from >= 0 {
+					none = fmt.Sprintf("no responses from cursor %d on", *from)
+				}
+				return cf.printList(ctx, e, client.ExecPath(args[0], "responses"), q, *asJSON, none)
 			}
 		},
 	}
@@ -538,6 +571,12 @@ func logsCommand() *command {
 					return err
 				}
 				id := args[0]
+				printed := 0
+				noLogs := func() {
+					if printed == 0 && !*asJSON {
+						fmt.Fprintln(e.Stderr, "no logs")
+					}
+				}
 				for {
 					resp, err := c.Call(ctx, http.MethodGet, client.ExecPath(id, "logs"), q, nil, client.JSON)
 					if err != nil {
@@ -550,6 +589,7 @@ func logsCommand() *command {
 					for _, it := range items {
 						printLog(e.Stdout, it, *asJSON, *runID, *derived)
 					}
+					printed += len(items)
 					if len(items) > 0 {
 						q.Set("cursor", items[len(items)-1].Cursor)
 						q.Set("including_cursor", "false")
@@ -558,6 +598,7 @@ func logsCommand() *command {
 						continue // more pages
 					}
 					if !*follow {
+						noLogs()
 						return nil
 					}
 					st, _, err := status(ctx, c, id)
@@ -565,6 +606,7 @@ func logsCommand() *command {
 						return err
 					}
 					if st.PendingState.State == core.StateFinished && len(items) == 0 {
+						noLogs()
 						return nil
 					}
 					if len(items) == 0 {
@@ -659,8 +701,7 @@ func deploymentCommand() *command {
 					limit := fs.Int("limit", 20, "maximum number of deployments")
 					asJSON := fs.Bool("json", false, "print JSON")
 					return func(ctx context.Context, _ []string) error {
-						return cf.printCall(ctx, e.Stdout, http.MethodGet, "/v1/deployments",
-							url.Values{"length": {strconv.Itoa(*limit)}}, accept(*asJSON))
+						return cf.printList(ctx, e, "/v1/deployments", url.Values{"length": {strconv.Itoa(*limit)}}, *asJSON, "no deployments")
 					}
 				},
 			},
