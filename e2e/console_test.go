@@ -377,6 +377,14 @@ func TestConsoleInTheBrowser(t *testing.T) {
 		b.open("/console/submit")
 		b.setValue("#s-ffqn", "e2e:console/activity.submitted")
 		b.setValue("#s-params", `[1, "two"]`)
+		// Without a deployment the type must be chosen: the server would store an activity.
+		b.waitFor("the deployment check", `document.querySelector('#s-type').dataset.managed === 'false'`)
+		b.click("#s-submit")
+		b.waitFor("the type error", `document.querySelector('#s-type + .error-line').textContent.includes('Choose the component type')`)
+		if n := b.num(`document.querySelectorAll('dialog[open]').length`); n != 0 {
+			t.Errorf("submitted without a component type")
+		}
+		b.setValue("#s-type", "activity")
 		b.click("#s-submit")
 		b.confirmDialog()
 		b.waitFor("the new execution's page", `location.pathname.startsWith('/console/executions/E_') && document.querySelector('h1').textContent === 'e2e:console/activity.submitted'`)
