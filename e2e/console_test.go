@@ -377,6 +377,15 @@ func TestConsoleInTheBrowser(t *testing.T) {
 		b.open("/console/submit")
 		b.setValue("#s-ffqn", "e2e:console/activity.submitted")
 		b.setValue("#s-params", `[1, "two"]`)
+		// Every field's label is in the first column, beside its field (an error line once took a cell).
+		var lefts []int
+		b.eval(`[...document.querySelectorAll('.submit-form > label:not(.check)')].map((l) => Math.round(l.getBoundingClientRect().left))`, &lefts)
+		for _, l := range lefts {
+			if len(lefts) != 4 || l != lefts[0] {
+				t.Errorf("submit form labels at x = %v, want 4 in one column", lefts)
+				break
+			}
+		}
 		// Without a deployment the type must be chosen: the server would store an activity.
 		b.waitFor("the deployment check", `document.querySelector('#s-type').dataset.managed === 'false'`)
 		b.click("#s-submit")

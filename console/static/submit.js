@@ -68,7 +68,7 @@ export function submitPage(main, ctx) {
     }
   } },
     h('label', { for: 's-ffqn', text: 'Function (ffqn)' }), ffqnIn, datalist,
-    h('label', { for: 's-params', text: 'Params (JSON array)' }), paramsIn, paramsErr,
+    h('label', { for: 's-params', text: 'Params (JSON array)' }), h('div', null, paramsIn, paramsErr),
     h('label', { for: 's-id', text: 'Execution id' }), h('div', { class: 'inline' }, idIn, genBtn),
     h('label', { for: 's-type', text: 'Component type' }), h('div', null, typeSel, typeErr),
     h('label', { for: 's-paused', class: 'check' }, pausedIn, ' Create paused'),
