@@ -542,7 +542,7 @@ func TestConsoleRetriesAndAFanOut(t *testing.T) {
 			t.Fatalf("only %d events: not the 100-child fan-out", all)
 		}
 		for _, tc := range []struct {
-			what, rows string
+			what, rows  string
 			max, hidden int
 		}{
 			{"events", "#events tbody tr", 20, all - 20},
