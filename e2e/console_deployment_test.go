@@ -125,6 +125,11 @@ func TestConsoleShowsDeploymentsAndBacktraceSources(t *testing.T) {
 		b.t = t
 		b.open("/console/submit")
 		b.waitFor("the suggestion", `document.querySelector('#s-ffqns option[value="`+ffqn.String()+`"]')`)
+		// The component type is the deployment's: nothing to choose.
+		b.waitFor("the deployment check", `document.querySelector('#s-type').dataset.managed === 'true'`)
+		if !b.bool(`document.querySelector('#s-type').disabled`) {
+			t.Errorf("the component type can be chosen although the deployment decides it")
+		}
 	})
 	t.Run("BacktraceShowsTheSourceLine", func(t *testing.T) {
 		b.t = t

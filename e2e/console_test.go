@@ -1,14 +1,22 @@
 package e2e_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/examples/demo"
 	"github.com/stela-dev/stela/httpapi"
+	sdk "github.com/stela-dev/stela/worker"
 )
 
 // xssMarkup is user data that would run script if it were ever inserted as HTML.
@@ -230,6 +238,12 @@ func TestConsoleInTheBrowser(t *testing.T) {
 		if !b.bodyContains(`"parent done"`) || !b.bodyContains("fired") {
 			t.Errorf("result or fired delay missing:\n%s", b.bodyText())
 		}
+		// Response times to the millisecond, in the join sets as in the responses table.
+		for _, sel := range []string{`tr.child time`, `tr.delay td:nth-child(5) time`, `#responses tbody time`} {
+			if got := b.str(`document.querySelector(` + jsString(sel) + `).textContent`); !msTime.MatchString(got) {
+				t.Errorf("%s shows %q, want a time to the millisecond", sel, got)
+			}
+		}
 		// Payload on demand.
 		b.click(`#events tr[data-kind="finished"] details summary`)
 		b.waitFor("the payload", `document.querySelector('#events tr[data-kind="finished"] details pre')`)
@@ -296,13 +310,30 @@ func TestConsoleInTheBrowser(t *testing.T) {
 		b.confirmDialog()
 		b.waitFor("the paused state again", `document.querySelector('.title-row .state-paused')`)
 
-		// Pausing a finished execution: the API refuses with 409, and the page says so.
+		// A finished execution offers no pause and no cancel, and says why.
 		b.open(execPath(s.parent))
-		b.click("#act-pause")
-		b.confirmDialog()
-		b.waitFor("the error", `document.querySelector('.action-error .error')`)
-		if msg := b.str(`document.querySelector('.action-error .error').textContent`); !strings.Contains(msg, "already finished") || !strings.Contains(msg, "HTTP 409") {
-			t.Errorf("error shown = %q, want the API's 409 already finished", msg)
+		b.waitFor("the actions", `document.querySelector('#act-pause') && document.querySelector('#act-cancel')`)
+		for _, sel := range []string{"#act-pause", "#act-cancel"} {
+			if !b.bool(`document.querySelector('` + sel + `').disabled`) {
+				t.Errorf("%s is enabled on a finished execution", sel)
+			}
+		}
+		if note := b.str(`document.querySelector('#actions-note').textContent`); !strings.Contains(note, "Finished") {
+			t.Errorf("actions note = %q, want it to say the execution finished", note)
+		}
+		b.click("#act-pause") // a disabled button does nothing
+		if n := b.num(`document.querySelectorAll('dialog[open]').length`); n != 0 {
+			t.Errorf("a disabled Pause opened a dialog")
+		}
+		// A running activity cannot be paused, a workflow that is not -cancellable cannot be cancelled.
+		b.open(execPath(s.sleeper))
+		b.waitFor("the actions", `document.querySelector('#act-pause') && document.querySelector('#act-cancel')`)
+		if b.bool(`document.querySelector('#act-pause').disabled`) || !b.bool(`document.querySelector('#act-cancel').disabled`) {
+			t.Errorf("sleeping workflow: pause disabled=%v cancel disabled=%v; want pause enabled, cancel disabled",
+				b.bool(`document.querySelector('#act-pause').disabled`), b.bool(`document.querySelector('#act-cancel').disabled`))
+		}
+		if note := b.str(`document.querySelector('#actions-note').textContent`); !strings.Contains(note, "-cancellable") {
+			t.Errorf("actions note = %q, want the reason cancel does not apply", note)
 		}
 
 		// Cancel a pending delay from the join set table.
@@ -316,6 +347,16 @@ func TestConsoleInTheBrowser(t *testing.T) {
 		b.confirmDialog()
 		b.waitFor("the cancelled delay", `document.querySelector('tr.delay') && document.querySelector('tr.delay').textContent.includes('cancelled')`)
 		b.waitFor("the sleeper pending again", `document.querySelector('.title-row .state-pending')`)
+
+		// A stub value the API refuses: its own message and status are shown.
+		b.click(`tr.child[data-child="` + s.stub.String() + `"] button[data-action="stub"]`)
+		b.waitFor("the stub dialog", `document.querySelector('dialog[open] #stub-value')`)
+		b.setValue("#stub-value", `{"neither": "ok nor err"}`)
+		b.confirmDialog()
+		b.waitFor("the error", `document.querySelector('.action-error .error')`)
+		if msg := b.str(`document.querySelector('.action-error .error').textContent`); !strings.Contains(msg, "Stub failed") || !strings.Contains(msg, "(HTTP 4") {
+			t.Errorf("error shown = %q, want the API's 4xx", msg)
+		}
 
 		// Stub the activity_stub child from its row: it finishes with the value given.
 		b.click(`tr.child[data-child="` + s.stub.String() + `"] button[data-action="stub"]`)
@@ -336,6 +377,23 @@ func TestConsoleInTheBrowser(t *testing.T) {
 		b.open("/console/submit")
 		b.setValue("#s-ffqn", "e2e:console/activity.submitted")
 		b.setValue("#s-params", `[1, "two"]`)
+		// Every field's label is in the first column, beside its field (an error line once took a cell).
+		var lefts []int
+		b.eval(`[...document.querySelectorAll('.submit-form > label:not(.check)')].map((l) => Math.round(l.getBoundingClientRect().left))`, &lefts)
+		for _, l := range lefts {
+			if len(lefts) != 4 || l != lefts[0] {
+				t.Errorf("submit form labels at x = %v, want 4 in one column", lefts)
+				break
+			}
+		}
+		// Without a deployment the type must be chosen: the server would store an activity.
+		b.waitFor("the deployment check", `document.querySelector('#s-type').dataset.managed === 'false'`)
+		b.click("#s-submit")
+		b.waitFor("the type error", `document.querySelector('#s-type + .error-line').textContent.includes('Choose the component type')`)
+		if n := b.num(`document.querySelectorAll('dialog[open]').length`); n != 0 {
+			t.Errorf("submitted without a component type")
+		}
+		b.setValue("#s-type", "activity")
 		b.click("#s-submit")
 		b.confirmDialog()
 		b.waitFor("the new execution's page", `location.pathname.startsWith('/console/executions/E_') && document.querySelector('h1').textContent === 'e2e:console/activity.submitted'`)
@@ -388,6 +446,133 @@ func TestConsoleInTheBrowser(t *testing.T) {
 		b.t = t
 		b.open("/console/deployments")
 		b.waitFor("the empty state", `document.querySelector('main .empty')`)
+		b.noErrors()
+	})
+}
+
+// msTime is a console time shown to the millisecond (local time).
+var msTime = regexp.MustCompile(`^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$`)
+
+func (b *tab) bool(expr string) bool {
+	b.t.Helper()
+	var v bool
+	b.eval(`!!(`+expr+`)`, &v)
+	return v
+}
+
+// TestConsoleRetriesAndAFanOut runs real SDK work against `stela dev` and
+// looks at it: an activity that failed twice before it succeeded (its locks
+// and failures carry their attempt numbers), and the 100-child fan-out
+// example, whose page was 12,000 px of tables before they were folded.
+func TestConsoleRetriesAndAFanOut(t *testing.T) {
+	chromiumPath(t)
+	d := startDev(t, t.TempDir())
+	defer d.stop(t)
+	conn, err := client.New(d.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sdk.New(conn, sdk.Options{PollWait: 200 * time.Millisecond})
+	demo.RegisterFanOut(w)
+	flaky := "e2e:console/activity.flaky"
+	var runs atomic.Int32
+	sdk.Activity(w, flaky, func(context.Context, string) (string, error) {
+		if runs.Add(1) <= 2 {
+			return "", errors.New("not yet")
+		}
+		return "third time lucky", nil
+	}, sdk.RetryPolicy(3, 10*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	retried, err := w.Submit(ctx, flaky, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := sdk.Await[string](ctx, w, retried); err != nil || got != "third time lucky" {
+		t.Fatalf("flaky activity: %q, %v", got, err)
+	}
+	fan, err := w.Submit(ctx, demo.SumOfSquaresFFQN, int64(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := sdk.Await[int64](ctx, w, fan); err != nil || got != 338350 {
+		t.Fatalf("fan-out: %d, %v", got, err)
+	}
+	b := newTab(t, d.url)
+	shots := screenshotDir(t)
+
+	t.Run("RetriesShowTheirAttempt", func(t *testing.T) {
+		b.t = t
+		b.open(execPath(retried))
+		b.waitFor("the events", `document.querySelector('#events tr[data-kind="finished"]')`)
+		var got []string
+		b.eval(`[...document.querySelectorAll('#events tbody tr')].map((r) => r.dataset.kind + ': ' + (r.querySelector('.attempt') ? r.querySelector('.attempt').textContent : ''))`, &got)
+		want := []string{"created: ", "locked: attempt 1", "temporarily_failed: attempt 1 failed, retry 1 of 3",
+			"locked: attempt 2", "temporarily_failed: attempt 2 failed, retry 2 of 3", "locked: attempt 3", "finished: "}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("events and attempts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		var strip []string
+		b.eval(`[...document.querySelectorAll('.gantt .seg[data-attempt]')].map((s) => s.className.split(' ')[1] + ' ' + s.dataset.attempt + ' ' + s.textContent)`, &strip)
+		if want := "seg-running 1 #1,seg-retry 1 retry 1,seg-running 2 #2,seg-retry 2 retry 2,seg-running 3 #3"; strings.Join(strip, ",") != want {
+			t.Errorf("time strip attempts = %q, want %q", strings.Join(strip, ","), want)
+		}
+		b.screenshot(shots, "execution-retries.png")
+		b.noErrors()
+	})
+
+	t.Run("AHundredChildFanOutKeepsItsTablesShort", func(t *testing.T) {
+		b.t = t
+		b.open(execPath(fan))
+		b.waitFor("the events", `document.querySelector('#events tr[data-kind="finished"]') && document.querySelector('#responses')`)
+		visible := func(sel string) int {
+			return b.num(`[...document.querySelectorAll(` + jsString(sel) + `)].filter((r) => !r.hidden && !r.classList.contains('fold')).length`)
+		}
+		all := b.num(`document.querySelectorAll('#events tbody tr:not(.fold)').length`)
+		if all < 200 {
+			t.Fatalf("only %d events: not the 100-child fan-out", all)
+		}
+		for _, tc := range []struct {
+			what, rows  string
+			max, hidden int
+		}{
+			{"events", "#events tbody tr", 20, all - 20},
+			{"children", ".joinset tbody tr", 15, 85},
+			{"responses", "#responses tbody tr", 20, 80},
+		} {
+			if got := visible(tc.rows); got != tc.max {
+				t.Errorf("%s: %d rows shown, want %d", tc.what, got, tc.max)
+			}
+			fold := strings.Replace(tc.rows, " tr", " tr.fold", 1)
+			if got := b.str(`(document.querySelector(` + jsString(fold) + `) || {}).textContent || ''`); !strings.Contains(got, fmt.Sprintf("Show %d more %s", tc.hidden, tc.what)) {
+				t.Errorf("%s: fold row %q, want it to offer the %d hidden", tc.what, got, tc.hidden)
+			}
+		}
+		if h := b.num(`document.documentElement.scrollHeight`); h > 5000 {
+			t.Errorf("the page is %d px high, want at most 5000", h)
+		}
+		b.screenshot(shots, "execution-fanout.png")
+		// Unfolded on demand, folded again; the choice survives a live re-render.
+		b.click("#events tr.fold button")
+		if got := visible("#events tbody tr"); got != all {
+			t.Errorf("unfolded events: %d shown, want %d", got, all)
+		}
+		b.click("#events tr.fold button")
+		if got := visible("#events tbody tr"); got != 20 {
+			t.Errorf("folded again: %d shown, want 20", got)
+		}
+		b.click(".joinset tr.fold button")
+		b.click(`.actions button[title^="Refresh"]`)
+		b.waitFor("the children unfolded after the refresh", `[...document.querySelectorAll('.joinset tbody tr')].filter((r) => !r.hidden && !r.classList.contains('fold')).length === 100`)
 		b.noErrors()
 	})
 }

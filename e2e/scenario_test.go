@@ -42,7 +42,7 @@ func TestDevServer(t *testing.T) {
 
 	var viaCLI, viaHTTP string
 	t.Run("SubmitViaCLIPrintsTheIdAndTheExecutionIsPending", func(t *testing.T) {
-		viaCLI = strings.TrimSpace(d.mustCLI(t, "execution", "submit", add.String(), "[3, 5]"))
+		viaCLI = strings.TrimSpace(d.mustCLI(t, "execution", "submit", add.String(), "[3, 5]", "--component-type", "activity"))
 		if _, err := core.ParseExecutionId(viaCLI); err != nil {
 			t.Fatalf("submit printed %q, not an execution id", viaCLI)
 		}
@@ -60,7 +60,7 @@ func TestDevServer(t *testing.T) {
 		if got := d.call(t, http.MethodPut, "/v1/executions/"+viaHTTP, body, nil); got != http.StatusOK {
 			t.Errorf("repeated PUT = %d, want 200", got)
 		}
-		r := d.cli(t, "execution", "submit", add.String(), "[9, 9]", "--id", viaHTTP)
+		r := d.cli(t, "execution", "submit", add.String(), "[9, 9]", "--id", viaHTTP, "--component-type", "activity")
 		if r.code != 1 || !strings.Contains(r.stderr, "execution already exists with the same id and different parameters (HTTP 409)") {
 			t.Errorf("conflicting submit: exit %d, stderr %q", r.code, r.stderr)
 		}
@@ -229,7 +229,7 @@ func TestDevServer(t *testing.T) {
 	})
 
 	t.Run("PauseAndUnpause", func(t *testing.T) {
-		id := strings.TrimSpace(d.mustCLI(t, "execution", "submit", add.String(), "[1, 1]"))
+		id := strings.TrimSpace(d.mustCLI(t, "execution", "submit", add.String(), "[1, 1]", "--component-type", "activity"))
 		if got := d.mustCLI(t, "execution", "pause", id); strings.TrimSpace(got) != "paused" {
 			t.Errorf("pause printed %q", got)
 		}
@@ -249,7 +249,7 @@ func TestDevServer(t *testing.T) {
 	})
 
 	t.Run("CancelledActivityIsFinishedByTheTimers", func(t *testing.T) {
-		id := strings.TrimSpace(d.mustCLI(t, "execution", "submit", "e2e:app/activity.slow", "[]"))
+		id := strings.TrimSpace(d.mustCLI(t, "execution", "submit", "e2e:app/activity.slow", "[]", "--component-type", "activity"))
 		if got := d.mustCLI(t, "execution", "cancel", id); strings.TrimSpace(got) != "cancellation requested" {
 			t.Errorf("cancel printed %q", got)
 		}

@@ -147,6 +147,43 @@ export const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
 export const loading = (what) => h('p', { class: 'loading', text: `Loading ${what || ''}…` });
 export const empty = (text) => h('p', { class: 'empty', text });
 
+// --- long tables -----------------------------------------------------------------
+
+// foldRows keeps a long table body usable (a 100-child fan-out has hundreds
+// of events): past head + tail + 5 rows, only the first head and the last
+// tail rows show, and a row between them says how many are hidden and shows
+// them on demand; unfolded, a last row folds them again. opts.unfolded (a
+// Set shared by the page) remembers, by opts.key, the tables the reader
+// unfolded, so a re-render keeps them open. Call it again after adding rows.
+export function foldRows(tbody, opts) {
+  const { key, unfolded, head = 10, tail = 10, what = 'rows' } = opts;
+  const old = tbody.querySelector(':scope > tr.fold');
+  if (old) old.remove();
+  const rows = [...tbody.rows];
+  const n = rows.length;
+  if (n <= head + tail + 5) {
+    for (const r of rows) r.hidden = false;
+    return;
+  }
+  const open = unfolded.has(key);
+  const hidden = n - head - tail;
+  rows.forEach((r, i) => { r.hidden = !open && i >= head && i < n - tail; });
+  const cols = [...rows[0].cells].reduce((sum, c) => sum + c.colSpan, 0);
+  const toggle = h('button', {
+    type: 'button', class: 'small fold-toggle', 'aria-expanded': open ? 'true' : 'false',
+    onclick: () => {
+      if (open) unfolded.delete(key);
+      else unfolded.add(key);
+      foldRows(tbody, opts);
+      if (open) tbody.querySelector(':scope > tr.fold').scrollIntoView({ block: 'nearest' });
+    },
+  }, open ? `Fold: show only the first ${head}${tail ? ` and the last ${tail}` : ''} of ${n} ${what}` : `Show ${hidden} more ${what}`);
+  const row = h('tr', { class: 'fold', dataset: { hiddenRows: open ? '0' : String(hidden) } },
+    h('td', { colspan: String(cols) }, open ? null : h('span', { class: 'muted small', text: `… ${hidden} of ${n} ${what} folded … ` }), toggle));
+  if (open) tbody.appendChild(row);
+  else tbody.insertBefore(row, rows[n - tail] || null);
+}
+
 // --- dialogs ---------------------------------------------------------------------
 
 // dialog opens a modal <dialog> with body nodes and buttons; it resolves with

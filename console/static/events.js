@@ -36,7 +36,7 @@ export const historyEvent = (event) => {
 
 const at = (iso) => {
   const ms = parseTime(iso);
-  return ms === null ? String(iso) : localTime(ms);
+  return ms === null ? String(iso) : localTime(ms, true);
 };
 const retvalText = (rv) => {
   if (!rv) return '';
@@ -99,6 +99,39 @@ export function summary(event) {
     }
   }
   return '';
+}
+
+// attempts numbers the runs of an execution that was retried: for each
+// Locked event its attempt (1 + the temporary failures and timeouts before
+// it) and the lock's max_retries (null: no limit), and for each
+// temporarily_failed / temporarily_timed_out event the attempt that failed,
+// which is also the number of the retry it leads to. A Map by version, empty
+// when nothing was retried (a workflow's many locks are all attempt 1 then,
+// not worth a label).
+export function attempts(events) {
+  const out = new Map();
+  let failures = 0;
+  let max;
+  for (const e of events) {
+    const k = kindOf(e);
+    if (k === 'locked') {
+      const rc = e.event.locked.retry_config;
+      max = rc ? rc.max_retries : undefined;
+      out.set(e.version, { attempt: failures + 1, max });
+    } else if (k === 'temporarily_failed' || k === 'temporarily_timed_out') {
+      failures++;
+      out.set(e.version, { attempt: failures, failed: true, max });
+    }
+  }
+  return failures ? out : new Map();
+}
+
+// attemptText labels an entry of attempts: "attempt 2", or for a failure
+// "attempt 1 failed, retry 1 of 3" (max null: "retry 1, no limit").
+export function attemptText(a) {
+  if (!a.failed) return `attempt ${a.attempt}`;
+  const of = a.max === null ? ', no limit' : a.max === undefined ? '' : ` of ${a.max}`;
+  return `attempt ${a.attempt} failed, retry ${a.attempt}${of}`;
 }
 
 // responseInfo describes a ResponseWithCursor.

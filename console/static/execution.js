@@ -8,9 +8,10 @@
 import { api, query, okMessage, ApiError } from './api.js';
 import {
   h, replace, time, duration, parseTime, json, idText, execHref, copyButton, errorBox, empty, toast, confirm, dialog, shortDigest, plural,
+  foldRows,
 } from './dom.js';
 import { badge, isFinished } from './states.js';
-import { joinSets, ancestors, parentOf, responseInfo, retvalSummary, delayOutcome } from './events.js';
+import { joinSets, ancestors, parentOf, responseInfo, retvalSummary, delayOutcome, attempts } from './events.js';
 import { strip, eventRows } from './timeline.js';
 
 const POLL_MS = 2000;
@@ -22,6 +23,8 @@ export function executionPage(main, ctx, id) {
   const base = '/v1/executions/' + encodeURIComponent(id);
   const s = { st: null, events: [], responses: [], logs: [], children: [], childrenMore: false, truncated: false };
   const logOpts = { derived: false };
+  // The long tables the reader unfolded (foldRows), kept across re-renders.
+  const unfolded = new Set();
 
   const live = h('span', { class: 'live', hidden: true, text: '● following live' });
   const head = h('div', { class: 'page-head' });
@@ -125,19 +128,51 @@ export function executionPage(main, ctx, id) {
       h('div', { class: 'subtitle' }, idText(id)));
   }
 
+  // whyNot says why an action cannot apply to the execution as it is now
+  // ('' when it can): the server would refuse it (docs/http-api.md §3.4).
+  function whyNot(action) {
+    const ps = s.st.pending_state;
+    const type = s.st.component_type;
+    const activity = type === 'activity' || type === 'activity_stub';
+    if (isFinished(ps)) return 'it finished';
+    const cancelling = ps.status === 'cancelling';
+    switch (action) {
+      case 'pause':
+        if (cancelling) return 'it is being cancelled';
+        if (ps.status === 'locked' && activity) return 'a running activity cannot be paused (cancel it instead)';
+        return '';
+      case 'cancel':
+        if (cancelling) return 'its cancellation was already requested';
+        if (type === 'workflow' && !s.st.ffqn.endsWith('-cancellable')) return 'only -cancellable workflows can be cancelled';
+        if (!activity && type !== 'workflow') return `a ${type} cannot be cancelled`;
+        return '';
+      default:
+        return '';
+    }
+  }
+
   function renderActions() {
     const ps = s.st.pending_state;
     const paused = ps.status === 'paused';
+    const notes = [];
+    // action renders an action's button, disabled (with the reason beside it) when it cannot apply.
+    const action = (name, attrs, label) => {
+      const why = whyNot(name);
+      if (why) notes.push(`${label} does not apply: ${why}`);
+      return h('button', { type: 'button', id: 'act-' + name, ...attrs, disabled: !!why, title: why ? `Cannot ${name}: ${why}` : null,
+        'aria-describedby': why ? 'actions-note' : null }, label);
+    };
     const buttons = [
       paused
-        ? h('button', { type: 'button', id: 'act-unpause', onclick: () => act('Unpause', 'PUT', base + '/unpause', `Unpause ${id}? Workers can lock it again.`) }, 'Unpause')
-        : h('button', { type: 'button', id: 'act-pause', onclick: () => act('Pause', 'PUT', base + '/pause', `Pause ${id}? Workers will not lock it until it is unpaused.`) }, 'Pause'),
-      h('button', { type: 'button', id: 'act-cancel', class: 'danger', onclick: () => act('Cancel', 'PUT', base + '/cancel', `Request cancellation of ${id}? Only activities and -cancellable workflows can be cancelled.`, true) }, 'Cancel'),
+        ? action('unpause', { onclick: () => act('Unpause', 'PUT', base + '/unpause', `Unpause ${id}? Workers can lock it again.`) }, 'Unpause')
+        : action('pause', { onclick: () => act('Pause', 'PUT', base + '/pause', `Pause ${id}? Workers will not lock it until it is unpaused.`) }, 'Pause'),
+      action('cancel', { class: 'danger', onclick: () => act('Cancel', 'PUT', base + '/cancel', `Request cancellation of ${id}? Only activities and -cancellable workflows can be cancelled.`, true) }, 'Cancel'),
       isStub() && !isFinished(ps) ? h('button', { type: 'button', id: 'act-stub', onclick: () => stub(id) }, 'Stub…') : null,
       h('a', { class: 'button', href: '/console/submit' + query({ ffqn: s.st.ffqn, params: created() ? JSON.stringify(created().params) : '' }) }, 'Submit again…'),
       h('button', { type: 'button', title: 'Refresh (r)', 'aria-keyshortcuts': 'r', onclick: () => reload().catch(showLoadError) }, 'Refresh'),
     ];
-    replace(actionsBox, buttons);
+    const note = isFinished(ps) ? 'Finished: pausing and cancelling no longer apply.' : notes.join('; ');
+    replace(actionsBox, buttons, note ? h('span', { id: 'actions-note', class: 'muted small', text: note }) : null);
   }
 
   function renderSummary() {
@@ -188,13 +223,23 @@ export function executionPage(main, ctx, id) {
 
   let renderedVersion = -1;
   let prevTime = null;
+  let renderedRetried = false;
   function renderEvents() {
+    const tries = attempts(s.events);
+    if ((tries.size > 0) !== renderedRetried) {
+      // The first retry: the locks shown so far get their attempt numbers too.
+      renderedRetried = tries.size > 0;
+      eventsBody.replaceChildren();
+      renderedVersion = -1;
+      prevTime = null;
+    }
     const fresh = s.events.filter((e) => e.version > renderedVersion);
     if (!fresh.length) return;
-    const rows = eventRows(fresh, showBacktrace, prevTime);
+    const rows = eventRows(fresh, showBacktrace, prevTime, tries);
     eventsBody.append(...rows);
     renderedVersion = fresh[fresh.length - 1].version;
     prevTime = parseTime(fresh[fresh.length - 1].created_at);
+    foldRows(eventsBody, { key: 'events', unfolded, head: 10, tail: 10, what: 'events' });
   }
 
   function childState(cid) {
@@ -219,7 +264,9 @@ export function executionPage(main, ctx, id) {
           h('td', null, idText(c.id, execHref(c.id))),
           h('td', { class: 'ffqn', text: c.ffqn || (x && x.ffqn) || '' }),
           h('td', null, x ? badge(x.pending_state) : c.response ? h('span', { class: 'muted', text: 'finished' }) : h('span', { class: 'muted', text: '—' })),
-          h('td', null, c.response ? [h('span', { class: 'small', text: 'response ' }), time(c.response.createdAt), h('div', { class: 'mono small', text: retvalSummary(res) })]
+          h('td', null, c.response ? [h('span', { class: 'small' }, 'response ', time(c.response.createdAt, true)),
+            c.at ? h('span', { class: 'muted small', text: ` after ${duration(parseTime(c.response.createdAt) - parseTime(c.at))}` }) : null,
+            h('div', { class: 'mono small', text: retvalSummary(res) })]
             : h('span', { class: 'muted', text: 'no response yet' })),
           h('td', null, x && x.component_type === 'activity_stub' && !isFinished(x.pending_state)
             ? h('button', { type: 'button', class: 'small', dataset: { action: 'stub' }, onclick: () => stub(c.id) }, 'Stub…') : null)));
@@ -234,16 +281,19 @@ export function executionPage(main, ctx, id) {
         rows.push(h('tr', { class: 'delay', dataset: { delay: d.id } },
           h('td', null, h('span', { class: 'kind cat-sleep', text: 'delay' })),
           h('td', null, idText(d.id)),
-          h('td', null, exp ? ['until ', time(d.expiresAt)] : '—'),
+          h('td', null, exp ? ['until ', time(d.expiresAt, true)] : '—'),
           h('td', null, pending
             ? h('span', { class: 'time-left', dataset: { expires: String(exp) }, text: timeLeft(exp, now) })
             : null),
-          h('td', null, d.response ? [h('span', { class: 'small', text: delayOutcome(d.response.result) + ' ' }), time(d.response.createdAt)] : h('span', { class: 'muted', text: 'no response yet' })),
+          h('td', null, d.response ? h('span', { class: 'small' }, delayOutcome(d.response.result) + ' ', time(d.response.createdAt, true)) : h('span', { class: 'muted', text: 'no response yet' })),
           h('td', { class: 'row-actions' }, pending ? [delayAct('Pause', 'pause'), delayAct('Unpause', 'unpause'), delayAct('Cancel', 'cancel', true)] : null)));
       }
-      return h('div', { class: 'joinset card' },
+      const body = h('tbody', null, rows);
+      const what = !js.delays.length ? 'children' : !js.children.length ? 'delays' : 'children and delays';
+      foldRows(body, { key: 'joinset:' + js.id, unfolded, head: 10, tail: 5, what });
+      return h('div', { class: 'joinset card', dataset: { joinSet: js.id } },
         h('h3', null, h('span', { class: 'mono', text: js.id }), h('span', { class: 'muted small', text: ` — ${plural(js.children.length, 'child', 'children')}, ${plural(js.delays.length, 'delay', 'delays')}, awaited ${plural(js.awaits, 'time', 'times')}` })),
-        rows.length ? h('table', { class: 'members' }, h('tbody', null, rows)) : empty('No requests.'));
+        rows.length ? h('table', { class: 'members' }, body) : empty('No requests.'));
     });
     replace(setsBox, h('h2', { id: 'h-joinsets', text: 'Join sets' }), blocks,
       s.childrenMore ? h('p', { class: 'muted', text: `Showing the states of the first ${PAGE} descendants.` }) : null);
@@ -268,10 +318,12 @@ export function executionPage(main, ctx, id) {
         h('td', null, i.childId ? idText(i.childId, execHref(i.childId)) : idText(i.delayId || '')),
         h('td', { class: 'summary' }, h('div', { class: 'summary-text', text: i.type === 'delay_finished' ? delayOutcome(i.result) : retvalSummary(i.result) }), details));
     });
+    const body = h('tbody', null, rows);
+    foldRows(body, { key: 'responses', unfolded, head: 10, tail: 10, what: 'responses' });
     replace(respBox, h('h2', { id: 'h-responses', text: 'Responses' }),
       h('table', { class: 'responses', id: 'responses' },
         h('thead', null, h('tr', null, ['Cursor', 'Time', 'Join set', 'Type', 'From', 'Result'].map((t) => h('th', { scope: 'col', text: t })))),
-        h('tbody', null, rows)));
+        body));
   }
 
   function renderLogs(from) {
@@ -296,6 +348,7 @@ export function executionPage(main, ctx, id) {
         h('td', null, level),
         h('td', null, h('pre', { class: 'log-text', text }))));
     }
+    foldRows(logsBody, { key: 'logs', unfolded, head: 10, tail: 20, what: 'log entries' });
     logsNote.textContent = s.logs.length ? `${s.logs.length} entries` : 'No logs or stream output.';
   }
 
@@ -413,6 +466,7 @@ export function executionPage(main, ctx, id) {
     s.logs = [];
     renderedVersion = -1;
     prevTime = null;
+    renderedRetried = false;
     eventsBody.replaceChildren();
     logsBody.replaceChildren();
     await Promise.all([loadStatus(), loadEvents(), loadResponses(), loadLogs(), loadChildren()]);

@@ -4,7 +4,7 @@
 // of events (version, time, kind, summary, payload on demand).
 
 import { h, time, duration, parseTime, json, localTime } from './dom.js';
-import { kindOf, categoryOf, summary, joinSets, responseInfo } from './events.js';
+import { kindOf, categoryOf, summary, joinSets, responseInfo, attempts, attemptText } from './events.js';
 
 const PHASE_LABEL = {
   scheduled: 'scheduled', pending: 'pending', running: 'running (locked)', retry: 'retry back-off', wait: 'waiting on a join set',
@@ -91,9 +91,15 @@ export function strip(events, responses, finished) {
   const lane = (label, title, ...segs) => h('div', { class: 'lane' },
     h('div', { class: 'lane-label', title, text: label }), h('div', { class: 'track' }, segs));
 
-  const execSegs = phases(events, responses, t1).map((p) => pos(h('div', {
-    class: ['seg', 'seg-' + p.phase], title: `${PHASE_LABEL[p.phase] || p.phase}: ${duration(p.to - p.from)} from ${localTime(p.from, true)}${p.version !== undefined ? ' (v' + p.version + ')' : ''}`,
-  }), p.from, p.to));
+  const tries = attempts(events);
+  const execSegs = phases(events, responses, t1).map((p) => {
+    const a = p.version !== undefined ? tries.get(p.version) : undefined;
+    const label = a ? attemptText(a) : '';
+    return pos(h('div', {
+      class: ['seg', 'seg-' + p.phase], dataset: a ? { attempt: String(a.attempt) } : null,
+      title: `${PHASE_LABEL[p.phase] || p.phase}${label ? ', ' + label : ''}: ${duration(p.to - p.from)} from ${localTime(p.from, true)}${p.version !== undefined ? ' (v' + p.version + ')' : ''}`,
+    }, a ? h('span', { class: 'seg-label', text: a.failed ? `retry ${a.attempt}` : `#${a.attempt}` }) : null), p.from, p.to);
+  });
   const marks = events.map((e) => {
     const t = parseTime(e.created_at);
     const m = h('div', { class: ['mark', 'cat-' + categoryOf(kindOf(e))], title: `v${e.version} ${kindOf(e)} at ${localTime(t, true)}` });
@@ -137,9 +143,12 @@ export function strip(events, responses, finished) {
 }
 
 // eventRows renders events as table rows; onBacktrace(event) loads its
-// backtrace; prev is the time (ms) of the event before the first one, if any.
-export function eventRows(events, onBacktrace, prev = null) {
+// backtrace; prev is the time (ms) of the event before the first one, if
+// any; tries (attempts() of the whole history) labels locks and failures
+// with their attempt.
+export function eventRows(events, onBacktrace, prev = null, tries = new Map()) {
   return events.map((e) => {
+    const a = tries.get(e.version);
     const t = parseTime(e.created_at);
     const delta = prev === null ? '' : '+' + duration(t - prev);
     prev = t;
@@ -152,7 +161,8 @@ export function eventRows(events, onBacktrace, prev = null) {
     return h('tr', { class: 'event cat-' + cat, dataset: { version: String(e.version), kind: k } },
       h('td', { class: 'num', text: String(e.version) }),
       h('td', null, time(e.created_at, true), h('div', { class: 'muted small', text: delta })),
-      h('td', null, h('span', { class: ['kind', 'cat-' + cat], text: k.replace('join_set_request:', '') })),
+      h('td', null, h('span', { class: ['kind', 'cat-' + cat], text: k.replace('join_set_request:', '') }),
+        a ? h('div', { class: ['attempt', a.failed && 'attempt-failed'], text: attemptText(a) }) : null),
       h('td', { class: 'summary' }, h('div', { class: 'summary-text', text: summary(e) }), details),
       h('td', null, e.backtrace_id !== undefined && e.backtrace_id !== null
         ? h('button', { type: 'button', class: 'small', onclick: () => onBacktrace(e) }, 'backtrace') : null));

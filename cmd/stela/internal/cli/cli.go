@@ -209,11 +209,17 @@ func leafUsage(w io.Writer, c *command, name string, fs *flag.FlagSet) {
 		if name != "" {
 			line += " " + name
 		}
-		if def := f.DefValue; def != "" && def != "false" && def != "0" {
+		if def := f.DefValue; def != "" && def != "false" && def != "0" && !namesDefault(usage, def) {
 			usage += fmt.Sprintf(" (default %q)", def)
 		}
 		fmt.Fprintf(w, "%s\n    \t%s\n", line, strings.ReplaceAll(usage, "\n", "\n    \t"))
 	})
+}
+
+// namesDefault reports whether a flag's usage already says its default
+// ("…, else http://127.0.0.1:8080)"), so the usage line need not repeat it.
+func namesDefault(usage, def string) bool {
+	return strings.Contains(usage, "else "+def) || strings.Contains(usage, "default "+def)
 }
 
 // tree is the whole command tree.

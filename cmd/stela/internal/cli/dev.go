@@ -397,6 +397,9 @@ func ensureBucket(ctx context.Context, cfg aws.Config, bucket string) error {
 	return nil
 }
 
+// installCommand installs the stela command (README, "Install").
+const installCommand = "go install github.com/stela-dev/stela/cmd/stela@latest"
+
 func printBanner(w io.Writer, st *devStack, url string, o *devOptions, mode string) {
 	fmt.Fprintf(w, "stela dev (%s backend)\n", mode)
 	for _, l := range st.describe {
@@ -433,7 +436,8 @@ func printBanner(w io.Writer, st *devStack, url string, o *devOptions, mode stri
 	if o.token != "" {
 		tokFlag = " --token " + o.token
 	}
-	fmt.Fprintf(w, "  stela execution list%s%s\n\n", urlFlag, tokFlag)
+	fmt.Fprintf(w, "  stela execution list%s%s\n", urlFlag, tokFlag)
+	fmt.Fprintf(w, "  (no stela command yet? %s, or go run ./cmd/stela in a clone)\n\n", installCommand)
 	fmt.Fprintf(w, "Press Ctrl-C to stop.\n")
 }
 

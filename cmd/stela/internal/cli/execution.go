@@ -67,6 +67,27 @@ func (cf *clientFlags) printCall(ctx context.Context, w io.Writer, method, path 
 	return nil
 }
 
+// printList calls a listing route and prints its answer; an empty text
+// answer prints none on stderr instead (so a person sees that nothing
+// matched, and a script reading stdout still reads nothing). JSON is printed
+// as it comes ([] when empty).
+func (cf *clientFlags) printList(ctx context.Context, e *Env, path string, q url.Values, asJSON bool, none string) error {
+	c, err := cf.client()
+	if err != nil {
+		return err
+	}
+	resp, err := c.Call(ctx, http.MethodGet, path, q, nil, accept(asJSON))
+	if err != nil {
+		return err
+	}
+	if !asJSON && len(bytes.TrimSpace(resp.Body)) == 0 {
+		fmt.Fprintln(e.Stderr, none)
+		return nil
+	}
+	printBody(e.Stdout, resp.Body)
+	return nil
+}
+
 // printOK calls a route answering {"ok": msg} and prints msg.
 func (cf *clientFlags) printOK(ctx context.Context, w io.Writer, method, path string) error {
 	c, err := cf.client()
@@ -175,14 +196,17 @@ func submitCommand() *command {
 		doc: "params-json is a JSON array of the function's arguments (default []). The execution id is\n" +
 			"generated here unless --id is given, and the request is a PUT, so retrying it is safe.\n" +
 			"Prints the execution id; with --follow, then every status change and the result.\n\n" +
-			"Example:\n  stela execution submit testing:integration/activity.add '[3, 5]' --follow",
+			"The component type is the current deployment's for the ffqn. Without a deployment (a fresh\n" +
+			"`stela dev`) the server cannot know it, so --component-type activity or workflow is required.\n\n" +
+			"Examples:\n  stela execution submit testing:integration/activity.add '[3, 5]' --follow\n" +
+			"  stela execution submit demo:hello/greeter.greet '[\"World\"]' --component-type activity",
 		flags: func(fs *flag.FlagSet, e *Env) func(context.Context, []string) error {
 			cf := addClientFlags(fs, e)
 			id := fs.String("id", "", "execution id to use (E_<ULID>); default: a new one")
 			follow := fs.Bool("follow", false, "wait until the execution finishes, printing status changes and the result")
 			asJSON := fs.Bool("json", false, "print JSON: the server's answer, or with --follow the result only")
 			paused := fs.Bool("paused", false, "create the execution paused")
-			ctype := fs.String("component-type", "", "component type when the server has no deployment: activity (default), workflow, …")
+			ctype := fs.String("component-type", "", "the function's component `type`: activity, workflow, …; required when no deployment describes the ffqn (default: the deployment's)")
 			interval := fs.Duration("interval", defaultPollInterval, "status poll interval of --follow")
 			return func(ctx context.Context, args []string) error {
 				ffqn, err := core.ParseFunctionFqn(args[0])
@@ -207,8 +231,12 @@ func submitCommand() *command {
 				if err != nil {
 					return err
 				}
+				typ, err := submitComponentType(ctx, c, ffqn, core.ComponentType(*ctype))
+				if err != nil {
+					return err
+				}
 				// A PUT with the id: the client retries it while the server is unreachable.
-				body := client.SubmitRequest{FFQN: ffqn, Params: params, Paused: *paused, ComponentType: core.ComponentType(*ctype)}
+				body := client.SubmitRequest{FFQN: ffqn, Params: params, Paused: *paused, ComponentType: typ}
 				resp, err := c.Call(ctx, http.MethodPut, client.ExecPath(eid.String(), ""), nil, body, client.JSON)
 				if err != nil {
 					return err
@@ -238,6 +266,42 @@ func submitCommand() *command {
 			}
 		},
 	}
+}
+
+// submitComponentType decides the component type a submit sends. With a
+// current deployment the server takes the type from the component exporting
+// ffqn, so nothing is sent, and a --component-type that contradicts it is
+// refused here. Without one (a fresh dev store, or a backend without
+// deployments) the server stores what the body says, and an activity when it
+// says nothing: a workflow submitted so would be stored, listed and
+// cancelled as an activity. So there the type must be given.
+func submitComponentType(ctx context.Context, c *client.Client, ffqn core.FunctionFqn, flagType core.ComponentType) (core.ComponentType, error) {
+	if flagType != "" && !flagType.Valid() {
+		return "", usagef("invalid --component-type %q: expected activity, workflow, activity_stub, webhook_endpoint or cron", flagType)
+	}
+	dep, err := c.GetCurrentDeploymentID(ctx)
+	switch {
+	case errors.Is(err, core.ErrNotFound), errors.Is(err, core.ErrNotImplemented):
+		if flagType == "" {
+			return "", usagef("no deployment describes %s, so the server cannot tell an activity from a workflow\n"+
+				"(it would store it as an activity): pass --component-type activity or --component-type workflow", ffqn)
+		}
+		return flagType, nil
+	case err != nil:
+		return "", err
+	}
+	comps, err := c.ListComponents(ctx, client.ComponentQuery{DeploymentID: &dep, FFQN: &ffqn})
+	if err != nil {
+		return "", err
+	}
+	if len(comps) == 0 {
+		return "", fmt.Errorf("the current deployment %s does not export %s (the console's Deployments page, "+
+			"or GET /v1/components?exports=true, lists its functions)", dep, ffqn)
+	}
+	if got := comps[0].ComponentID.ComponentType; flagType != "" && flagType != got {
+		return "", usagef("%s is a %s in the current deployment %s, not a %s: drop --component-type", ffqn, got, dep, flagType)
+	}
+	return "", nil
 }
 
 func printResult(ctx context.Context, c *client.Client, id string, w io.Writer) error {
@@ -271,7 +335,11 @@ func listCommand() *command {
 				if *hide {
 					q.Set("hide_finished", "true")
 				}
-				return cf.printCall(ctx, e.Stdout, http.MethodGet, "/v1/executions", q, accept(*asJSON))
+				none := "no executions"
+				if *prefix != "" || *hide {
+					none = "no executions match the filters"
+				}
+				return cf.printList(ctx, e, "/v1/executions", q, *asJSON, none)
 			}
 		},
 	}
@@ -407,7 +475,11 @@ func eventsCommand() *command {
 				} else {
 					q.Set("direction", "older")
 				}
-				return cf.printCall(ctx, e.Stdout, http.MethodGet, client.ExecPath(args[0], "events"), q, accept(*asJSON))
+				none := "no events"
+				if *from >= 0 {
+					none = fmt.Sprintf("no events from version %d on", *from)
+				}
+				return cf.printList(ctx, e, client.ExecPath(args[0], "events"), q, *asJSON, none)
 			}
 		},
 	}
@@ -430,7 +502,11 @@ func responsesCommand() *command {
 				} else {
 					q.Set("direction", "older")
 				}
-				return cf.printCall(ctx, e.Stdout, http.MethodGet, client.ExecPath(args[0], "responses"), q, accept(*asJSON))
+				none := "no responses"
+				if *from >= 0 {
+					none = fmt.Sprintf("no responses from cursor %d on", *from)
+				}
+				return cf.printList(ctx, e, client.ExecPath(args[0], "responses"), q, *asJSON, none)
 			}
 		},
 	}
@@ -495,6 +571,12 @@ func logsCommand() *command {
 					return err
 				}
 				id := args[0]
+				printed := 0
+				noLogs := func() {
+					if printed == 0 && !*asJSON {
+						fmt.Fprintln(e.Stderr, "no logs")
+					}
+				}
 				for {
 					resp, err := c.Call(ctx, http.MethodGet, client.ExecPath(id, "logs"), q, nil, client.JSON)
 					if err != nil {
@@ -507,6 +589,7 @@ func logsCommand() *command {
 					for _, it := range items {
 						printLog(e.Stdout, it, *asJSON, *runID, *derived)
 					}
+					printed += len(items)
 					if len(items) > 0 {
 						q.Set("cursor", items[len(items)-1].Cursor)
 						q.Set("including_cursor", "false")
@@ -515,6 +598,7 @@ func logsCommand() *command {
 						continue // more pages
 					}
 					if !*follow {
+						noLogs()
 						return nil
 					}
 					st, _, err := status(ctx, c, id)
@@ -522,6 +606,7 @@ func logsCommand() *command {
 						return err
 					}
 					if st.PendingState.State == core.StateFinished && len(items) == 0 {
+						noLogs()
 						return nil
 					}
 					if len(items) == 0 {
@@ -616,8 +701,7 @@ func deploymentCommand() *command {
 					limit := fs.Int("limit", 20, "maximum number of deployments")
 					asJSON := fs.Bool("json", false, "print JSON")
 					return func(ctx context.Context, _ []string) error {
-						return cf.printCall(ctx, e.Stdout, http.MethodGet, "/v1/deployments",
-							url.Values{"length": {strconv.Itoa(*limit)}}, accept(*asJSON))
+						return cf.printList(ctx, e, "/v1/deployments", url.Values{"length": {strconv.Itoa(*limit)}}, *asJSON, "no deployments")
 					}
 				},
 			},
