@@ -82,7 +82,7 @@ func decodeJSON(body []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return unprocessable(err)
+		return decodeFailure(body, reflect.TypeOf(dst), err)
 	}
 	if rest := bytes.TrimSpace(body[dec.InputOffset():]); len(rest) > 0 {
 		return badRequest("invalid JSON: trailing data after the value")
@@ -93,6 +93,22 @@ func decodeJSON(body []byte, dst any) error {
 	return nil
 }
 
+// decodeFailure turns a failed decode of body into dst's type t into the
+// answer naming the value at fault (core.LocateJSONError): 400 with the
+// reason for a value outside its documented bounds (core.ValidationError's
+// Bound: a timestamp beyond 9999, a duration too long, a string too long),
+// else 422 `invalid request body: …` (wrong type, unknown field).
+func decodeFailure(body []byte, t reflect.Type, err error) error {
+	if loc := core.LocateJSONError(body, t.Elem(), ""); loc != nil {
+		err = loc
+	}
+	var ve *core.ValidationError
+	if errors.As(err, &ve) && ve.Bound {
+		return &apiError{status: http.StatusBadRequest, msg: ve.Message(), err: err}
+	}
+	return unprocessable(err)
+}
+
 func unprocessable(err error) error {
 	return &apiError{status: http.StatusUnprocessableEntity, msg: "invalid request body: " + errText(err), err: err}
 }
@@ -100,7 +116,7 @@ func unprocessable(err error) error {
 func errText(err error) string {
 	var ve *core.ValidationError
 	if errors.As(err, &ve) {
-		return ve.Reason
+		return ve.Message()
 	}
 	if err == nil {
 		return "invalid"
@@ -159,6 +175,11 @@ func checkFields(data []byte, t reflect.Type, path string, top bool) error {
 				obj = append(obj, core.JSONMember{Key: []byte(k), Value: v})
 			}
 		}
+		for _, m := range obj {
+			if !hasJSONField(t, string(m.Key)) {
+				return fmt.Errorf("unknown field `%s`%s", m.Key, atPath(path))
+			}
+		}
 		return checkStructFields(obj, t, path, top)
 	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8:
 		items, ok := core.JSONArray(data)
@@ -212,6 +233,33 @@ func checkStructFields(obj core.JSONObject, t reflect.Type, path string, top boo
 		}
 	}
 	return nil
+}
+
+// hasJSONField reports whether struct t (embedded structs flattened) has a
+// field named exactly name: encoding/json also matches keys that differ in
+// case, serde does not.
+func hasJSONField(t reflect.Type, name string) bool {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		n, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && n == "" && f.Type.Kind() == reflect.Struct {
+			if hasJSONField(f.Type, name) {
+				return true
+			}
+			continue
+		}
+		if n == "" {
+			n = f.Name
+		}
+		if f.IsExported() && n == name {
+			return true
+		}
+	}
+	return false
 }
 
 var (

@@ -40,6 +40,8 @@ const (
 	MaxBacktraceBatch = 90
 	// MaxCancellingBatch caps `batch_size` of GET /v1/worker/cancelling.
 	MaxCancellingBatch = 100
+	// DefaultMaxClockSkew is Options.MaxClockSkew when it is 0.
+	DefaultMaxClockSkew = 5 * time.Minute
 )
 
 // Options configure New. The zero value is usable except for Authorizer,
@@ -71,6 +73,15 @@ type Options struct {
 	// answers 200, an error 503 with its text. Nil: /readyz answers 200 like
 	// /healthz. Both are served without the Authorizer (see ServeHTTP).
 	Ready func(ctx context.Context) error
+	// MaxClockSkew bounds how far the event times a worker route accepts
+	// (created_at of locks, events, created executions, responses and log
+	// rows; current_time) may lie from Clock's now, either way: beyond it
+	// the request is 400 and nothing is written (docs/http-api.md §1,
+	// "Event times"). It also bounds how far ahead a sweep's `at` may be
+	// (a sweep never runs later than now). Default DefaultMaxClockSkew;
+	// negative: event times are not bounded (a sweep still never runs
+	// later than now).
+	MaxClockSkew time.Duration
 	// Observer, when set, sees every request (package obs: metrics by route
 	// pattern, status and latency; spans). Nil costs nothing.
 	Observer Observer
@@ -107,6 +118,7 @@ type server struct {
 	auth       Authorizer
 	maxBody    int64
 	followWait time.Duration
+	maxSkew    time.Duration
 	entropy    *lockedReader
 	sweep      func(ctx context.Context, at core.Timestamp) (any, error)
 	ready      func(ctx context.Context) error
@@ -123,7 +135,10 @@ func New(db core.DbExternalApi, cas core.Cas, opts Options) http.Handler {
 	s := &server{
 		db: db, cas: cas, clock: opts.Clock, log: opts.Logger, auth: opts.Authorizer,
 		maxBody: opts.MaxBodyBytes, followWait: opts.FollowWait, sweep: opts.Sweep,
-		ready: opts.Ready, obs: opts.Observer,
+		ready: opts.Ready, obs: opts.Observer, maxSkew: opts.MaxClockSkew,
+	}
+	if s.maxSkew == 0 {
+		s.maxSkew = DefaultMaxClockSkew
 	}
 	if s.clock == nil {
 		s.clock = wallClock{}
