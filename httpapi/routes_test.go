@@ -28,6 +28,7 @@ func runRouteTests(t *testing.T, newDB func(t *testing.T) core.DbExternalApi) {
 	t.Run("Status", func(t *testing.T) { testStatus(t, fresh(t)) })
 	t.Run("ListExecutions", func(t *testing.T) { testListExecutions(t, fresh(t)) })
 	t.Run("ListExecutionsPaging", func(t *testing.T) { testListExecutionsPaging(t, fresh(t)) })
+	t.Run("ListExecutionsLink", func(t *testing.T) { testListExecutionsLink(t, fresh(t)) })
 	t.Run("StatesAndCounts", func(t *testing.T) { testStatesAndCounts(t, fresh(t)) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, fresh(t)) })
 	t.Run("Responses", func(t *testing.T) { testResponses(t, fresh(t)) })
@@ -357,9 +358,10 @@ func testListExecutions(t *testing.T, e *env) {
 		if first.Compare(second) > 0 {
 			first, second = second, first
 		}
-		check(t, "?cursor="+second.String(), first)
+		check(t, "?order=execution_id&cursor="+second.String(), first)
 		// An execution-id page is newest first by id.
-		check(t, "?cursor="+second.String()+"&including_cursor=true", second, first)
+		check(t, "?order=execution_id&cursor="+second.String()+"&including_cursor=true", second, first)
+		check(t, "?order=execution_id", second, first)
 	})
 	t.Run("ExcludesChildrenUnlessShowDerived", func(t *testing.T) {
 		e2 := newEnv(t, e.db)
