@@ -310,7 +310,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.console.ServeHTTP(sw, r)
 		return
 	}
-	if r.Method == http.MethodGet && (r.URL.Path == HealthzPath || r.URL.Path == ReadyzPath) {
+	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == HealthzPath || r.URL.Path == ReadyzPath) {
 		info.route = r.Method + " " + r.URL.Path
 		s.serveHealth(sw, r)
 		return
@@ -341,7 +341,8 @@ func (s *server) attrs(info *reqInfo, extra ...any) []any {
 }
 
 // serveHealth answers GET /healthz (the process is up) and GET /readyz
-// (Options.Ready: the store is reachable and its schema current).
+// (Options.Ready: the store is reachable and its schema current); HEAD the
+// same without the body (probes that only look at the status).
 func (s *server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	type answer struct {
 		Status string `json:"status"`
