@@ -227,6 +227,14 @@ func rulesFor(t reflect.Type) []fieldRule {
 	return rules
 }
 
+// HasJSONField reports whether struct t (embedded structs flattened) has a
+// JSON field named exactly name: encoding/json alone also matches keys that
+// differ in case, serde does not.
+func HasJSONField(t reflect.Type, name []byte) bool {
+	_, ok := ruleNamed(rulesFor(t), name)
+	return ok
+}
+
 func ruleNamed(rules []fieldRule, name []byte) (fieldRule, bool) {
 	for _, r := range rules {
 		if r.name == string(name) {

@@ -18,10 +18,14 @@ func (c *CreateRequest) UnmarshalJSON(b []byte) error {
 	return decodeStrict(b, (*plain)(c))
 }
 
-// UnmarshalJSON decodes strictly.
+// UnmarshalJSON decodes strictly; the name is at most
+// MaxComponentNameBytes.
 func (c *ComponentId) UnmarshalJSON(b []byte) error {
 	type plain ComponentId
-	return decodeStrict(b, (*plain)(c))
+	if err := decodeStrict(b, (*plain)(c)); err != nil {
+		return err
+	}
+	return AtPath(CheckLength("component name", []byte(c.Name), MaxComponentNameBytes), "name")
 }
 
 // UnmarshalJSON decodes strictly.

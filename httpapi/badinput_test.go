@@ -132,6 +132,25 @@ func testBadInput(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 		{name: "EventUnknownField", method: "POST", path: "/v1/worker/append", body: appendTo(now, `{"finished":{"retval":{"ok":null},"http_client_traces":null,"y":1}}`),
 			status: 422, msg: "invalid request body: unknown field `y` at `req.event.finished`"},
 
+		// 6. Documented string limits, before any backend is touched.
+		{name: "SubmitFFQNOfAMillionBytes", method: "POST", path: "/v1/executions", body: `{"ffqn":"a:b/c.` + strings.Repeat("f", 1_000_000) + `","params":[]}`,
+			status: 400, msg: "function fqn of 1000006 bytes is longer than the maximum of 512 bytes at `ffqn`"},
+		{name: "CreateFFQNOf513Bytes", method: "POST", path: "/v1/worker/create", body: strings.Replace(create(now, "[]"), ffqnActivity.String(), "a:b/c."+strings.Repeat("f", 507), 1),
+			status: 400, msg: "function fqn of 513 bytes is longer than the maximum of 512 bytes at `ffqn`"},
+		{name: "LockFFQNTooLong", method: "POST", path: "/v1/worker/lock/pending-by-ffqns", body: lock(map[string]any{"ffqns": []string{ffqnActivity.String(), "a:b/c." + strings.Repeat("f", 600)}}),
+			status: 400, msg: "function fqn of 606 bytes is longer than the maximum of 512 bytes at `ffqns[1]`"},
+		{name: "ExecutionIDTooLongInThePath", method: "PUT", path: "/v1/executions/" + pending.String() + strings.Repeat(".g:1_1", 90), body: `{"ffqn":"` + ffqnActivity.String() + `","params":[]}`,
+			status: 400, msg: "invalid execution id \"" + (pending.String() + strings.Repeat(".g:1_1", 90))[:128] + "…\": execution id of 568 bytes is longer than the maximum of 512 bytes"},
+		{name: "ChildIDTooLongInABody", method: "POST", path: "/v1/worker/append",
+			body:   appendTo(now, `{"history_event":{"event":{"type":"join_set_create","join_set_id":"n:`+strings.Repeat("a", 127)+`"}}}`),
+			status: 400, msg: "join set id of 129 bytes is longer than the maximum of 128 bytes at `req.event.history_event.event.join_set_id`"},
+		{name: "ComponentNameTooLong", method: "POST", path: "/v1/worker/lock/pending-by-ffqns",
+			body:   lock(map[string]any{"component_id": raw(`{"component_type":"activity","name":"` + strings.Repeat("n", 513) + `","component_digest":"` + core.ComponentDigest{}.String() + `"}`)}),
+			status: 400, msg: "component name of 513 bytes is longer than the maximum of 512 bytes at `component_id.name`"},
+		{name: "LogMessageTooLong", method: "POST", path: "/v1/worker/logs",
+			body:   `{"logs":[{"execution_id":"` + locked.String() + `","run_id":"` + testRun.String() + `","created_at":` + now + `,"type":"log","level":"info","message":"` + strings.Repeat("m", 64<<10+1) + `"}]}`,
+			status: 400, msg: "log message of 65537 bytes is longer than the maximum of 65536 bytes at `logs[0].message`"},
+
 		// 7. A many-write names the item and the path, in the API's words.
 		{name: "ManyItemOfWrongType", method: "POST", path: "/v1/worker/append-batch/many",
 			body: `{"items":[{"append":{"execution_id":"` + locked.String() + `","version":2,"batch":[{"created_at":` + now + `,"event":` + finished + `}]}},` +

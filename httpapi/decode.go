@@ -176,7 +176,7 @@ func checkFields(data []byte, t reflect.Type, path string, top bool) error {
 			}
 		}
 		for _, m := range obj {
-			if !hasJSONField(t, string(m.Key)) {
+			if !core.HasJSONField(t, m.Key) {
 				return fmt.Errorf("unknown field `%s`%s", m.Key, atPath(path))
 			}
 		}
@@ -233,33 +233,6 @@ func checkStructFields(obj core.JSONObject, t reflect.Type, path string, top boo
 		}
 	}
 	return nil
-}
-
-// hasJSONField reports whether struct t (embedded structs flattened) has a
-// field named exactly name: encoding/json also matches keys that differ in
-// case, serde does not.
-func hasJSONField(t reflect.Type, name string) bool {
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		n, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && n == "" && f.Type.Kind() == reflect.Struct {
-			if hasJSONField(f.Type, name) {
-				return true
-			}
-			continue
-		}
-		if n == "" {
-			n = f.Name
-		}
-		if f.IsExported() && n == name {
-			return true
-		}
-	}
-	return false
 }
 
 var (
@@ -452,6 +425,10 @@ func idErrText(kind, raw string, err error) string {
 	var ie *core.IDError
 	if errors.As(err, &ie) {
 		return fmt.Sprintf("invalid %s %s: %s", kind, quoteShort(raw), ie.Reason)
+	}
+	var ve *core.ValidationError
+	if errors.As(err, &ve) {
+		return fmt.Sprintf("invalid %s %s: %s", kind, quoteShort(raw), ve.Message())
 	}
 	return fmt.Sprintf("invalid %s %s", kind, quoteShort(raw))
 }

@@ -794,6 +794,14 @@ func (s *server) workerAppendLogs(c *call) error {
 	}
 	rows := make([]core.LogInfoAppendRow, 0, len(b.Logs))
 	for i, l := range b.Logs {
+		if l.Message != nil {
+			if err := core.CheckLength("log message", []byte(*l.Message), core.MaxLogMessageBytes); err != nil {
+				return core.AtPath(err, fmt.Sprintf("logs[%d].message", i))
+			}
+		}
+		if err := core.CheckLength("log payload", l.Payload, core.MaxLogPayloadBytes); err != nil {
+			return core.AtPath(err, fmt.Sprintf("logs[%d].payload", i))
+		}
 		row, err := l.Core()
 		if err != nil {
 			return unprocessable(fmt.Errorf("logs[%d]: %w", i, err))
