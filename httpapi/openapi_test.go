@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -138,6 +139,11 @@ func (v *schemaValidator) validate(schema any, val any, path string) error {
 				if _, perr := time.Parse(time.RFC3339Nano, str); perr != nil {
 					err = fmt.Errorf("%s: %q is not a date-time", path, str)
 				}
+			}
+		case "maxLength":
+			lim, _ := kv.(json.Number).Int64()
+			if str, ok := val.(string); ok && int64(utf8.RuneCountInString(str)) > lim {
+				err = fmt.Errorf("%s: %d characters, more than maxLength %d", path, utf8.RuneCountInString(str), lim)
 			}
 		case "minimum", "maximum":
 			if n, ok := val.(json.Number); ok {

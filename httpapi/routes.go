@@ -130,7 +130,7 @@ var routes = []route{
 			param{name: "cursor", typ: "string", desc: "RFC 3339 timestamp (order=created_at) or an execution id (order=execution_id). Every full page answers Link: <?…>; rel=\"next\", the query of the page after it"},
 			param{name: "cursor_execution_id", typ: "string", desc: "Stela extension, with a timestamp cursor: the id of the cursor row, so that executions created at the same instant page without loss or repeats"},
 			qLength, qIncluding, param{name: "direction", typ: "string", enum: []string{"older", "newer"}, desc: "default older"}),
-		resp: []response{{200, "ExecutionWithStateList", "executions, newest first"}}, handle: (*server).listExecutions},
+		resp: []response{{200, "ExecutionWithStateList", "executions, newest first; a full page answers Link: <?query>; rel=\"next\", the query of the page after it"}}, handle: (*server).listExecutions},
 	{method: "GET", path: "/v1/execution-counts", op: "count_executions", tag: tagExecutions,
 		summary: "Count the newest executions matching the list filters, per state (Stela extension).", format: jsonDefault,
 		query: append(append([]param(nil), qListFilters...),
