@@ -162,15 +162,17 @@ func testBadInput(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 
 		// 9. Event times within MaxClockSkew of the server's clock.
 		{name: "AppendCreatedAtDaysBehind", method: "POST", path: "/v1/worker/append", body: appendTo(`"2025-01-30T00:00:00Z"`, finished),
-			status: 400, msg: "`req.created_at` 2025-01-30T00:00:00Z is 336 days behind the server's clock (2026-01-01T00:00:00Z): event times must be within 5m0s of it"},
+			status: 400, msg: "`req.created_at` 2025-01-30T00:00:00Z is 336 days behind the server's clock (2026-01-01T00:00:00Z): event times may be at most 1h0m0s behind it and 5m0s ahead"},
+		{name: "AppendCreatedAtAnHourAndAMinuteBehind", method: "POST", path: "/v1/worker/append", body: appendTo(`"2025-12-31T22:59:00Z"`, finished),
+			status: 400, msg: "`req.created_at` 2025-12-31T22:59:00Z is 1h1m0s behind the server's clock (2026-01-01T00:00:00Z): event times may be at most 1h0m0s behind it and 5m0s ahead"},
 		{name: "LockCreatedAtAnHourAhead", method: "POST", path: "/v1/worker/lock/pending-by-ffqns",
 			body:   lock(map[string]any{"created_at": t0.Add(time.Hour), "lock_expires_at": t0.Add(2 * time.Hour)}),
-			status: 400, msg: "`created_at` 2026-01-01T01:00:00Z is 1h0m0s ahead of the server's clock (2026-01-01T00:00:00Z): event times must be within 5m0s of it"},
+			status: 400, msg: "`created_at` 2026-01-01T01:00:00Z is 1h0m0s ahead of the server's clock (2026-01-01T00:00:00Z): event times may be at most 5m0s ahead of it and 1h0m0s behind"},
 		{name: "ManyWithOneItemADayOff", method: "POST", path: "/v1/worker/append-batch/many",
 			body:   many([2]string{now, okNull}, [2]string{`"2026-01-02T00:00:00Z"`, okNull}),
-			status: 400, msg: "`items[1].append.batch[0].created_at` 2026-01-02T00:00:00Z is 24h0m0s ahead of the server's clock (2026-01-01T00:00:00Z): event times must be within 5m0s of it"},
+			status: 400, msg: "`items[1].append.batch[0].created_at` 2026-01-02T00:00:00Z is 24h0m0s ahead of the server's clock (2026-01-01T00:00:00Z): event times may be at most 5m0s ahead of it and 1h0m0s behind"},
 		{name: "CreateCreatedAtDaysAhead", method: "POST", path: "/v1/worker/create", body: strings.Replace(create(now, "[]"), now, `"2026-02-01T00:00:00Z"`, 1),
-			status: 400, msg: "`created_at` 2026-02-01T00:00:00Z is 31 days ahead of the server's clock (2026-01-01T00:00:00Z): event times must be within 5m0s of it"},
+			status: 400, msg: "`created_at` 2026-02-01T00:00:00Z is 31 days ahead of the server's clock (2026-01-01T00:00:00Z): event times may be at most 5m0s ahead of it and 1h0m0s behind"},
 	})
 
 	t.Run("EventTimesWithinTheSkewAreKept", func(t *testing.T) {
@@ -180,6 +182,9 @@ func testBadInput(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 		if len(ev.Events) != 1 || ev.Events[0].CreatedAt.String() != "2026-01-01T00:04:59Z" {
 			t.Fatalf("events from version 2: %+v", ev.Events)
 		}
+		// A worker's buffered or retried events may be older: up to MaxEventAge.
+		e.do("POST", "/v1/worker/append", `{"execution_id":"`+other.String()+`","version":2,"req":{"created_at":"2025-12-31T23:01:00Z","event":`+finished+`}}`).
+			want(http.StatusOK)
 	})
 	t.Run("ThePendingExecutionIsStillLockable", func(t *testing.T) {
 		var got []LockedExecutionJSON

@@ -12,36 +12,51 @@ import (
 // A worker stamps the events it writes with its own clock: created_at of a
 // lock, of appended events, of executions it creates, of responses and of
 // log rows, and the current_time of a batch. The server keeps them (Obelisk's
-// executors write their own times too), but only within MaxClockSkew of its
-// own clock, either way: a time far from it is a worker with a wrong clock or
-// a hard-coded date, and would make the console's durations and the order of
-// the log meaningless (an execution "finished −334 days after" it started).
+// executors write their own times too), but only from MaxEventAge behind its
+// own clock to MaxClockSkew ahead of it: a time beyond is a worker with a
+// wrong clock or a hard-coded date, and would make the console's durations
+// and the order of the log meaningless (an execution "finished −334 days
+// after" it started). The past gets more room than the future: a worker
+// sends events it buffered (a workflow's history until it awaits) or
+// retries, stamped when they happened.
 // The check runs after decoding, before anything is read or written; a
 // many-write is refused whole.
 
 // timeBound checks event times against one reading of the server's clock.
 type timeBound struct {
-	now  core.Timestamp
-	skew time.Duration // < 0: unbounded
+	now    core.Timestamp
+	ahead  time.Duration // < 0: unbounded
+	behind time.Duration // < 0: unbounded
 }
 
-func (s *server) timeBound() timeBound { return timeBound{now: s.now(), skew: s.maxSkew} }
+func (s *server) timeBound() timeBound {
+	return timeBound{now: s.now(), ahead: s.maxSkew, behind: s.maxEventAge}
+}
 
-// check answers 400 naming path when t is more than skew away from now.
+// check answers 400 naming path when t is more than ahead after now or more
+// than behind before it.
 func (b timeBound) check(path string, t core.Timestamp) error {
-	if b.skew < 0 {
-		return nil
-	}
 	d := t.Sub(b.now.Time)
 	switch {
-	case d > b.skew:
-		return badRequest("`%s` %s is %s ahead of the server's clock (%s): event times must be within %s of it",
-			path, t, roughly(d), b.now, b.skew)
-	case d < -b.skew:
-		return badRequest("`%s` %s is %s behind the server's clock (%s): event times must be within %s of it",
-			path, t, roughly(-d), b.now, b.skew)
+	case b.ahead >= 0 && d > b.ahead:
+		return badRequest("`%s` %s is %s ahead of the server's clock (%s): event times may be at most %s ahead of it and %s behind",
+			path, t, roughly(d), b.now, b.ahead, b.behindText())
+	case b.behind >= 0 && d < -b.behind:
+		return badRequest("`%s` %s is %s behind the server's clock (%s): event times may be at most %s behind it and %s ahead",
+			path, t, roughly(-d), b.now, b.behind, b.aheadText())
 	}
 	return nil
+}
+
+func (b timeBound) aheadText() string { return boundText(b.ahead) }
+
+func (b timeBound) behindText() string { return boundText(b.behind) }
+
+func boundText(d time.Duration) string {
+	if d < 0 {
+		return "any time"
+	}
+	return d.String()
 }
 
 func (b timeBound) checkPtr(path string, t *core.Timestamp) error {

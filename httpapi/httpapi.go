@@ -42,6 +42,8 @@ const (
 	MaxCancellingBatch = 100
 	// DefaultMaxClockSkew is Options.MaxClockSkew when it is 0.
 	DefaultMaxClockSkew = 5 * time.Minute
+	// DefaultMaxEventAge is Options.MaxEventAge when it is 0.
+	DefaultMaxEventAge = time.Hour
 )
 
 // Options configure New. The zero value is usable except for Authorizer,
@@ -73,15 +75,17 @@ type Options struct {
 	// answers 200, an error 503 with its text. Nil: /readyz answers 200 like
 	// /healthz. Both are served without the Authorizer (see ServeHTTP).
 	Ready func(ctx context.Context) error
-	// MaxClockSkew bounds how far the event times a worker route accepts
-	// (created_at of locks, events, created executions, responses and log
-	// rows; current_time) may lie from Clock's now, either way: beyond it
-	// the request is 400 and nothing is written (docs/http-api.md §1,
-	// "Event times"). It also bounds how far ahead a sweep's `at` may be
-	// (a sweep never runs later than now). Default DefaultMaxClockSkew;
-	// negative: event times are not bounded (a sweep still never runs
-	// later than now).
+	// MaxClockSkew bounds how far ahead of Clock's now the event times a
+	// worker route accepts (created_at of locks, events, created
+	// executions, responses and log rows; current_time) may lie, and
+	// MaxEventAge how far behind: beyond either the request is 400 and
+	// nothing is written (docs/http-api.md §1, "Event times"). MaxClockSkew
+	// also bounds how far ahead a sweep's `at` may be (a sweep never runs
+	// later than now). Defaults DefaultMaxClockSkew and DefaultMaxEventAge;
+	// negative: unbounded on that side (a sweep still never runs later than
+	// now).
 	MaxClockSkew time.Duration
+	MaxEventAge  time.Duration
 	// Observer, when set, sees every request (package obs: metrics by route
 	// pattern, status and latency; spans). Nil costs nothing.
 	Observer Observer
@@ -111,21 +115,22 @@ const readyTimeout = 5 * time.Second
 
 // server is the http.Handler returned by New.
 type server struct {
-	db         core.DbExternalApi
-	cas        core.Cas
-	clock      core.Clock
-	log        *slog.Logger
-	auth       Authorizer
-	maxBody    int64
-	followWait time.Duration
-	maxSkew    time.Duration
-	entropy    *lockedReader
-	sweep      func(ctx context.Context, at core.Timestamp) (any, error)
-	ready      func(ctx context.Context) error
-	obs        Observer
-	mux        *http.ServeMux
-	openapiDoc []byte
-	console    http.Handler
+	db          core.DbExternalApi
+	cas         core.Cas
+	clock       core.Clock
+	log         *slog.Logger
+	auth        Authorizer
+	maxBody     int64
+	followWait  time.Duration
+	maxSkew     time.Duration
+	maxEventAge time.Duration
+	entropy     *lockedReader
+	sweep       func(ctx context.Context, at core.Timestamp) (any, error)
+	ready       func(ctx context.Context) error
+	obs         Observer
+	mux         *http.ServeMux
+	openapiDoc  []byte
+	console     http.Handler
 }
 
 // New returns the handler serving Stela's whole HTTP API (see the package
@@ -135,10 +140,13 @@ func New(db core.DbExternalApi, cas core.Cas, opts Options) http.Handler {
 	s := &server{
 		db: db, cas: cas, clock: opts.Clock, log: opts.Logger, auth: opts.Authorizer,
 		maxBody: opts.MaxBodyBytes, followWait: opts.FollowWait, sweep: opts.Sweep,
-		ready: opts.Ready, obs: opts.Observer, maxSkew: opts.MaxClockSkew,
+		ready: opts.Ready, obs: opts.Observer, maxSkew: opts.MaxClockSkew, maxEventAge: opts.MaxEventAge,
 	}
 	if s.maxSkew == 0 {
 		s.maxSkew = DefaultMaxClockSkew
+	}
+	if s.maxEventAge == 0 {
+		s.maxEventAge = DefaultMaxEventAge
 	}
 	if s.clock == nil {
 		s.clock = wallClock{}
