@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/stela-dev/stela/core"
@@ -100,8 +101,43 @@ func pageQuery(dir core.Direction, length uint16, including bool) url.Values {
 // GET /v1/executions. The route filters by function name prefix
 // (FunctionName of kind "function" or "interface"), derived, finished, id
 // prefix, digest and deployment; other filters are a *core.ValidationError.
-// Pages hold at most httpapi.MaxPageLength executions.
+// A CreatedBy cursor with CreatedByID is sent as the position
+// (cursor, cursor_execution_id); an ExecutionID pagination as
+// order=execution_id. Pages hold at most httpapi.MaxPageLength executions.
 func (c *Client) ListExecutions(ctx context.Context, filter core.ListExecutionsFilter, p core.ExecutionListPagination) ([]core.ExecutionWithState, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	q, err := listQuery(filter)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case p.CreatedBy != nil:
+		for k, v := range pageQuery(p.CreatedBy.Direction, p.CreatedBy.Length, p.CreatedBy.IncludingCursor) {
+			q[k] = v
+		}
+		if p.CreatedBy.Cursor != nil {
+			q.Set("cursor", p.CreatedBy.Cursor.String())
+		}
+		if p.CreatedByID != nil {
+			q.Set("cursor_execution_id", p.CreatedByID.String())
+		}
+	case p.ExecutionID != nil:
+		for k, v := range pageQuery(p.ExecutionID.Direction, p.ExecutionID.Length, p.ExecutionID.IncludingCursor) {
+			q[k] = v
+		}
+		q.Set("order", "execution_id")
+		if p.ExecutionID.Cursor != nil {
+			q.Set("cursor", p.ExecutionID.Cursor.String())
+		}
+	}
+	list, _, err := c.listExecutionsPage(ctx, q)
+	return list, err
+}
+
+// listQuery renders the filters GET /v1/executions has.
+func listQuery(filter core.ListExecutionsFilter) (url.Values, error) {
 	q := url.Values{}
 	if f := filter.FunctionName; f != nil {
 		if f.Kind == "package" {
@@ -127,36 +163,72 @@ func (c *Client) ListExecutions(ctx context.Context, filter core.ListExecutionsF
 	if filter.DeploymentID != nil {
 		q.Set("deployment_id", filter.DeploymentID.String())
 	}
-	switch {
-	case p.CreatedBy != nil:
-		for k, v := range pageQuery(p.CreatedBy.Direction, p.CreatedBy.Length, p.CreatedBy.IncludingCursor) {
-			q[k] = v
-		}
-		if p.CreatedBy.Cursor != nil {
-			q.Set("cursor", p.CreatedBy.Cursor.String())
-		}
-	case p.ExecutionID != nil:
-		for k, v := range pageQuery(p.ExecutionID.Direction, p.ExecutionID.Length, p.ExecutionID.IncludingCursor) {
-			q[k] = v
-		}
-		if p.ExecutionID.Cursor != nil {
-			q.Set("cursor", p.ExecutionID.Cursor.String())
-		}
-	}
-	var out []core.ExecutionWithState
-	err := c.get(ctx, "/v1/executions", q, &out)
-	return out, err
+	return q, nil
 }
 
-// Executions iterates over every execution matching filter, newest first,
-// fetching pages of pageSize (1…httpapi.MaxPageLength) by execution id.
-// Iteration stops at the first error, which it yields.
+// listExecutionsPage reads one page and the query of the next one, from
+// the answer's Link: <?…>; rel="next" (nil after the last page).
+func (c *Client) listExecutionsPage(ctx context.Context, q url.Values) ([]core.ExecutionWithState, url.Values, error) {
+	var out []core.ExecutionWithState
+	resp, err := c.call(ctx, &request{method: http.MethodGet, path: "/v1/executions", query: q, accept: JSON, safety: idempotent}, &out)
+	if err != nil {
+		return nil, nil, err
+	}
+	next, err := nextLink(resp.Header.Values("Link"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("client: GET /v1/executions: %w", err)
+	}
+	return out, next, nil
+}
+
+// nextLink returns the query of the rel="next" link among Link header
+// values (RFC 8288), nil when there is none.
+func nextLink(values []string) (url.Values, error) {
+	for _, v := range values {
+		for _, link := range strings.Split(v, ",") {
+			link = strings.TrimSpace(link)
+			ref, params, ok := strings.Cut(link, ">")
+			if !ok || !strings.HasPrefix(ref, "<") {
+				continue
+			}
+			next := false
+			for _, p := range strings.Split(params, ";") {
+				name, val, _ := strings.Cut(strings.TrimSpace(p), "=")
+				if strings.EqualFold(name, "rel") && strings.Trim(val, `"`) == "next" {
+					next = true
+				}
+			}
+			if !next {
+				continue
+			}
+			u, err := url.Parse(ref[1:])
+			if err != nil {
+				return nil, fmt.Errorf("Link %q: %w", link, err)
+			}
+			return u.Query(), nil
+		}
+	}
+	return nil, nil
+}
+
+// Executions iterates over every execution matching filter, newest first by
+// creation time (ties by execution id), fetching pages of pageSize
+// (1…httpapi.MaxPageLength): the first without a cursor, each next one as
+// the server's Link: rel="next" says, so that executions created in the same
+// instant are seen exactly once. Iteration stops at the first error, which
+// it yields.
 func (c *Client) Executions(ctx context.Context, filter core.ListExecutionsFilter, pageSize uint16) iter.Seq2[core.ExecutionWithState, error] {
 	return func(yield func(core.ExecutionWithState, error) bool) {
-		var cursor *core.ExecutionId
-		for {
-			page, err := c.ListExecutions(ctx, filter, core.ExecutionListPagination{ExecutionID: &core.Pagination[*core.ExecutionId]{
-				Direction: core.OlderThan, Length: pageSize, Cursor: cursor}})
+		q, err := listQuery(filter)
+		if err != nil {
+			yield(core.ExecutionWithState{}, err)
+			return
+		}
+		for k, v := range pageQuery(core.OlderThan, pageSize, false) {
+			q[k] = v
+		}
+		for q != nil {
+			page, next, err := c.listExecutionsPage(ctx, q)
 			if err != nil {
 				yield(core.ExecutionWithState{}, err)
 				return
@@ -166,11 +238,7 @@ func (c *Client) Executions(ctx context.Context, filter core.ListExecutionsFilte
 					return
 				}
 			}
-			if len(page) < int(min(pageSize, httpapi.MaxPageLength)) {
-				return
-			}
-			last := page[len(page)-1].ExecutionID
-			cursor = &last
+			q = next
 		}
 	}
 }

@@ -306,7 +306,7 @@ func TestPublicRoutes(t *testing.T) {
 		if err != nil || !strings.Contains(string(doc), `"openapi":"3.1.0"`) && !strings.Contains(string(doc), `"openapi": "3.1.0"`) {
 			t.Fatalf("OpenAPI: %v", err)
 		}
-		res, err := c.Sweep(ctx, core.TS(time.Now().Add(2*time.Hour)))
+		res, err := c.Sweep(ctx, core.Timestamp{}) // at the server's clock
 		if err != nil || !strings.Contains(string(res), `"expired_locks"`) {
 			t.Fatalf("Sweep = %s, %v", res, err)
 		}

@@ -536,9 +536,12 @@ func (c *Client) AppendLogBatch(ctx context.Context, rows []core.LogInfoAppendRo
 	return err
 }
 
-// Sweep runs one timer sweep at at (zero: the server's clock) through
-// POST /v1/worker/sweep and returns the server's report (with stela dev and
-// the Lambdas, store.SweepResult: expired_locks, expired_delays, skipped).
+// Sweep runs one timer sweep through POST /v1/worker/sweep and returns the
+// server's report (with stela dev and the Lambdas, store.SweepResult:
+// expired_locks, expired_delays, skipped). The sweep runs at the server's
+// clock, or at at when at is earlier (zero: the server's clock); an at
+// ahead of the server's clock by more than its skew bound is a
+// *core.ValidationError (docs/http-api.md §1, "Event times").
 func (c *Client) Sweep(ctx context.Context, at core.Timestamp) (json.RawMessage, error) {
 	var out json.RawMessage
 	_, err := c.post(ctx, http.MethodPost, "/v1/worker/sweep", httpapi.SweepBody{At: timePtr(at)}, idempotent, &out)

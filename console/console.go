@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
 	"io/fs"
 	"net/http"
 	"path"
@@ -128,12 +129,42 @@ func serveFile(w http.ResponseWriter, r *http.Request, f file) {
 	h.Set("Content-Type", f.contentType)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("ETag", f.etag)
-	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(f.body))
+	rw := &rangeErrors{ResponseWriter: w}
+	http.ServeContent(rw, r, "", time.Time{}, bytes.NewReader(f.body))
+	if rw.unsatisfiable {
+		// http.ServeContent answers an unsatisfiable Range in text/plain.
+		writeErr(w, http.StatusRequestedRangeNotSatisfiable, "range not satisfiable: "+strings.TrimSpace(rw.msg.String()))
+	}
 }
 
-// writeErr answers like the API: {"err": msg}.
+// rangeErrors holds back the text/plain 416 of http.ServeContent, so that
+// serveFile can answer it in the API's JSON shape; any other answer goes
+// through.
+type rangeErrors struct {
+	http.ResponseWriter
+	unsatisfiable bool
+	msg           bytes.Buffer
+}
+
+func (w *rangeErrors) WriteHeader(status int) {
+	if status == http.StatusRequestedRangeNotSatisfiable {
+		w.unsatisfiable = true
+		return
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *rangeErrors) Write(b []byte) (int, error) {
+	if w.unsatisfiable {
+		return w.msg.Write(b)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// writeErr answers like the API: {"err": msg}, pretty-printed.
 func writeErr(w http.ResponseWriter, status int, msg string) {
+	quoted, _ := json.Marshal(msg)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write([]byte("{\n  \"err\": \"" + msg + "\"\n}"))
+	_, _ = w.Write([]byte("{\n  \"err\": " + string(quoted) + "\n}"))
 }

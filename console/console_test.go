@@ -165,3 +165,23 @@ func TestEveryFileHasItsContentType(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsatisfiableRangeIsJSON (issue 24 item 7): a Range beyond a file
+// answers 416 in the API's error shape, not http.ServeContent's text/plain;
+// a satisfiable one is still served partially.
+func TestUnsatisfiableRangeIsJSON(t *testing.T) {
+	for _, path := range []string{"/console/", "/console/static/app.js"} {
+		rec := get(t, "GET", path, "Range", "bytes=100000000-")
+		if rec.Code != http.StatusRequestedRangeNotSatisfiable || rec.Header().Get("Content-Type") != "application/json" ||
+			!strings.HasPrefix(rec.Body.String(), "{\n  \"err\": \"range not satisfiable: ") {
+			t.Fatalf("GET %s Range beyond the file: %d %q %q", path, rec.Code, rec.Header().Get("Content-Type"), rec.Body.String())
+		}
+		if !strings.HasPrefix(rec.Header().Get("Content-Range"), "bytes */") {
+			t.Fatalf("GET %s: Content-Range %q", path, rec.Header().Get("Content-Range"))
+		}
+	}
+	rec := get(t, "GET", "/console/static/app.js", "Range", "bytes=0-9")
+	if rec.Code != http.StatusPartialContent || rec.Body.Len() != 10 {
+		t.Fatalf("GET with a satisfiable Range: %d, %d bytes", rec.Code, rec.Body.Len())
+	}
+}

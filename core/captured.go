@@ -105,7 +105,7 @@ func (w *CapturedDbWrite) UnmarshalJSON(b []byte) error {
 	default:
 		return invalid(fmt.Sprintf("unknown captured write %q", tag))
 	}
-	return decodeStrict(inner, target)
+	return AtPath(decodeStrict(inner, target), tag)
 }
 
 var _ json.Unmarshaler = (*CapturedDbWrite)(nil)

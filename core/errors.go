@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinel errors of the store contract (docs/spec/semantics.md §4.0). Every error a store
@@ -63,9 +64,50 @@ func (e *IllegalStateError) Error() string { return "illegal state: " + e.Reason
 func (e *IllegalStateError) Unwrap() error { return ErrIllegalState }
 
 // ValidationError explains why input was rejected.
-type ValidationError struct{ Reason string }
+type ValidationError struct {
+	Reason string
+	// Path is the JSON path of the value the reason is about, relative to
+	// the decoded document (`batch[0].created_at`); "" when the reason is
+	// about the whole input or names no value.
+	Path string
+	// Bound marks a value of the right type outside its documented bounds
+	// (a timestamp beyond the year 9999, a duration longer than
+	// MaxDuration, a string longer than its limit), as opposed to input of
+	// the wrong shape (a value of the wrong JSON type, a missing or unknown
+	// field). Decoding a request body, the HTTP API answers the first 400
+	// and the second 422 (axum's answer to a body serde cannot read).
+	Bound bool
+}
 
-func (e *ValidationError) Error() string { return "validation failed: " + e.Reason }
+func (e *ValidationError) Error() string { return "validation failed: " + e.Message() }
+
+// Message is the reason followed by " at `<path>`" when the error names a
+// value.
+func (e *ValidationError) Message() string { return e.Reason + at(e.Path) }
+
+// AtPath returns err located under prefix: a *ValidationError gets prefix
+// prepended to its Path (a copy; err is not changed); any other error
+// becomes a *ValidationError at prefix whose reason is its text.
+func AtPath(err error, prefix string) error {
+	if err == nil {
+		return nil
+	}
+	var ve *ValidationError
+	if !asErr(err, &ve) {
+		return &ValidationError{Reason: strings.TrimPrefix(err.Error(), "json: "), Path: prefix}
+	}
+	c := *ve
+	switch {
+	case prefix == "":
+	case c.Path == "":
+		c.Path = prefix
+	case strings.HasPrefix(c.Path, "["):
+		c.Path = prefix + c.Path
+	default:
+		c.Path = prefix + "." + c.Path
+	}
+	return &c
+}
 
 // Unwrap returns ErrValidation.
 func (e *ValidationError) Unwrap() error { return ErrValidation }

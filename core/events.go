@@ -56,7 +56,7 @@ func (e *ExecutionEvent) UnmarshalJSON(b []byte) error {
 	}
 	req, err := DecodeExecutionRequest(j.Event)
 	if err != nil {
-		return err
+		return AtPath(err, "event")
 	}
 	*e = ExecutionEvent{CreatedAt: j.CreatedAt, Event: req, BacktraceID: j.BacktraceID, Version: j.Version}
 	return nil
@@ -109,7 +109,7 @@ func (a *AppendRequest) UnmarshalJSON(b []byte) error {
 	}
 	req, err := DecodeExecutionRequest(j.Event)
 	if err != nil {
-		return err
+		return AtPath(err, "event")
 	}
 	*a = AppendRequest{CreatedAt: j.CreatedAt, Event: req}
 	return nil
@@ -318,18 +318,18 @@ func DecodeExecutionRequest(b []byte) (ExecutionRequest, error) {
 	case "history_event":
 		var j historyEventRequestJSON
 		if err := decodeStrict(inner, &j); err != nil {
-			return nil, err
+			return nil, AtPath(err, tag)
 		}
 		h, err := DecodeHistoryEvent(j.Event)
 		if err != nil {
-			return nil, err
+			return nil, AtPath(err, tag+".event")
 		}
 		return &HistoryEventRequest{Event: h}, nil
 	default:
 		return nil, invalid(fmt.Sprintf("unknown execution request variant %q", tag))
 	}
 	if err := decodeStrict(inner, r); err != nil {
-		return nil, err
+		return nil, AtPath(err, tag)
 	}
 	return r, nil
 }

@@ -132,12 +132,12 @@ func DecodeHistoryEvent(b []byte) (HistoryEvent, error) {
 		h = &JoinSetCreate{}
 	case "join_set_request":
 		var j joinSetRequestEventJSON
-		if err := decodeStrict(b, &j); err != nil {
+		if err := decodeStrictTag(b, &j, "type"); err != nil {
 			return nil, err
 		}
 		req, err := DecodeJoinSetRequest(j.Request)
 		if err != nil {
-			return nil, err
+			return nil, AtPath(err, "request")
 		}
 		return &JoinSetRequestEvent{JoinSetID: j.JoinSetID, Request: req}, nil
 	case "join_next":
@@ -153,7 +153,7 @@ func DecodeHistoryEvent(b []byte) (HistoryEvent, error) {
 	default:
 		return nil, invalid(fmt.Sprintf("unknown history event type %q", tag))
 	}
-	if err := decodeStrict(b, h); err != nil {
+	if err := decodeStrictTag(b, h, "type"); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -227,13 +227,13 @@ func (k *PersistKind) UnmarshalJSON(b []byte) error {
 	switch tag {
 	case "random_u64":
 		var j persistU64JSON
-		if err := decodeStrict(b, &j); err != nil {
+		if err := decodeStrictTag(b, &j, "type"); err != nil {
 			return err
 		}
 		*k = PersistKind{Type: tag, Min: j.Min, MaxInclusive: j.MaxInclusive}
 	case "random_string":
 		var j persistStringJSON
-		if err := decodeStrict(b, &j); err != nil {
+		if err := decodeStrictTag(b, &j, "type"); err != nil {
 			return err
 		}
 		*k = PersistKind{Type: tag, MinLength: j.MinLength, MaxLengthExclusive: j.MaxLengthExclusive}
@@ -336,7 +336,7 @@ func (s ScheduleAt) AsTimestamp(now Timestamp) (Timestamp, error) {
 			return Timestamp{}, invalid("source duration value is out of range")
 		}
 		t := now.Add(d)
-		if t.Before(now) || t.Year() > 262143 {
+		if t.Before(now) || t.After(MaxTimestamp) {
 			return Timestamp{}, invalid("source duration value is out of range")
 		}
 		return t, nil

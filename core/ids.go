@@ -261,6 +261,9 @@ type ExecutionId struct {
 // not found"), and split at its first '_' into a valid join set id (§1.3)
 // and a canonical u64 index ("invalid index").
 func ParseExecutionId(s string) (ExecutionId, error) {
+	if len(s) > MaxExecutionIdBytes {
+		return ExecutionId{}, tooLong(idKindExecutionId, len(s), MaxExecutionIdBytes)
+	}
 	if strings.IndexByte(s, execIdInfix) < 0 {
 		u, err := parsePrefixedULID(idKindExecutionId, prefixExecutionId, s)
 		if err != nil {
@@ -591,6 +594,9 @@ func NewJoinSetId(kind JoinSetKind, name string) (JoinSetId, error) {
 
 // ParseJoinSetId parses "<kind code>:<name>", splitting at the first ':'.
 func ParseJoinSetId(s string) (JoinSetId, error) {
+	if len(s) > MaxJoinSetIdBytes {
+		return JoinSetId{}, tooLong(idKindJoinSetId, len(s), MaxJoinSetIdBytes)
+	}
 	if reason := checkJoinSetId(s); reason != "" {
 		return JoinSetId{}, idError(idKindJoinSetId, s, reason)
 	}
@@ -684,6 +690,9 @@ type DelayId struct {
 // ParseDelayId parses "Delay_<ULID>.<segment>(.<segment>)*" with the same
 // rules and reasons as a derived ParseExecutionId.
 func ParseDelayId(s string) (DelayId, error) {
+	if len(s) > MaxDelayIdBytes {
+		return DelayId{}, tooLong(idKindDelayId, len(s), MaxDelayIdBytes)
+	}
 	top, infix, idx, err := parseDerivedId(idKindDelayId, prefixDelayId, s)
 	if err != nil {
 		return DelayId{}, err
@@ -863,6 +872,9 @@ type FunctionFqn struct {
 // Obelisk accepts an empty function name ("ns:pkg/ifc."); Stela rejects it
 // with Reason "empty function name".
 func ParseFunctionFqn(s string) (FunctionFqn, error) {
+	if len(s) > MaxFunctionFqnBytes {
+		return FunctionFqn{}, tooLong(idKindFunctionFqn, len(s), MaxFunctionFqnBytes)
+	}
 	dot := strings.LastIndexByte(s, '.')
 	if dot < 0 {
 		return FunctionFqn{}, idError(idKindFunctionFqn, s, "missing '.'")

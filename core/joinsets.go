@@ -56,7 +56,7 @@ func DecodeJoinSetRequest(b []byte) (JoinSetRequest, error) {
 	default:
 		return nil, invalid(fmt.Sprintf("unknown join set request type %q", tag))
 	}
-	if err := decodeStrict(b, r); err != nil {
+	if err := decodeStrictTag(b, r, "type"); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -162,8 +162,8 @@ func (e *JoinSetResponseEvent) UnmarshalJSON(b []byte) error {
 	default:
 		return invalid(fmt.Sprintf("unknown join set response type %q", tag))
 	}
-	if err := decodeStrict(j.Event, r); err != nil {
-		return err
+	if err := decodeStrictTag(j.Event, r, "type"); err != nil {
+		return AtPath(err, "event")
 	}
 	*e = JoinSetResponseEvent{JoinSetID: j.JoinSetID, Event: r}
 	return nil

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -130,15 +133,27 @@ func appendSerdeString(b []byte, s string) []byte {
 
 // decodeStrict decodes an object into v (a pointer to a struct without its own
 // UnmarshalJSON) and then checks, recursively through plain nested structs,
-// that every required field is present — as serde does for non-Option fields.
-// A field is optional if it is a pointer, is tagged `json:",omitempty"`, or is
-// tagged `stela:"default"` (serde's #[serde(default)]). Unknown fields are
-// ignored, like serde without deny_unknown_fields.
-func decodeStrict(data []byte, v any) error {
+// that every required field is present — as serde does for non-Option fields
+// — and that no field is unknown (serde's deny_unknown_fields; see
+// docs/http-api.md "Unknown fields"). A field is optional if it is a pointer,
+// is tagged `json:",omitempty"`, or is tagged `stela:"default"` (serde's
+// #[serde(default)]). Keys match fields exactly (encoding/json alone would
+// also match them case-insensitively). A failure is a *ValidationError
+// naming the JSON path of the value at fault.
+func decodeStrict(data []byte, v any) error { return decodeStrictTag(data, v, "") }
+
+// decodeStrictTag is decodeStrict for a variant of an internally tagged enum
+// (serde's #[serde(tag = "…")]): the object also holds the tag key, which is
+// not a field of v.
+func decodeStrictTag(data []byte, v any, tag string) error {
+	t := reflect.TypeOf(v).Elem()
 	if err := json.Unmarshal(data, v); err != nil {
+		if loc := LocateJSONError(data, t, tag); loc != nil {
+			return loc
+		}
 		return decodeErr(err)
 	}
-	return checkRequired(data, reflect.TypeOf(v).Elem(), "")
+	return checkRequired(data, t, "", tag)
 }
 
 func decodeErr(err error) error {
@@ -146,7 +161,7 @@ func decodeErr(err error) error {
 	if asErr(err, &ve) {
 		return ve
 	}
-	return &ValidationError{Reason: err.Error()}
+	return &ValidationError{Reason: strings.TrimPrefix(err.Error(), "json: ")}
 }
 
 type fieldRule struct {
@@ -176,6 +191,8 @@ func hasCustomDecoding(t reflect.Type) bool {
 		t.Implements(textUnmarshalerType) || pt.Implements(textUnmarshalerType)
 }
 
+// rulesFor returns the JSON fields of struct t, the fields of embedded
+// structs included (as encoding/json flattens them).
 func rulesFor(t reflect.Type) []fieldRule {
 	if r, ok := fieldRules.Load(t); ok {
 		return r.([]fieldRule)
@@ -183,18 +200,19 @@ func rulesFor(t reflect.Type) []fieldRule {
 	var rules []fieldRule
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
 		tag := f.Tag.Get("json")
 		if tag == "-" {
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			rules = append(rules, rulesFor(f.Type)...)
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
 		if name == "" {
-			if f.Anonymous {
-				continue // embedded structs: not used in core's wire types
-			}
 			name = f.Name
 		}
 		required := f.Type.Kind() != reflect.Pointer && !strings.Contains(opts, "omitempty") &&
@@ -209,7 +227,28 @@ func rulesFor(t reflect.Type) []fieldRule {
 	return rules
 }
 
-func checkRequired(data []byte, t reflect.Type, path string) error {
+// HasJSONField reports whether struct t (embedded structs flattened) has a
+// JSON field named exactly name: encoding/json alone also matches keys that
+// differ in case, serde does not.
+func HasJSONField(t reflect.Type, name []byte) bool {
+	_, ok := ruleNamed(rulesFor(t), name)
+	return ok
+}
+
+func ruleNamed(rules []fieldRule, name []byte) (fieldRule, bool) {
+	for _, r := range rules {
+		if r.name == string(name) {
+			return r, true
+		}
+	}
+	return fieldRule{}, false
+}
+
+func shapeErr(path, format string, args ...any) error {
+	return &ValidationError{Reason: fmt.Sprintf(format, args...), Path: path}
+}
+
+func checkRequired(data []byte, t reflect.Type, path, tag string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -218,24 +257,30 @@ func checkRequired(data []byte, t reflect.Type, path string) error {
 		return nil
 	case t.Kind() == reflect.Struct:
 		if isJSONNull(data) {
-			return &ValidationError{Reason: fmt.Sprintf("expected an object%s", at(path))}
+			return shapeErr(path, "expected an object")
 		}
 		obj, ok := rawObject(data)
 		if !ok {
-			return &ValidationError{Reason: fmt.Sprintf("expected an object%s", at(path))}
+			return shapeErr(path, "expected an object")
 		}
-		for _, r := range rulesFor(t) {
+		rules := rulesFor(t)
+		for _, m := range obj {
+			if _, ok := ruleNamed(rules, m.Key); !ok && string(m.Key) != tag {
+				return shapeErr(path, "unknown field `%s`", m.Key)
+			}
+		}
+		for _, r := range rules {
 			raw, ok := obj.Get(r.name)
 			if !ok {
 				if r.required {
-					return &ValidationError{Reason: fmt.Sprintf("missing field `%s`%s", r.name, at(path))}
+					return shapeErr(path, "missing field `%s`", r.name)
 				}
 				continue
 			}
 			if r.custom || isJSONNull(raw) && r.typ.Kind() == reflect.Pointer {
 				continue
 			}
-			if err := checkRequired(raw, r.typ, join(path, r.name)); err != nil {
+			if err := checkRequired(raw, r.typ, join(path, r.name), ""); err != nil {
 				return err
 			}
 		}
@@ -259,12 +304,157 @@ func checkRequired(data []byte, t reflect.Type, path string) error {
 			}
 		}
 		for i, it := range items {
-			if err := checkRequired(it, et, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := checkRequired(it, et, fmt.Sprintf("%s[%d]", path, i), ""); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// LocateJSONError finds the value of data (the JSON text of a value of type
+// t, which failed to decode) that does not decode, by decoding its parts one
+// by one, and returns that failure as a *ValidationError with the value's
+// JSON path (`items[2].append.version`) and a reason in the API's words
+// (`invalid type: string "x", expected an integer from 0 to 4294967295`),
+// never Go's type names. Members of objects are matched to the fields of
+// struct types (embedded structs flattened) exactly; a member that matches
+// no field and is not named tag is an unknown field. It returns nil when
+// every part decodes on its own. Only error paths call it: it decodes data
+// again, piece by piece.
+func LocateJSONError(data []byte, t reflect.Type, tag string) error {
+	return locate(data, t, "", tag)
+}
+
+func locate(data []byte, t reflect.Type, path, tag string) error {
+	for t.Kind() == reflect.Pointer {
+		if isJSONNull(data) {
+			return nil
+		}
+		t = t.Elem()
+	}
+	if !hasCustomDecoding(t) {
+		switch t.Kind() {
+		case reflect.Struct:
+			obj, ok := rawObject(data)
+			if !ok || isJSONNull(data) {
+				return shapeErr(path, "invalid type: %s, expected an object", jsonKind(data))
+			}
+			rules := rulesFor(t)
+			for _, m := range obj {
+				r, ok := ruleNamed(rules, m.Key)
+				if !ok {
+					if string(m.Key) == tag {
+						continue
+					}
+					return shapeErr(path, "unknown field `%s`", m.Key)
+				}
+				if err := locate(m.Value, r.typ, join(path, r.name), ""); err != nil {
+					return err
+				}
+			}
+			return nil
+		case reflect.Slice, reflect.Array:
+			if t.Elem().Kind() == reflect.Uint8 {
+				break // base64 text
+			}
+			items, ok := JSONArray(data)
+			if !ok {
+				if isJSONNull(data) && t.Kind() == reflect.Slice {
+					return nil
+				}
+				return shapeErr(path, "invalid type: %s, expected an array", jsonKind(data))
+			}
+			for i, it := range items {
+				if err := locate(it, t.Elem(), fmt.Sprintf("%s[%d]", path, i), ""); err != nil {
+					return err
+				}
+			}
+			return nil
+		case reflect.Map:
+			obj, ok := rawObject(data)
+			if !ok {
+				return shapeErr(path, "invalid type: %s, expected an object", jsonKind(data))
+			}
+			for _, m := range obj {
+				if err := locate(m.Value, t.Elem(), join(path, string(m.Key)), ""); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	err := json.Unmarshal(data, reflect.New(t).Interface())
+	if err == nil {
+		return nil
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		var ve *ValidationError
+		if !errors.As(err, &ve) {
+			return shapeErr(path, "invalid type: %s, expected %s", jsonKind(data), expectedKind(t))
+		}
+	}
+	return AtPath(err, path)
+}
+
+// jsonKind describes a JSON value as serde's "invalid type" errors do.
+func jsonKind(data []byte) string {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return "nothing"
+	}
+	switch data[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(data, &s) != nil {
+			return "string"
+		}
+		if len(s) > 64 {
+			s = s[:64] + "…"
+		}
+		return "string " + strconv.Quote(s)
+	case '{':
+		return "map"
+	case '[':
+		return "sequence"
+	case 't', 'f':
+		return "boolean `" + string(data) + "`"
+	case 'n':
+		return "null"
+	}
+	if len(data) > 64 {
+		data = append(data[:64:64], "…"...)
+	}
+	return "number " + string(data)
+}
+
+// expectedKind describes what a value of Go type t must be on the wire.
+func expectedKind(t reflect.Type) string {
+	if t.Implements(textUnmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		return "a string"
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		bits := uint(t.Bits())
+		return fmt.Sprintf("an integer from %d to %d", math.MinInt64>>(64-bits), math.MaxInt64>>(64-bits))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return fmt.Sprintf("an integer from 0 to %d", uint64(math.MaxUint64)>>(64-uint(t.Bits())))
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "a base64 string"
+		}
+		return "an array"
+	}
+	return "a JSON value"
 }
 
 func at(path string) string {

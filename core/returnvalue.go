@@ -108,13 +108,13 @@ func (r *ReturnValue) UnmarshalJSON(b []byte) error {
 		}
 		var v WastValWithType
 		if err := decodeStrict(inner, &v); err != nil {
-			return err
+			return AtPath(err, tag)
 		}
 		*r = ReturnValue{Kind: kind, Value: &v}
 	case "execution_failure":
 		var f FinishedExecutionFailure
 		if err := decodeStrict(inner, &f); err != nil {
-			return err
+			return AtPath(err, tag)
 		}
 		*r = ReturnValue{Kind: ReturnExecutionFailure, Failure: &f}
 	default:

@@ -304,25 +304,25 @@ func (p *PendingState) UnmarshalJSON(b []byte) error {
 	switch status {
 	case "locked":
 		var v PendingStateLocked
-		if err := decodeStrict(b, &v); err != nil {
+		if err := decodeStrictTag(b, &v, "status"); err != nil {
 			return err
 		}
 		*p = PendingState{State: StateLocked, Lifecycle: LifecycleActive, Locked: &v}
 	case "pending_at":
 		var v PendingStatePendingAt
-		if err := decodeStrict(b, &v); err != nil {
+		if err := decodeStrictTag(b, &v, "status"); err != nil {
 			return err
 		}
 		*p = PendingState{State: StatePendingAt, Lifecycle: LifecycleActive, PendingAt: &v}
 	case "blocked_by_join_set":
 		var v PendingStateBlockedByJoinSet
-		if err := decodeStrict(b, &v); err != nil {
+		if err := decodeStrictTag(b, &v, "status"); err != nil {
 			return err
 		}
 		*p = PendingState{State: StateBlockedByJoinSet, Lifecycle: LifecycleActive, Blocked: &v}
 	case "finished":
 		var v PendingStateFinished
-		if err := decodeStrict(b, &v); err != nil {
+		if err := decodeStrictTag(b, &v, "status"); err != nil {
 			return err
 		}
 		*p = PendingState{State: StateFinished, Lifecycle: LifecycleActive, Finished: &v}
@@ -355,7 +355,7 @@ func (p *PendingState) UnmarshalJSON(b []byte) error {
 				return invalid(fmt.Sprintf("invalid inner state %q of %s", k, status))
 			}
 			if err != nil {
-				return err
+				return AtPath(err, k)
 			}
 			*p = q
 		}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -16,10 +18,14 @@ func (c *CreateRequest) UnmarshalJSON(b []byte) error {
 	return decodeStrict(b, (*plain)(c))
 }
 
-// UnmarshalJSON decodes strictly.
+// UnmarshalJSON decodes strictly; the name is at most
+// MaxComponentNameBytes.
 func (c *ComponentId) UnmarshalJSON(b []byte) error {
 	type plain ComponentId
-	return decodeStrict(b, (*plain)(c))
+	if err := decodeStrict(b, (*plain)(c)); err != nil {
+		return err
+	}
+	return AtPath(CheckLength("component name", []byte(c.Name), MaxComponentNameBytes), "name")
 }
 
 // UnmarshalJSON decodes strictly.
@@ -103,7 +109,10 @@ func (l *ListExecutionEventsResponse) UnmarshalJSON(b []byte) error {
 // CheckJSONText rejects the JSON texts that parsers read differently even
 // though encoding/json accepts them (docs/spec/semantics.md §2.0): bytes
 // that are not UTF-8, a \u escape naming a lone UTF-16 surrogate ("\ud800",
-// "\udc00"), and an object holding the same key twice, at any depth.
+// "\udc00"), an object holding the same key twice, at any depth, and a
+// number beyond the 64-bit float range (`1e400`, `-1e309`, an integer of
+// 400 digits), which serde_json rejects as "number out of range" and
+// encoding/json keeps verbatim in a json.RawMessage.
 // encoding/json replaces the first two with U+FFFD (or keeps them verbatim in
 // a json.RawMessage) and keeps the last of duplicate keys; serde_json, which
 // Obelisk's clients use, rejects all three. b must be well-formed JSON
@@ -150,6 +159,18 @@ func CheckJSONText(b []byte) error {
 					stack[n-1].index++
 				}
 			}
+		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			end, big := scanJSONNumber(b, i)
+			if big {
+				if f, err := strconv.ParseFloat(string(b[i:end]), 64); err != nil && math.IsInf(f, 0) {
+					tok := b[i:end]
+					if len(tok) > 32 {
+						tok = append(tok[:32:32], "…"...)
+					}
+					return invalid(fmt.Sprintf("number out of range `%s`%s", tok, at(path(len(stack)))))
+				}
+			}
+			i = end - 1
 		case '"':
 			end, escaped, bad := scanJSONString(b, i)
 			n := len(stack)
@@ -183,6 +204,23 @@ func CheckJSONText(b []byte) error {
 		}
 	}
 	return nil
+}
+
+// scanJSONNumber returns the end of the number token starting at b[start]
+// and whether it may lie beyond the float64 range: it has an exponent or
+// more than 308 digits (a shorter plain number is below 1e308).
+func scanJSONNumber(b []byte, start int) (end int, big bool) {
+	end = start
+	for ; end < len(b); end++ {
+		switch c := b[end]; c {
+		case 'e', 'E':
+			big = true
+		case '-', '+', '.', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		default:
+			return end, big || end-start > 308
+		}
+	}
+	return end, big || end-start > 308
 }
 
 // jsonFrame is an open array or object of CheckJSONText's scan.

@@ -39,6 +39,11 @@ func TestCheckJSONText(t *testing.T) {
 		{"ManyDistinctKeys", manyKeys(40, ""), ""},
 		{"DuplicateAmongManyKeys", manyKeys(40, `,"k3":0`), "duplicate key `k3` at `o`"},
 		{"DuplicateAfterManyKeys", manyKeys(40, `,"k39":0`), "duplicate key `k39` at `o`"},
+		{"NumbersInRange", `[1.7976931348623157e308,-1.7976931348623157e308,1e-400,0,-0.5,` + strings.Repeat("9", 308) + `]`, ""},
+		{"NumberBeyondFloat64", `{"params":[1e400]}`, "number out of range `1e400` at `params[0]`"},
+		{"NegativeBeyondFloat64", `{"a":{"b":-1e309}}`, "number out of range `-1e309` at `a.b`"},
+		{"IntegerOf400Digits", `[` + strings.Repeat("1", 400) + `]`, "number out of range `" + strings.Repeat("1", 32) + "…` at `[0]`"},
+		{"LargeExponentInAnObject", `{"x":2E+308}`, "number out of range `2E+308` at `x`"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !json.Valid([]byte(tc.in)) {

@@ -94,13 +94,52 @@ func (ts *Timestamp) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// ParseTimestamp parses an RFC 3339 timestamp.
+// MinTimestamp and MaxTimestamp bound every timestamp Stela reads or
+// stores: the UTC years 0000–9999, which RFC 3339 (four-digit years) and
+// so the JSON form can carry and every backend can sort.
+var (
+	MinTimestamp = Timestamp{time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)}
+	MaxTimestamp = Timestamp{time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC)}
+)
+
+// ParseTimestamp parses an RFC 3339 timestamp: `YYYY-MM-DDTHH:MM:SS`, an
+// optional fraction of any number of digits after a `.` (beyond nine
+// digits truncated), then `Z` or an offset `±HH:MM` with hours 0–23 and
+// minutes 0–59. The instant, converted to UTC, must lie in the years
+// 0000–9999 (MinTimestamp…MaxTimestamp): the range the JSON form
+// round-trips. The error is a *ValidationError `invalid timestamp "…": …`.
 func ParseTimestamp(s string) (Timestamp, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return Timestamp{}, &ValidationError{Reason: fmt.Sprintf("invalid timestamp %q", s)}
+		return Timestamp{}, badTimestamp(s, "expected RFC 3339 (`2026-01-01T00:00:00Z`)")
 	}
-	return TS(t), nil
+	if len(s) > 19 && s[19] == ',' {
+		return Timestamp{}, badTimestamp(s, "the fraction of a second must follow `.`")
+	}
+	if n := len(s); s[n-1] != 'Z' {
+		// time.Parse checked the form ±HH:MM, not the ranges.
+		if n < 6 || (s[n-6] != '+' && s[n-6] != '-') {
+			return Timestamp{}, badTimestamp(s, "expected `Z` or an offset ±HH:MM")
+		}
+		if h := (s[n-5]-'0')*10 + s[n-4] - '0'; h > 23 {
+			return Timestamp{}, badTimestamp(s, "offset hours must be 00–23")
+		}
+		if m := (s[n-2]-'0')*10 + s[n-1] - '0'; m > 59 {
+			return Timestamp{}, badTimestamp(s, "offset minutes must be 00–59")
+		}
+	}
+	ts := TS(t)
+	if ts.Before(MinTimestamp) || ts.After(MaxTimestamp) {
+		return Timestamp{}, badTimestamp(s, fmt.Sprintf("year %d in UTC is outside 0000–9999", ts.Year()))
+	}
+	return ts, nil
+}
+
+func badTimestamp(s, reason string) error {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return &ValidationError{Reason: fmt.Sprintf("invalid timestamp %q: %s", s, reason), Bound: true}
 }
 
 // Timestamps have two text forms, each written by one function:
@@ -116,8 +155,8 @@ func ParseTimestamp(s string) (Timestamp, error) {
 const sortableLen = len("2006-01-02T15:04:05.123456789Z")
 
 var (
-	sortableMin = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
-	sortableMax = time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC)
+	sortableMin = MinTimestamp.Time
+	sortableMax = MaxTimestamp.Time
 )
 
 // SortableText returns the fixed-width UTC text "2006-01-02T15:04:05.123456789Z"
@@ -216,7 +255,8 @@ func DurationFromMillis(ms uint64) Duration {
 // Std converts to time.Duration; ok is false if it does not fit.
 func (d Duration) Std() (time.Duration, bool) {
 	const maxSecs = uint64(1<<63-1) / uint64(time.Second)
-	if d.Secs > maxSecs || (d.Secs == maxSecs && d.Nanos > 0) {
+	const maxNanos = uint32(uint64(1<<63-1) % uint64(time.Second))
+	if d.Secs > maxSecs || (d.Secs == maxSecs && d.Nanos > maxNanos) {
 		return 0, false
 	}
 	return time.Duration(d.Secs)*time.Second + time.Duration(d.Nanos), true
@@ -231,7 +271,16 @@ func (d Duration) Millis() uint64 {
 	return d.Secs*1000 + uint64(d.Nanos/1_000_000)
 }
 
-// UnmarshalJSON rejects nanos >= 1e9 and missing fields.
+// MaxDuration is the longest Duration Stela reads: 2^63−1 nanoseconds
+// (about 292 years), the longest span time.Duration holds, so that every
+// duration converts (Std) and its milliseconds fit a signed 64-bit integer
+// on every backend.
+var MaxDuration = Duration{Secs: 9_223_372_036, Nanos: 854_775_807}
+
+// UnmarshalJSON decodes {"secs":…,"nanos":…} as serde does — both fields
+// required, no other field (serde's Duration denies unknown fields) — and
+// rejects nanos ≥ 10^9 (serde carries them into secs; Stela is stricter)
+// and durations longer than MaxDuration (400, docs/http-api.md "Limits").
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	type plain Duration
 	var p plain
@@ -239,7 +288,11 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	if p.Nanos >= 1_000_000_000 {
-		return &ValidationError{Reason: "duration nanos must be < 1e9"}
+		return &ValidationError{Reason: "duration nanos must be < 1e9", Path: "nanos", Bound: true}
+	}
+	if _, ok := Duration(p).Std(); !ok {
+		return &ValidationError{Reason: fmt.Sprintf("duration of %d s is longer than the maximum, {\"secs\":%d,\"nanos\":%d} (2^63-1 ns, about 292 years)",
+			p.Secs, MaxDuration.Secs, MaxDuration.Nanos), Bound: true}
 	}
 	*d = Duration(p)
 	return nil

@@ -37,13 +37,13 @@ func (o *ComponentUpgradeOutcome) UnmarshalJSON(b []byte) error {
 	switch tag {
 	case "success":
 		var j upgradeSuccessJSON
-		if err := decodeStrict(b, &j); err != nil {
+		if err := decodeStrictTag(b, &j, "type"); err != nil {
 			return err
 		}
 		*o = ComponentUpgradeOutcome{Success: true, Reason: j.Reason}
 	case "failed":
 		var j upgradeFailedJSON
-		if err := decodeStrict(b, &j); err != nil {
+		if err := decodeStrictTag(b, &j, "type"); err != nil {
 			return err
 		}
 		*o = ComponentUpgradeOutcome{FailedReason: j.Reason}
@@ -82,7 +82,7 @@ func (r *ComponentUpgradeReason) UnmarshalJSON(b []byte) error {
 		*r = ComponentUpgradeReason{}
 	case "manual":
 		var j upgradeManualJSON
-		if err := decodeStrict(b, &j); err != nil {
+		if err := decodeStrictTag(b, &j, "type"); err != nil {
 			return err
 		}
 		*r = ComponentUpgradeReason{Manual: true, Force: j.Force}

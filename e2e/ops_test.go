@@ -44,8 +44,9 @@ func hasSample(text, sample string) bool {
 }
 
 // TestQuickStartMovesTheMetrics plays the README's quick start (submit,
-// lock, append at version 2) against `stela dev` and reads /metrics and
-// `stela status` afterwards.
+// lock, append at version 2, stamped now: the server refuses event times
+// far from its clock) against `stela dev` and reads /metrics and `stela
+// status` afterwards.
 func TestQuickStartMovesTheMetrics(t *testing.T) {
 	d := startDev(t, t.TempDir())
 	defer d.stop(t)
@@ -67,7 +68,7 @@ func TestQuickStartMovesTheMetrics(t *testing.T) {
 	}
 	status, body = d.raw(t, "POST", "/v1/worker/append", `{
   "execution_id": "`+id+`", "version": 2,
-  "req": {"created_at": "2026-01-01T00:00:00Z",
+  "req": {"created_at": "`+now().String()+`",
           "event": {"finished": {"retval": {"ok": {"type": "string", "value": "Hello, World!"}}, "http_client_traces": null}}}}`)
 	if status != http.StatusOK {
 		t.Fatalf("append: %d %s", status, body)

@@ -82,7 +82,7 @@ func decodeJSON(body []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return unprocessable(err)
+		return decodeFailure(body, reflect.TypeOf(dst), err)
 	}
 	if rest := bytes.TrimSpace(body[dec.InputOffset():]); len(rest) > 0 {
 		return badRequest("invalid JSON: trailing data after the value")
@@ -93,6 +93,22 @@ func decodeJSON(body []byte, dst any) error {
 	return nil
 }
 
+// decodeFailure turns a failed decode of body into dst's type t into the
+// answer naming the value at fault (core.LocateJSONError): 400 with the
+// reason for a value outside its documented bounds (core.ValidationError's
+// Bound: a timestamp beyond 9999, a duration too long, a string too long),
+// else 422 `invalid request body: …` (wrong type, unknown field).
+func decodeFailure(body []byte, t reflect.Type, err error) error {
+	if loc := core.LocateJSONError(body, t.Elem(), ""); loc != nil {
+		err = loc
+	}
+	var ve *core.ValidationError
+	if errors.As(err, &ve) && ve.Bound {
+		return &apiError{status: http.StatusBadRequest, msg: ve.Message(), err: err}
+	}
+	return unprocessable(err)
+}
+
 func unprocessable(err error) error {
 	return &apiError{status: http.StatusUnprocessableEntity, msg: "invalid request body: " + errText(err), err: err}
 }
@@ -100,7 +116,7 @@ func unprocessable(err error) error {
 func errText(err error) string {
 	var ve *core.ValidationError
 	if errors.As(err, &ve) {
-		return ve.Reason
+		return ve.Message()
 	}
 	if err == nil {
 		return "invalid"
@@ -157,6 +173,11 @@ func checkFields(data []byte, t reflect.Type, path string, top bool) error {
 			}
 			for k, v := range m {
 				obj = append(obj, core.JSONMember{Key: []byte(k), Value: v})
+			}
+		}
+		for _, m := range obj {
+			if !core.HasJSONField(t, m.Key) {
+				return fmt.Errorf("unknown field `%s`%s", m.Key, atPath(path))
 			}
 		}
 		return checkStructFields(obj, t, path, top)
@@ -404,6 +425,10 @@ func idErrText(kind, raw string, err error) string {
 	var ie *core.IDError
 	if errors.As(err, &ie) {
 		return fmt.Sprintf("invalid %s %s: %s", kind, quoteShort(raw), ie.Reason)
+	}
+	var ve *core.ValidationError
+	if errors.As(err, &ve) {
+		return fmt.Sprintf("invalid %s %s: %s", kind, quoteShort(raw), ve.Message())
 	}
 	return fmt.Sprintf("invalid %s %s", kind, quoteShort(raw))
 }

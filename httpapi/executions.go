@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"unicode/utf8"
 
@@ -42,36 +43,110 @@ func (s *server) listExecutions(c *call) error {
 	if err != nil {
 		return err
 	}
-	var p core.ExecutionListPagination
-	switch raw := q.str("cursor"); {
-	case !q.has("cursor"):
-		p.CreatedBy = &core.Pagination[*core.Timestamp]{Direction: dir, Length: length, IncludingCursor: including}
-	default:
-		if ts, err := core.ParseTimestamp(raw); err == nil {
-			p.CreatedBy = &core.Pagination[*core.Timestamp]{Direction: dir, Length: length, Cursor: &ts, IncludingCursor: including}
-		} else if id, err := core.ParseExecutionId(raw); err == nil {
-			p.ExecutionID = &core.Pagination[*core.ExecutionId]{Direction: dir, Length: length, Cursor: &id, IncludingCursor: including}
-		} else {
-			return queryErr("cursor", "expected an RFC 3339 timestamp or an execution id")
-		}
-	}
-	// Stela extension: the tie-break of a created_at cursor (docs/http-api.md §3.5).
-	if q.has("cursor_execution_id") {
-		if p.CreatedBy == nil || p.CreatedBy.Cursor == nil {
-			return queryErr("cursor_execution_id", "needs an RFC 3339 timestamp `cursor`")
-		}
-		id, err := core.ParseExecutionId(q.str("cursor_execution_id"))
-		if err != nil {
-			return queryErr("cursor_execution_id", "expected an execution id")
-		}
-		p.CreatedByID = &id
+	p, err := listPagination(q, dir, length, including)
+	if err != nil {
+		return err
 	}
 	list, err := s.db.ListExecutions(c.ctx(), filter, p)
 	if err != nil {
 		return err
 	}
 	list = nonNil(list)
+	if next := nextPageQuery(c.r.URL.Query(), p, list); next != "" {
+		c.w.Header().Set("Link", "<?"+next+`>; rel="next"`)
+	}
 	return c.reply(http.StatusOK, list, func() string { return executionsText(list) })
+}
+
+// listPagination reads the cursor of GET /v1/executions (docs/http-api.md
+// §3.5). `order` names the key the pages sort by: created_at (default;
+// cursor absent, an RFC 3339 timestamp, plus cursor_execution_id for a
+// position) or execution_id (cursor absent or an execution id). An
+// execution-id cursor without order=execution_id is refused: a walk whose
+// first page came without a cursor is by created_at, and continuing it with
+// the id of its last row would cut a page from another order (losing and
+// repeating rows).
+func listPagination(q query, dir core.Direction, length uint16, including bool) (core.ExecutionListPagination, error) {
+	var p core.ExecutionListPagination
+	byID := false
+	switch q.str("order") {
+	case "", "created_at":
+	case "execution_id":
+		byID = true
+	default:
+		return p, queryErr("order", "expected `created_at` or `execution_id`")
+	}
+	raw, hasCursor := q.str("cursor"), q.has("cursor")
+	switch {
+	case byID:
+		p.ExecutionID = &core.Pagination[*core.ExecutionId]{Direction: dir, Length: length, IncludingCursor: including}
+		if hasCursor {
+			id, err := core.ParseExecutionId(raw)
+			if err != nil {
+				return p, queryErr("cursor", "with order=execution_id, expected an execution id")
+			}
+			p.ExecutionID.Cursor = &id
+		}
+	default:
+		p.CreatedBy = &core.Pagination[*core.Timestamp]{Direction: dir, Length: length, IncludingCursor: including}
+		if hasCursor {
+			ts, err := core.ParseTimestamp(raw)
+			if err != nil {
+				if _, idErr := core.ParseExecutionId(raw); idErr == nil {
+					return p, queryErr("cursor", "an execution id cursor pages by execution id: send `order=execution_id` on every page of the walk, "+
+						"the first too; to continue a walk by creation time send `cursor=<created_at>&cursor_execution_id=<execution_id>` of its last row, "+
+						`or follow the Link: rel="next" header`)
+				}
+				return p, queryErr("cursor", "expected an RFC 3339 timestamp (or, with order=execution_id, an execution id)")
+			}
+			p.CreatedBy.Cursor = &ts
+		}
+	}
+	// Stela extension: the tie-break of a created_at cursor (docs/http-api.md §3.5).
+	if q.has("cursor_execution_id") {
+		if p.CreatedBy == nil || p.CreatedBy.Cursor == nil {
+			return p, queryErr("cursor_execution_id", "needs an RFC 3339 timestamp `cursor`")
+		}
+		id, err := core.ParseExecutionId(q.str("cursor_execution_id"))
+		if err != nil {
+			return p, queryErr("cursor_execution_id", "expected an execution id")
+		}
+		p.CreatedByID = &id
+	}
+	return p, nil
+}
+
+// nextPageQuery returns the query string of the page after list (the page
+// cut with p from the request's query q), or "" when list is not full: the
+// same query with the cursor moved to the last row in scan order (the
+// oldest for older, the newest for newer), as the position in the page's
+// own order — created_at and execution_id, or the execution id — and
+// including_cursor dropped. It is the Link: rel="next" of the answer.
+func nextPageQuery(q url.Values, p core.ExecutionListPagination, list []core.ExecutionWithState) string {
+	desc, length := p.Window()
+	if len(list) == 0 || len(list) < length {
+		return ""
+	}
+	last := list[len(list)-1]
+	if !desc {
+		last = list[0]
+	}
+	next := url.Values{}
+	for k, v := range q {
+		switch k {
+		case "cursor", "cursor_execution_id", "including_cursor", "order":
+		default:
+			next[k] = v
+		}
+	}
+	if p.ExecutionID != nil {
+		next.Set("order", "execution_id")
+		next.Set("cursor", last.ExecutionID.String())
+	} else {
+		next.Set("cursor", last.CreatedAt.String())
+		next.Set("cursor_execution_id", last.ExecutionID.String())
+	}
+	return next.Encode()
 }
 
 // GET /v1/executions/{execution_id}

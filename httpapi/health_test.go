@@ -35,6 +35,17 @@ func TestHealthRoutes(t *testing.T) {
 			t.Fatalf("body %s", r.text())
 		}
 	})
+	t.Run("HeadAnswersTheStatusWithoutABody", func(t *testing.T) {
+		for _, path := range []string{"/healthz", "/readyz"} {
+			r := e.do("HEAD", path, nil).want(http.StatusOK)
+			if r.Header().Get("Content-Type") != contentTypeJSON {
+				t.Fatalf("HEAD %s: headers %v", path, r.Header())
+			}
+		}
+		readyErr = errors.New("not ready")
+		defer func() { readyErr = nil }()
+		e.do("HEAD", "/readyz", nil).want(http.StatusServiceUnavailable)
+	})
 	t.Run("OtherMethodsAreBehindTheAuthorizer", func(t *testing.T) {
 		e.do("POST", "/healthz", nil).want(http.StatusUnauthorized)
 	})

@@ -40,6 +40,10 @@ const (
 	MaxBacktraceBatch = 90
 	// MaxCancellingBatch caps `batch_size` of GET /v1/worker/cancelling.
 	MaxCancellingBatch = 100
+	// DefaultMaxClockSkew is Options.MaxClockSkew when it is 0.
+	DefaultMaxClockSkew = 5 * time.Minute
+	// DefaultMaxEventAge is Options.MaxEventAge when it is 0.
+	DefaultMaxEventAge = time.Hour
 )
 
 // Options configure New. The zero value is usable except for Authorizer,
@@ -71,6 +75,17 @@ type Options struct {
 	// answers 200, an error 503 with its text. Nil: /readyz answers 200 like
 	// /healthz. Both are served without the Authorizer (see ServeHTTP).
 	Ready func(ctx context.Context) error
+	// MaxClockSkew bounds how far ahead of Clock's now the event times a
+	// worker route accepts (created_at of locks, events, created
+	// executions, responses and log rows; current_time) may lie, and
+	// MaxEventAge how far behind: beyond either the request is 400 and
+	// nothing is written (docs/http-api.md §1, "Event times"). MaxClockSkew
+	// also bounds how far ahead a sweep's `at` may be (a sweep never runs
+	// later than now). Defaults DefaultMaxClockSkew and DefaultMaxEventAge;
+	// negative: unbounded on that side (a sweep still never runs later than
+	// now).
+	MaxClockSkew time.Duration
+	MaxEventAge  time.Duration
 	// Observer, when set, sees every request (package obs: metrics by route
 	// pattern, status and latency; spans). Nil costs nothing.
 	Observer Observer
@@ -100,20 +115,22 @@ const readyTimeout = 5 * time.Second
 
 // server is the http.Handler returned by New.
 type server struct {
-	db         core.DbExternalApi
-	cas        core.Cas
-	clock      core.Clock
-	log        *slog.Logger
-	auth       Authorizer
-	maxBody    int64
-	followWait time.Duration
-	entropy    *lockedReader
-	sweep      func(ctx context.Context, at core.Timestamp) (any, error)
-	ready      func(ctx context.Context) error
-	obs        Observer
-	mux        *http.ServeMux
-	openapiDoc []byte
-	console    http.Handler
+	db          core.DbExternalApi
+	cas         core.Cas
+	clock       core.Clock
+	log         *slog.Logger
+	auth        Authorizer
+	maxBody     int64
+	followWait  time.Duration
+	maxSkew     time.Duration
+	maxEventAge time.Duration
+	entropy     *lockedReader
+	sweep       func(ctx context.Context, at core.Timestamp) (any, error)
+	ready       func(ctx context.Context) error
+	obs         Observer
+	mux         *http.ServeMux
+	openapiDoc  []byte
+	console     http.Handler
 }
 
 // New returns the handler serving Stela's whole HTTP API (see the package
@@ -123,7 +140,13 @@ func New(db core.DbExternalApi, cas core.Cas, opts Options) http.Handler {
 	s := &server{
 		db: db, cas: cas, clock: opts.Clock, log: opts.Logger, auth: opts.Authorizer,
 		maxBody: opts.MaxBodyBytes, followWait: opts.FollowWait, sweep: opts.Sweep,
-		ready: opts.Ready, obs: opts.Observer,
+		ready: opts.Ready, obs: opts.Observer, maxSkew: opts.MaxClockSkew, maxEventAge: opts.MaxEventAge,
+	}
+	if s.maxSkew == 0 {
+		s.maxSkew = DefaultMaxClockSkew
+	}
+	if s.maxEventAge == 0 {
+		s.maxEventAge = DefaultMaxEventAge
 	}
 	if s.clock == nil {
 		s.clock = wallClock{}
@@ -295,7 +318,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.console.ServeHTTP(sw, r)
 		return
 	}
-	if r.Method == http.MethodGet && (r.URL.Path == HealthzPath || r.URL.Path == ReadyzPath) {
+	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == HealthzPath || r.URL.Path == ReadyzPath) {
 		info.route = r.Method + " " + r.URL.Path
 		s.serveHealth(sw, r)
 		return
@@ -326,7 +349,8 @@ func (s *server) attrs(info *reqInfo, extra ...any) []any {
 }
 
 // serveHealth answers GET /healthz (the process is up) and GET /readyz
-// (Options.Ready: the store is reachable and its schema current).
+// (Options.Ready: the store is reachable and its schema current); HEAD the
+// same without the body (probes that only look at the status).
 func (s *server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	type answer struct {
 		Status string `json:"status"`

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -138,6 +139,11 @@ func (v *schemaValidator) validate(schema any, val any, path string) error {
 				if _, perr := time.Parse(time.RFC3339Nano, str); perr != nil {
 					err = fmt.Errorf("%s: %q is not a date-time", path, str)
 				}
+			}
+		case "maxLength":
+			lim, _ := kv.(json.Number).Int64()
+			if str, ok := val.(string); ok && int64(utf8.RuneCountInString(str)) > lim {
+				err = fmt.Errorf("%s: %d characters, more than maxLength %d", path, utf8.RuneCountInString(str), lim)
 			}
 		case "minimum", "maximum":
 			if n, ok := val.(json.Number); ok {
@@ -321,6 +327,7 @@ func TestSchemasValidateRealAnswers(t *testing.T) {
 	base := newEnv(t, db, func(o *Options) {
 		o.Sweep = func(ctx context.Context, at core.Timestamp) (any, error) { return sweepOnce(ctx, db, at) }
 		o.FollowWait = 50 * time.Millisecond
+		o.MaxClockSkew, o.MaxEventAge = -1, -1 // event times up to hours from the clock
 	})
 	docBytes := base.do("GET", "/openapi.json", nil).want(http.StatusOK).Body.Bytes()
 	var doc map[string]any
@@ -421,7 +428,9 @@ func TestSchemasValidateRealAnswers(t *testing.T) {
 
 	// Delays: one cancelled ({"Err":null}), one fired by the sweep ({"Ok":null}).
 	s.call("PUT", "/v1/delays/"+d2.String()+"/cancel", nil, http.StatusOK)
+	s.clock.Set(t0.Add(2 * time.Hour)) // a sweep runs at the server's time
 	s.call("POST", "/v1/worker/sweep", SweepBody{At: new(t0.Add(2 * time.Hour))}, http.StatusOK)
+	s.clock.Set(t0)
 
 	// Activities through unlock, pause, upgrade, timeout, cancellation.
 	act := submit(ffqnActivity, core.ComponentTypeActivity)
@@ -433,7 +442,9 @@ func TestSchemasValidateRealAnswers(t *testing.T) {
 	s.call("PUT", "/v1/executions/"+act.String()+"/unpause", nil, http.StatusOK)
 	s.call("PUT", "/v1/executions/"+act.String()+"/upgrade", map[string]any{"old": core.ComponentDigest{}, "new": testDigest, "skip_determinism_check": true}, http.StatusOK)
 	s.call("POST", "/v1/worker/lock/one", lockBody(core.ComponentTypeActivity, act, 6, t0, 2), http.StatusOK)
-	s.call("POST", "/v1/worker/sweep", SweepBody{At: new(t0.Add(3 * time.Hour))}, http.StatusOK) // temporarily timed out
+	s.clock.Set(t0.Add(3 * time.Hour))
+	s.call("POST", "/v1/worker/sweep", SweepBody{}, http.StatusOK) // temporarily timed out
+	s.clock.Set(t0)
 	s.call("POST", "/v1/worker/lock/one", lockBody(core.ComponentTypeActivity, act, 8, t0.Add(4*time.Hour), 2), http.StatusOK)
 	s.call("POST", "/v1/worker/append", AppendBody{ExecutionID: act, Version: 9, Req: ev(t0, &core.Finished{Retval: okString("x")})}, http.StatusOK)
 	cancelled := submit(ffqnActivity, core.ComponentTypeActivity)

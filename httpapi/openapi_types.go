@@ -8,6 +8,12 @@ package httpapi
 // `status` const. The test in openapi_test.go validates real answers of the
 // handler against them.
 
+import (
+	"fmt"
+
+	"github.com/stela-dev/stela/core"
+)
+
 // variant is a closed object with a const tag field plus fields.
 func variant(tagKey, tag string, required []string, props map[string]any) map[string]any {
 	p := map[string]any{tagKey: map[string]any{"const": tag}}
@@ -39,6 +45,14 @@ func pattern(p, d string) map[string]any {
 	return map[string]any{"type": "string", "pattern": p, "description": d}
 }
 
+// bounded is pattern with a maximal length (docs/http-api.md §1, Limits;
+// JSON Schema counts characters, the server bytes).
+func bounded(p, d string, maxBytes int) map[string]any {
+	m := pattern(p, fmt.Sprintf("%s; at most %d bytes", d, maxBytes))
+	m["maxLength"] = maxBytes
+	return m
+}
+
 const ulidPattern = "[0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{26}"
 
 // coreSchemas returns the typed components of core's wire types.
@@ -56,16 +70,16 @@ func coreSchemas() map[string]any {
 	traces := oneOf(arr(ref("HttpClientTrace")), null)
 	return map[string]any{
 		// --- scalars ---------------------------------------------------------------------------
-		"Timestamp":          map[string]any{"type": "string", "format": "date-time", "description": "RFC 3339, UTC"},
-		"ExecutionId":        pattern("^E_"+ulidPattern+`(\.[^.]+)*$`, "E_<ULID>, or a derived id E_<ULID>.<join set>_<n>… (text/plain answers: bare)"),
-		"DerivedExecutionId": pattern("^E_"+ulidPattern+`(\.[^.]+)+$`, "E_<ULID>.<join set>_<n>…"),
-		"DelayId":            pattern("^Delay_"+ulidPattern+`(\.[^.]+)+$`, "Delay_<ULID>.<join set>_<n>…"),
-		"JoinSetId":          pattern("^[ong]:[A-Za-z0-9/-]*$", "<kind>:<name>, kind o (one-off), n (named), g (generated)"),
+		"Timestamp":          map[string]any{"type": "string", "format": "date-time", "description": "RFC 3339, offset hours 00–23 and minutes 00–59, UTC years 0000–9999; answers are UTC with `Z`"},
+		"ExecutionId":        bounded("^E_"+ulidPattern+`(\.[^.]+)*$`, "E_<ULID>, or a derived id E_<ULID>.<join set>_<n>… (text/plain answers: bare)", core.MaxExecutionIdBytes),
+		"DerivedExecutionId": bounded("^E_"+ulidPattern+`(\.[^.]+)+$`, "E_<ULID>.<join set>_<n>…", core.MaxExecutionIdBytes),
+		"DelayId":            bounded("^Delay_"+ulidPattern+`(\.[^.]+)+$`, "Delay_<ULID>.<join set>_<n>…", core.MaxDelayIdBytes),
+		"JoinSetId":          bounded("^[ong]:[A-Za-z0-9/-]*$", "<kind>:<name>, kind o (one-off), n (named), g (generated)", core.MaxJoinSetIdBytes),
 		"DeploymentId":       pattern("^Dep_"+ulidPattern+"$", "Dep_<ULID> (text/plain answers: bare)"),
 		"ExecutorId":         pattern("^Exr_"+ulidPattern+"$", "Exr_<ULID>"),
 		"RunId":              pattern("^Run_"+ulidPattern+"$", "Run_<ULID>"),
 		"Digest":             pattern("^sha256:[0-9a-f]{64}$", "sha256:<64 hex digits>"),
-		"FunctionFqn":        pattern(`^[^:]+:[^/]+/[^.]+\..+$`, "ns:pkg/ifc.fn"),
+		"FunctionFqn":        bounded(`^[^:]+:[^/]+/[^.]+\..+$`, "ns:pkg/ifc.fn", core.MaxFunctionFqnBytes),
 		"Version":            uint("position in the execution log, 0 = created"),
 		"Params":             desc("untyped JSON arguments", arr(map[string]any{})),
 		"Metadata":           map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}},

@@ -72,14 +72,12 @@ func testListExecutionsPaging(t *testing.T, e *env) {
 		{"CreatedAtCursor", byCreated, func(string) string { return "" }, func(last core.ExecutionWithState) string {
 			return "&cursor=" + url.QueryEscape(last.CreatedAt.String()) + "&cursor_execution_id=" + last.ExecutionID.String()
 		}},
-		// Without a cursor the first page is by created_at: an id walk starts
-		// from the least or greatest top-level id, included (docs/http-api.md §3.5).
-		{"ExecutionIDCursor", byID, func(dir string) string {
-			if dir == "older" {
-				return "&including_cursor=true&cursor=E_7ZZZZZZZZZZZZZZZZZZZZZZZZZ"
-			}
-			return "&including_cursor=true&cursor=E_00000000000000000000000000"
-		}, func(last core.ExecutionWithState) string { return "&cursor=" + last.ExecutionID.String() }},
+		// An id walk says order=execution_id on every page, the first too
+		// (docs/http-api.md §3.5).
+		{"ExecutionIDCursor", byID, func(dir string) string { return "&order=execution_id" },
+			func(last core.ExecutionWithState) string {
+				return "&order=execution_id&cursor=" + last.ExecutionID.String()
+			}},
 	} {
 		want := slices.SortedFunc(slices.Values(all), kind.order) // ascending
 		for _, dir := range []string{"older", "newer"} {
@@ -130,10 +128,14 @@ func testListExecutionsPaging(t *testing.T, e *env) {
 		id := all[0].id.String()
 		e.do("GET", "/v1/executions?cursor_execution_id="+id, nil).
 			wantErr(http.StatusBadRequest, "invalid query parameter `cursor_execution_id`: needs an RFC 3339 timestamp `cursor`")
-		e.do("GET", "/v1/executions?cursor="+id+"&cursor_execution_id="+id, nil).
+		e.do("GET", "/v1/executions?order=execution_id&cursor="+id+"&cursor_execution_id="+id, nil).
 			wantErr(http.StatusBadRequest, "invalid query parameter `cursor_execution_id`: needs an RFC 3339 timestamp `cursor`")
 		e.do("GET", "/v1/executions?cursor="+url.QueryEscape(t0.String())+"&cursor_execution_id=E_x", nil).
 			wantErr(http.StatusBadRequest, "invalid query parameter `cursor_execution_id`: expected an execution id")
+		e.do("GET", "/v1/executions?order=id", nil).
+			wantErr(http.StatusBadRequest, "invalid query parameter `order`: expected `created_at` or `execution_id`")
+		e.do("GET", "/v1/executions?order=execution_id&cursor="+url.QueryEscape(t0.String()), nil).
+			wantErr(http.StatusBadRequest, "invalid query parameter `cursor`: with order=execution_id, expected an execution id")
 	})
 }
 
@@ -181,4 +183,76 @@ func (e *env) workflowWithChildren(js core.JoinSetId, n int) (parent core.Execut
 		batch, reqs, version = batch[nb:], reqs[k:], out.NextVersion
 	}
 	return parent, children
+}
+
+// testListExecutionsLink (issue 20 item 9): 600 executions submitted within
+// one millisecond — their ids share the millisecond and sort at random, their
+// created_at advance by a microsecond each — walked the natural way: a first
+// page without a cursor, then the Link: rel="next" of each page. Every
+// execution comes back exactly once, newest first by (created_at, id), in
+// both directions; the old natural walk (the first page without a cursor,
+// then the id of its last row) is refused with a 400 that says what to send.
+func testListExecutionsLink(t *testing.T, e *env) {
+	const n = 600
+	var want []core.ExecutionId // ascending by (created_at, id): submission order
+	for k := range n {
+		e.clock.Set(t0.Add(time.Duration(k) * time.Microsecond))
+		id := e.do("POST", "/v1/executions", `{"ffqn":"`+ffqnActivity.String()+`","params":[]}`).want(http.StatusCreated).okValue()
+		want = append(want, mustExecID(id))
+	}
+	e.clock.Set(t0.Add(time.Millisecond))
+	if slices.IsSortedFunc(want, func(a, b core.ExecutionId) int { return strings.Compare(a.String(), b.String()) }) {
+		t.Fatal("the ids sort like their creation: the test cannot tell the two orders apart")
+	}
+	for _, dir := range []string{"older", "newer"} {
+		t.Run(dir, func(t *testing.T) {
+			var seen []core.ExecutionId
+			path := "/v1/executions?length=100&direction=" + dir
+			for pages := 0; path != ""; pages++ {
+				if pages > n/100+1 {
+					t.Fatalf("%d pages for %d executions", pages, n)
+				}
+				r := e.do("GET", path, nil).want(http.StatusOK)
+				var list []core.ExecutionWithState
+				r.decode(&list)
+				if dir == "newer" {
+					slices.Reverse(list)
+				}
+				for _, x := range list {
+					seen = append(seen, x.ExecutionID)
+				}
+				path = ""
+				if link := r.Header().Get("Link"); link != "" {
+					ref, ok := strings.CutSuffix(link, `>; rel="next"`)
+					if !ok || !strings.HasPrefix(ref, "<?") {
+						t.Fatalf("Link %q is not <?query>; rel=\"next\"", link)
+					}
+					path = "/v1/executions" + ref[1:]
+				} else if len(list) == 100 {
+					t.Fatalf("a full page without a Link header")
+				}
+			}
+			if dir == "older" {
+				slices.Reverse(seen)
+			}
+			if !slices.Equal(seen, want) {
+				t.Fatalf("the walk saw %d rows (%d distinct), want each of the %d exactly once in (created_at, id) order",
+					len(seen), len(slices.Compact(slices.SortedFunc(slices.Values(seen), func(a, b core.ExecutionId) int { return a.Compare(b) }))), n)
+			}
+		})
+	}
+	t.Run("AnIDCursorAfterACursorlessPageIs400", func(t *testing.T) {
+		var first []core.ExecutionWithState
+		e.do("GET", "/v1/executions?length=100", nil).want(http.StatusOK).decode(&first)
+		e.do("GET", "/v1/executions?length=100&cursor="+first[len(first)-1].ExecutionID.String(), nil).
+			wantErr(http.StatusBadRequest, "invalid query parameter `cursor`: an execution id cursor pages by execution id: send `order=execution_id` on every page of the walk, "+
+				"the first too; to continue a walk by creation time send `cursor=<created_at>&cursor_execution_id=<execution_id>` of its last row, "+
+				`or follow the Link: rel="next" header`)
+	})
+	t.Run("AShortPageHasNoLink", func(t *testing.T) {
+		r := e.do("GET", "/v1/executions?length=100&cursor="+url.QueryEscape(t0.Add(50*time.Microsecond).String()), nil).want(http.StatusOK)
+		if link := r.Header().Get("Link"); link != "" {
+			t.Fatalf("the last page (50 rows) has Link %q", link)
+		}
+	})
 }

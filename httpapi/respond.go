@@ -258,7 +258,7 @@ func errorStatus(err error) (int, string) {
 	case errors.Is(err, core.ErrNotFound):
 		return http.StatusNotFound, "not found"
 	case errors.As(err, &ve):
-		return http.StatusBadRequest, ve.Reason
+		return http.StatusBadRequest, ve.Message()
 	case errors.Is(err, core.ErrValidation):
 		return http.StatusBadRequest, "validation failed"
 	case errors.As(err, &ie):

@@ -28,6 +28,7 @@ func runRouteTests(t *testing.T, newDB func(t *testing.T) core.DbExternalApi) {
 	t.Run("Status", func(t *testing.T) { testStatus(t, fresh(t)) })
 	t.Run("ListExecutions", func(t *testing.T) { testListExecutions(t, fresh(t)) })
 	t.Run("ListExecutionsPaging", func(t *testing.T) { testListExecutionsPaging(t, fresh(t)) })
+	t.Run("ListExecutionsLink", func(t *testing.T) { testListExecutionsLink(t, fresh(t)) })
 	t.Run("StatesAndCounts", func(t *testing.T) { testStatesAndCounts(t, fresh(t)) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, fresh(t)) })
 	t.Run("Responses", func(t *testing.T) { testResponses(t, fresh(t)) })
@@ -49,6 +50,8 @@ func runRouteTests(t *testing.T, newDB func(t *testing.T) core.DbExternalApi) {
 	t.Run("WorkerTimers", func(t *testing.T) { testWorkerTimers(t, newDB) })
 	t.Run("WorkerSDKRoutes", func(t *testing.T) { testWorkerSDKRoutes(t, fresh) })
 	t.Run("Logging", func(t *testing.T) { testLogging(t, newDB) })
+	t.Run("BadInput", func(t *testing.T) { testBadInput(t, fresh) })
+	t.Run("SweepAtServerTime", func(t *testing.T) { testSweepAtServerTime(t, newDB) })
 }
 
 func testExecutionID(t *testing.T, e *env) {
@@ -355,9 +358,10 @@ func testListExecutions(t *testing.T, e *env) {
 		if first.Compare(second) > 0 {
 			first, second = second, first
 		}
-		check(t, "?cursor="+second.String(), first)
+		check(t, "?order=execution_id&cursor="+second.String(), first)
 		// An execution-id page is newest first by id.
-		check(t, "?cursor="+second.String()+"&including_cursor=true", second, first)
+		check(t, "?order=execution_id&cursor="+second.String()+"&including_cursor=true", second, first)
+		check(t, "?order=execution_id", second, first)
 	})
 	t.Run("ExcludesChildrenUnlessShowDerived", func(t *testing.T) {
 		e2 := newEnv(t, e.db)
@@ -705,7 +709,7 @@ func testBacktrace(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 		{name: "WorkerEmptyBatchIs400", method: "POST", path: "/v1/worker/backtraces", body: `{"backtraces":[]}`, status: 400, msg: "`backtraces` must have between 1 and 90 entries, got 0"},
 		{name: "WorkerMissingFieldIs422", method: "POST", path: "/v1/worker/backtraces",
 			body:   `{"backtraces":[{"execution_id":"` + id.String() + `","component_id":{"component_type":"workflow","name":"","component_digest":"` + testDigest.String() + `"},"version_min_including":1,"version_max_excluding":2}]}`,
-			status: 422, msg: "invalid request body: missing field `wasm_backtrace`"},
+			status: 422, msg: "invalid request body: missing field `wasm_backtrace` at `backtraces[0]`"},
 	})
 }
 
@@ -767,7 +771,9 @@ func testDelays(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 		e.do("PUT", d+"/cancel", nil).wantOk(http.StatusOK, "cancelled")
 	})
 	_, fired := e.workflowWithDelay()
+	e.clock.Set(t0.Add(2 * time.Hour)) // a sweep runs at the server's time
 	e.do("POST", "/v1/worker/sweep", map[string]any{"at": t0.Add(2 * time.Hour)}).want(http.StatusOK)
+	e.clock.Set(t0)
 	other, _ := core.NewExecutionId(3, nil)
 	unknown := core.NewDelayId(other, mustJS("o:1"), 1)
 	e.rejectAll(t, []badReq{
@@ -1074,7 +1080,7 @@ func testWorkerLock(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 		{name: "BatchSizeTooBig", method: "POST", path: "/v1/worker/lock/pending-by-ffqns", body: pending(map[string]any{"batch_size": 26}), status: 400, msg: "`batch_size` must be between 1 and 25"},
 		{name: "NoFFQNs", method: "POST", path: "/v1/worker/lock/pending-by-ffqns", body: pending(map[string]any{"ffqns": []string{}}), status: 400, msg: "`ffqns` must have between 1 and 90 entries, got 0"},
 		{name: "FFQNsOnDigestRoute", method: "POST", path: "/v1/worker/lock/pending-by-component-digest", body: pending(nil), status: 422, msg: "invalid request body: unknown field `ffqns`"},
-		{name: "UnknownField", method: "POST", path: "/v1/worker/lock/pending-by-ffqns", body: pending(map[string]any{"state": "locked"}), status: 422, msg: "invalid request body: unknown field \"state\""},
+		{name: "UnknownField", method: "POST", path: "/v1/worker/lock/pending-by-ffqns", body: pending(map[string]any{"state": "locked"}), status: 422, msg: "invalid request body: unknown field `state`"},
 		{name: "MissingExecutor", method: "POST", path: "/v1/worker/lock/one", body: one(nil, "executor_id"), status: 422, msg: "invalid request body: missing field `executor_id`"},
 		{name: "MissingBatchSize", method: "POST", path: "/v1/worker/lock/pending-by-ffqns", body: func() map[string]any { m := pending(nil); delete(m, "batch_size"); return m }(),
 			status: 422, msg: "invalid request body: missing field `batch_size`"},
@@ -1198,14 +1204,14 @@ func testWorkerAppend(t *testing.T, e *env) {
 			status: 422, msg: "invalid request body: missing field `children`"},
 		{name: "ChildMissingMetadataIs422", method: "POST", path: "/v1/worker/append-batch/create-children",
 			body:   `{"execution_id":"` + wf.String() + `","version":2,"batch":[],"children":[{"created_at":"2026-01-01T00:00:00Z"}]}`,
-			status: 422, msg: "invalid request body: missing field `execution_id`"},
+			status: 422, msg: "invalid request body: missing field `execution_id` at `children[0]`"},
 		{name: "RespondToSelfIs400", method: "POST", path: "/v1/worker/append-batch/respond-to-parent", body: map[string]any{
 			"events":   core.AppendEventsToExecution{ExecutionID: wf, Version: 2, Batch: many[:1]},
 			"response": core.AppendResponseToExecution{ParentExecutionID: wf, CreatedAt: t0, JoinSetID: parentJS, ChildExecutionID: core.ExecutionIdDerived{ExecutionId: wf.NextLevel(parentJS)}, FinishedVersion: 2, Result: okString("x")}},
 			status: 400, msg: "Parameters `execution_id` and `parent_execution_id` cannot be the same"},
 		{name: "RespondMissingResultIs422", method: "POST", path: "/v1/worker/append-batch/respond-to-parent",
 			body:   `{"events":{"execution_id":"` + wf.String() + `","version":2,"batch":[]},"response":{"parent_execution_id":"` + wf.String() + `"}}`,
-			status: 422, msg: "invalid request body: missing field `created_at`"},
+			status: 422, msg: "invalid request body: missing field `created_at` at `response`"},
 		{name: "StubTopLevelIs422", method: "POST", path: "/v1/worker/stub-response", body: `{"execution_id":"` + wf.String() + `"}`, status: 422, msg: "invalid request body: …"},
 		{name: "DelayResponseMissingDelayIs422", method: "POST", path: "/v1/worker/append-batch/delay-response",
 			body: map[string]any{"execution_id": wf, "version": 2, "batch": many[:1], "join_set_id": parentJS}, status: 422, msg: "invalid request body: missing field `delay_id`"},
@@ -1294,6 +1300,8 @@ func testWorkerTimers(t *testing.T, newDB func(t *testing.T) core.DbExternalApi)
 	})
 	t.Run("SweepResolvesThem", func(t *testing.T) {
 		var res map[string]int
+		e.clock.Set(t0.Add(2 * time.Hour)) // a sweep runs at the server's time
+		defer e.clock.Set(t0)
 		e.do("POST", "/v1/worker/sweep", map[string]any{"at": t0.Add(2 * time.Hour)}).want(http.StatusOK).decode(&res)
 		if res["expired_locks"] < 1 || res["expired_delays"] != 1 {
 			t.Fatalf("sweep %v", res)
@@ -1317,6 +1325,6 @@ func testWorkerTimers(t *testing.T, newDB func(t *testing.T) core.DbExternalApi)
 		{name: "BadAtIs400", method: "GET", path: "/v1/worker/expired-timers?at=later", status: 400, msg: "invalid query parameter `at`: expected an RFC 3339 timestamp"},
 		{name: "ZeroBatchIs400", method: "GET", path: "/v1/worker/cancelling?batch_size=0", status: 400, msg: "invalid query parameter `batch_size`: must be between 1 and 100"},
 		{name: "SweepNotJSONIs415", method: "POST", path: "/v1/worker/sweep", body: []byte(`{}`), status: 415, msg: "expected request with `Content-Type: application/json`"},
-		{name: "SweepUnknownFieldIs422", method: "POST", path: "/v1/worker/sweep", body: `{"when":"now"}`, status: 422, msg: "invalid request body: unknown field \"when\""},
+		{name: "SweepUnknownFieldIs422", method: "POST", path: "/v1/worker/sweep", body: `{"when":"now"}`, status: 422, msg: "invalid request body: unknown field `when`"},
 	})
 }

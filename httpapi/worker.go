@@ -437,6 +437,9 @@ func (s *server) lockPending(c *call, kind lockKind) error {
 	if err := c.decodeBody(&b); err != nil {
 		return err
 	}
+	if err := s.timeBound().lock(&b.LockParams); err != nil {
+		return err
+	}
 	if b.BatchSize < 1 || b.BatchSize > MaxLockBatch {
 		return badRequest("`batch_size` must be between 1 and %d", MaxLockBatch)
 	}
@@ -508,6 +511,9 @@ func (s *server) lockOne(c *call) error {
 	if err := c.decodeBody(&b); err != nil {
 		return err
 	}
+	if err := s.timeBound().lock(&b.LockParams); err != nil {
+		return err
+	}
 	setExecutionID(c.r, b.ExecutionID)
 	locked, err := s.db.LockOne(c.ctx(), b.request(s.now(), 1, nil), b.ExecutionID, b.Version)
 	if err != nil {
@@ -529,6 +535,9 @@ func (s *server) workerAppend(c *call) error {
 	if err := c.decodeBody(&b); err != nil {
 		return err
 	}
+	if err := s.timeBound().check("req.created_at", b.Req.CreatedAt); err != nil {
+		return err
+	}
 	setExecutionID(c.r, b.ExecutionID)
 	next, err := s.db.Append(c.ctx(), b.ExecutionID, b.Version, b.Req)
 	if err != nil {
@@ -541,6 +550,9 @@ func (s *server) workerAppend(c *call) error {
 func (s *server) workerAppendBatch(c *call) error {
 	var b AppendBatchBody
 	if err := c.decodeBody(&b); err != nil {
+		return err
+	}
+	if err := s.timeBound().appendBatch("", &b); err != nil {
 		return err
 	}
 	setExecutionID(c.r, b.ExecutionID)
@@ -564,6 +576,13 @@ func (s *server) appendBatchOf(ctx context.Context, b *AppendBatchBody) (core.Ve
 func (s *server) workerCreateChildren(c *call) error {
 	var b CreateChildrenBody
 	if err := c.decodeBody(&b); err != nil {
+		return err
+	}
+	tb := s.timeBound()
+	if err := tb.appendBatch("", &b.AppendBatchBody); err != nil {
+		return err
+	}
+	if err := tb.creates("children", b.Children); err != nil {
 		return err
 	}
 	setExecutionID(c.r, b.ExecutionID)
@@ -594,6 +613,9 @@ func (s *server) workerDelayResponse(c *call) error {
 	if err := c.decodeBody(&b); err != nil {
 		return err
 	}
+	if err := s.timeBound().appendBatch("", &b.AppendBatchBody); err != nil {
+		return err
+	}
 	setExecutionID(c.r, b.ExecutionID)
 	if err := checkBatch("batch", len(b.Batch), 1, MaxAppendBatch); err != nil {
 		return err
@@ -609,6 +631,9 @@ func (s *server) workerDelayResponse(c *call) error {
 func (s *server) workerRespondToParent(c *call) error {
 	var b RespondToParentBody
 	if err := c.decodeBody(&b); err != nil {
+		return err
+	}
+	if err := s.timeBound().respondToParent("", &b); err != nil {
 		return err
 	}
 	setExecutionID(c.r, b.Events.ExecutionID)
@@ -640,6 +665,9 @@ const appendManyParallelism = 8
 func (s *server) workerAppendMany(c *call) error {
 	var b AppendManyBody
 	if err := c.decodeBody(&b); err != nil {
+		return err
+	}
+	if err := s.timeBound().many(&b); err != nil {
 		return err
 	}
 	if err := checkBatch("items", len(b.Items), 1, MaxAppendMany); err != nil {
@@ -683,6 +711,9 @@ func (s *server) appendItem(ctx context.Context, it *AppendManyItem) (core.Versi
 func (s *server) workerStubResponse(c *call) error {
 	var b StubResponseBody
 	if err := c.decodeBody(&b); err != nil {
+		return err
+	}
+	if err := s.timeBound().stub(&b); err != nil {
 		return err
 	}
 	setExecutionID(c.r, b.ExecutionID)
@@ -755,11 +786,22 @@ func (s *server) workerAppendLogs(c *call) error {
 	if err := c.decodeBody(&b); err != nil {
 		return err
 	}
+	if err := s.timeBound().logs(&b); err != nil {
+		return err
+	}
 	if err := checkBatch("logs", len(b.Logs), 1, MaxLogBatch); err != nil {
 		return err
 	}
 	rows := make([]core.LogInfoAppendRow, 0, len(b.Logs))
 	for i, l := range b.Logs {
+		if l.Message != nil {
+			if err := core.CheckLength("log message", []byte(*l.Message), core.MaxLogMessageBytes); err != nil {
+				return core.AtPath(err, fmt.Sprintf("logs[%d].message", i))
+			}
+		}
+		if err := core.CheckLength("log payload", l.Payload, core.MaxLogPayloadBytes); err != nil {
+			return core.AtPath(err, fmt.Sprintf("logs[%d].payload", i))
+		}
 		row, err := l.Core()
 		if err != nil {
 			return unprocessable(fmt.Errorf("logs[%d]: %w", i, err))
@@ -845,7 +887,21 @@ func (s *server) workerSweep(c *call) error {
 	if s.sweep == nil {
 		return core.ErrNotImplemented
 	}
-	res, err := s.sweep(c.ctx(), s.timeOr(b.At))
+	// A sweep runs at the server's time: an `at` ahead of it would expire
+	// live locks before their lease ends. An earlier `at` is harmless (it
+	// expires less) and kept.
+	now := s.now()
+	at := now
+	if b.At != nil {
+		if s.maxSkew >= 0 && b.At.After(now.Add(s.maxSkew)) {
+			return badRequest("`at` %s is ahead of the server's clock (%s) by more than %s: a sweep runs at the server's time",
+				*b.At, now, s.maxSkew)
+		}
+		if b.At.Before(now) {
+			at = *b.At
+		}
+	}
+	res, err := s.sweep(c.ctx(), at)
 	if err != nil {
 		return err
 	}

@@ -86,6 +86,9 @@ func (s *server) workerCreate(c *call) error {
 	if err := c.decodeBody(&req); err != nil {
 		return err
 	}
+	if err := s.timeBound().check("created_at", req.CreatedAt); err != nil {
+		return err
+	}
 	setExecutionID(c.r, req.ExecutionID)
 	next, err := s.db.Create(c.ctx(), req)
 	if err != nil {

@@ -24,6 +24,7 @@ func pagingTests() []contractTest {
 		{"P01_BurstsPageExactlyOnceInOrder", pagingBursts},
 		{"P02_BareCreatedAtCursorComparesCreatedAtOnly", pagingBareCursor},
 		{"P03_TieBreakNeedsACreatedAtCursor", pagingTieBreakValidation},
+		{"P04_SixHundredInOneMillisecond", pagingOneMillisecond},
 	}
 }
 
@@ -329,4 +330,39 @@ func pagingTieBreakValidation(h *harness) {
 	}
 	h.wantIDs("tie-break with a created_at cursor", idsOf(h.listExecutions(core.ListExecutionsFilter{},
 		core.ExecutionListPagination{CreatedBy: &core.Pagination[*core.Timestamp]{Direction: core.OlderThan, Length: 10, Cursor: &now, IncludingCursor: true}, CreatedByID: &id})), id)
+}
+
+// pagingOneMillisecond (issue 20 item 9): 600 top-level executions whose ids
+// share one millisecond (so they sort at random) and whose created_at
+// advance by a microsecond each: every walk — each cursor kind, both
+// directions — sees each exactly once in its own order. These are the rows a
+// client walking by created_at then by id used to lose and repeat.
+func pagingOneMillisecond(h *harness) {
+	entropy := rand.NewChaCha8([32]byte{20, 9})
+	h.clock.Set(t0.Add(48 * time.Hour))
+	ms := uint64(h.now().Time.UnixMilli())
+	var all []pagedExec
+	known := map[core.ExecutionId]pagedExec{}
+	for range 600 {
+		id, err := core.NewExecutionId(ms, entropy)
+		h.wantNoErr("execution id", err)
+		h.createWithID(id)
+		e := pagedExec{id, h.now()}
+		all, known[id] = append(all, e), e
+		h.advance(time.Microsecond)
+	}
+	for _, k := range cursorKinds {
+		asc := slices.SortedFunc(slices.Values(all), k.order)
+		desc := slices.Clone(asc)
+		slices.Reverse(desc)
+		for _, w := range []struct {
+			dir  core.Direction
+			want []pagedExec
+		}{{core.OlderThan, desc}, {core.NewerThan, asc}} {
+			h.t.Run(k.name+"/"+dirName(w.dir), func(t *testing.T) {
+				h := h.with(t)
+				h.wantExactlyOnce(k.name, h.walk(core.ListExecutionsFilter{}, k, known, w.dir, 100, false, 10), w.want)
+			})
+		}
+	}
 }
