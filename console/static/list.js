@@ -1,5 +1,7 @@
 // The executions list: filters, counts per state, paging, live refresh.
-// URL: /console/?ffqn=<prefix>&id=<prefix>&state=<bucket>&derived=1&cursor=<created_at>&dir=older|newer
+// URL: /console/?ffqn=<prefix>&id=<prefix>&state=<bucket>&derived=1&cursor=<created_at>&cursor_id=<execution id>&dir=older|newer
+// (created_at + id: the position of one row, so a page boundary inside a group of executions
+// created at the same instant neither skips nor repeats any of them)
 
 import { api, query } from './api.js';
 import { h, replace, time, idText, execHref, errorBox, empty, localTime } from './dom.js';
@@ -18,6 +20,7 @@ export function listPage(main, ctx) {
     dep: p.get('deployment') || '',
   };
   const cursor = p.get('cursor') || '';
+  const cursorID = cursor ? p.get('cursor_id') || '' : '';
   const dir = p.get('dir') === 'newer' ? 'newer' : 'older';
 
   const urlFor = (f, extra) => '/console/' + query({
@@ -116,8 +119,8 @@ export function listPage(main, ctx) {
     const link = (label, disabled, href) => h('a', { class: ['button', disabled && 'disabled'], href: disabled ? null : href }, label);
     replace(pager,
       link('⇤ Newest', !cursor, urlFor(filters)),
-      link('← Newer', atNewest || !first, first && urlFor(filters, { cursor: first.created_at, dir: 'newer' })),
-      link('Older →', atOldest, last && urlFor(filters, { cursor: last.created_at, dir: 'older' })));
+      link('← Newer', atNewest || !first, first && urlFor(filters, { cursor: first.created_at, cursor_id: first.execution_id, dir: 'newer' })),
+      link('Older →', atOldest, last && urlFor(filters, { cursor: last.created_at, cursor_id: last.execution_id, dir: 'older' })));
   }
 
   let timer = null;
@@ -129,7 +132,7 @@ export function listPage(main, ctx) {
     inFlight = true;
     try {
       const [list, counts] = await Promise.all([
-        api('GET', '/v1/executions' + query({ ...listQuery(), length: PAGE, cursor, direction: cursor ? dir : '' }), { signal: ctx.signal }),
+        api('GET', '/v1/executions' + query({ ...listQuery(), length: PAGE, cursor, cursor_execution_id: cursorID, direction: cursor ? dir : '' }), { signal: ctx.signal }),
         api('GET', '/v1/execution-counts' + query({ ffqn_prefix: filters.ffqn, execution_id_prefix: filters.id, show_derived: filters.derived ? 'true' : '', deployment_id: filters.dep }), { signal: ctx.signal })
           .catch((e) => ({ error: e })),
       ]);
