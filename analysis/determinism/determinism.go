@@ -38,7 +38,7 @@ func run(pass *analysis.Pass) (any, error) {
 	if isSDK(pass.Pkg.Path()) || isStd(pass) {
 		return nil, nil
 	}
-	c := &checker{
+	c := &pkgAnalysis{
 		pass:     pass,
 		nodes:    map[ast.Node]*node{},
 		byObj:    map[types.Object]*node{},
@@ -81,8 +81,8 @@ func modulePath(pass *analysis.Pass) string {
 	return ""
 }
 
-// checker is the analysis of one package.
-type checker struct {
+// pkgAnalysis is the analysis of one package.
+type pkgAnalysis struct {
 	pass   *analysis.Pass
 	module string
 	// nodes are the package's function bodies and package variable
@@ -144,7 +144,7 @@ type lineKey struct {
 
 // scan finds the nodes, opt-outs, registrations, sorted map ranges and
 // mutations of package variables.
-func (c *checker) scan() {
+func (c *pkgAnalysis) scan() {
 	info := c.pass.TypesInfo
 	for _, f := range c.pass.Files {
 		c.scanOptOuts(f)
@@ -248,7 +248,7 @@ func (c *checker) scan() {
 	}
 }
 
-func (c *checker) newNode(key, body ast.Node, name string, obj types.Object) *node {
+func (c *pkgAnalysis) newNode(key, body ast.Node, name string, obj types.Object) *node {
 	n := &node{name: name, obj: obj, pos: key.Pos(), body: body}
 	c.nodes[key] = n
 	if obj != nil {
@@ -260,7 +260,7 @@ func (c *checker) newNode(key, body ast.Node, name string, obj types.Object) *no
 
 // registered returns the node of a registered workflow function in this
 // package, if it is statically known.
-func (c *checker) registered(arg ast.Expr) *node {
+func (c *pkgAnalysis) registered(arg ast.Expr) *node {
 	if lit, ok := arg.(*ast.FuncLit); ok {
 		return c.nodes[lit]
 	}
@@ -297,7 +297,7 @@ func takesWorkflowContext(sig *types.Signature) bool {
 
 // scanOptOuts records the lines reviewed with an OptOut comment and reports
 // the comments that give no reason.
-func (c *checker) scanOptOuts(f *ast.File) {
+func (c *pkgAnalysis) scanOptOuts(f *ast.File) {
 	tf := c.pass.Fset.File(f.Pos())
 	var src []byte
 	for _, g := range f.Comments {
@@ -325,14 +325,14 @@ func (c *checker) scanOptOuts(f *ast.File) {
 	}
 }
 
-func (c *checker) readFile(name string) ([]byte, error) {
+func (c *pkgAnalysis) readFile(name string) ([]byte, error) {
 	if c.pass.ReadFile != nil {
 		return c.pass.ReadFile(name)
 	}
 	return nil, fmt.Errorf("no ReadFile")
 }
 
-func (c *checker) reviewed(pos token.Pos) bool {
+func (c *pkgAnalysis) reviewed(pos token.Pos) bool {
 	p := c.pass.Fset.Position(pos)
 	return c.optOut[lineKey{p.Filename, p.Line}]
 }
@@ -340,7 +340,7 @@ func (c *checker) reviewed(pos token.Pos) bool {
 // scanSortedRanges finds, in a statement list, the ranges over a map whose
 // body only appends the key (or value) to a slice that a later statement of
 // the list sorts: the classic sorted iteration, which is deterministic.
-func (c *checker) scanSortedRanges(list []ast.Stmt) {
+func (c *pkgAnalysis) scanSortedRanges(list []ast.Stmt) {
 	for i, s := range list {
 		r, ok := s.(*ast.RangeStmt)
 		if !ok || len(r.Body.List) != 1 {
@@ -382,7 +382,7 @@ var sortFuncs = []string{"sort.Strings", "sort.Ints", "sort.Float64s", "sort.Sli
 	"sort.Sort", "sort.Stable", "slices.Sort", "slices.SortFunc", "slices.SortStableFunc"}
 
 // sorts reports whether s is a call sorting the slice obj.
-func (c *checker) sorts(s ast.Stmt, obj types.Object) bool {
+func (c *pkgAnalysis) sorts(s ast.Stmt, obj types.Object) bool {
 	es, ok := s.(*ast.ExprStmt)
 	if !ok {
 		return false
@@ -403,7 +403,7 @@ func (c *checker) sorts(s ast.Stmt, obj types.Object) bool {
 	return ok && c.pass.TypesInfo.Uses[id] == obj
 }
 
-func (c *checker) isBuiltin(fun ast.Expr, name string) bool {
+func (c *pkgAnalysis) isBuiltin(fun ast.Expr, name string) bool {
 	id, ok := ast.Unparen(fun).(*ast.Ident)
 	if !ok {
 		return false
@@ -416,7 +416,7 @@ func (c *checker) isBuiltin(fun ast.Expr, name string) bool {
 // package assigns outside initialization (init functions and variable
 // initializers): assignments, increments, address-taking (including a
 // pointer method called on the variable), delete, clear and copy.
-func (c *checker) scanMutations(f *ast.File) {
+func (c *pkgAnalysis) scanMutations(f *ast.File) {
 	info := c.pass.TypesInfo
 	mark := func(e ast.Expr, pos token.Pos) {
 		if v := c.rootVar(e); v != nil {
@@ -487,7 +487,7 @@ func (c *checker) scanMutations(f *ast.File) {
 
 // rootVar returns the package variable of the module that an lvalue
 // expression (v, v.f, v[i], *v, …) is rooted at, if any.
-func (c *checker) rootVar(e ast.Expr) *types.Var {
+func (c *pkgAnalysis) rootVar(e ast.Expr) *types.Var {
 	info := c.pass.TypesInfo
 	for {
 		switch x := ast.Unparen(e).(type) {
@@ -514,7 +514,7 @@ func (c *checker) rootVar(e ast.Expr) *types.Var {
 
 // packageVar returns obj if it is a package variable of this package or of
 // another package of the module.
-func (c *checker) packageVar(obj types.Object) *types.Var {
+func (c *pkgAnalysis) packageVar(obj types.Object) *types.Var {
 	v, ok := obj.(*types.Var)
 	if !ok || v.IsField() || v.Pkg() == nil || v.Parent() != v.Pkg().Scope() {
 		return nil
@@ -527,7 +527,7 @@ func (c *checker) packageVar(obj types.Object) *types.Var {
 
 // followable reports whether pkg, another package, is in the module and so
 // followed through facts.
-func (c *checker) followable(pkg *types.Package) bool {
+func (c *pkgAnalysis) followable(pkg *types.Package) bool {
 	if pkg == nil || isSDK(pkg.Path()) {
 		return false
 	}
@@ -550,13 +550,13 @@ func repoRoot(path string) string {
 
 // --- build: the findings and edges of every node ----------------------------------------------
 
-func (c *checker) build() {
+func (c *pkgAnalysis) build() {
 	for _, n := range c.order {
 		c.walk(n)
 	}
 }
 
-func (c *checker) walk(n *node) {
+func (c *pkgAnalysis) walk(n *node) {
 	info := c.pass.TypesInfo
 	ast.Inspect(n.body, func(x ast.Node) bool {
 		if x == nil || c.register[x] {
@@ -612,11 +612,11 @@ func commOp(s ast.Stmt) ast.Node {
 	return nil
 }
 
-func (c *checker) find(n *node, pos token.Pos, r *rule, what string) {
+func (c *pkgAnalysis) find(n *node, pos token.Pos, r *rule, what string) {
 	n.findings = append(n.findings, finding{pos: pos, rule: r, what: what})
 }
 
-func (c *checker) rangeStmt(n *node, r *ast.RangeStmt) {
+func (c *pkgAnalysis) rangeStmt(n *node, r *ast.RangeStmt) {
 	t := c.pass.TypesInfo.TypeOf(r.X)
 	if t == nil {
 		return
@@ -639,7 +639,7 @@ func (c *checker) rangeStmt(n *node, r *ast.RangeStmt) {
 }
 
 // funcUse handles a use (call or value) of a function or method.
-func (c *checker) funcUse(n *node, id *ast.Ident, fn *types.Func) {
+func (c *pkgAnalysis) funcUse(n *node, id *ast.Ident, fn *types.Func) {
 	switch {
 	case fn.Pkg() == nil:
 	case fn.Pkg() == c.pass.Pkg:
@@ -660,7 +660,7 @@ func (c *checker) funcUse(n *node, id *ast.Ident, fn *types.Func) {
 
 // varUse handles a use of a variable: a package variable is followed into
 // its initializer, and reported if it is mutable.
-func (c *checker) varUse(n *node, id *ast.Ident, v *types.Var) {
+func (c *pkgAnalysis) varUse(n *node, id *ast.Ident, v *types.Var) {
 	if v.IsField() || v.Pkg() == nil || v.Parent() != v.Pkg().Scope() {
 		return
 	}
@@ -699,7 +699,7 @@ func (c *checker) varUse(n *node, id *ast.Ident, v *types.Var) {
 // reach walks the nodes reachable from start (not through reviewed lines),
 // breadth first, calling visit with each and its parent; with stopAtRoots
 // it does not enter other workflow code.
-func (c *checker) reach(start *node, stopAtRoots bool, visit func(n, parent *node)) {
+func (c *pkgAnalysis) reach(start *node, stopAtRoots bool, visit func(n, parent *node)) {
 	parent := map[*node]*node{start: nil}
 	queue := []*node{start}
 	for len(queue) > 0 {
@@ -730,7 +730,7 @@ func chain(n *node, parents map[*node]*node) []string {
 
 // exportFacts exports a summary for every exported function, method and
 // package variable that is not workflow code itself and breaks replay.
-func (c *checker) exportFacts() {
+func (c *pkgAnalysis) exportFacts() {
 	for obj, n := range c.byObj {
 		if n.isRoot || !obj.Exported() {
 			continue
@@ -758,7 +758,7 @@ func (c *checker) exportFacts() {
 }
 
 // summarize returns what start breaks, transitively, for a fact.
-func (c *checker) summarize(start *node, name string) *summary {
+func (c *pkgAnalysis) summarize(start *node, name string) *summary {
 	s := &summary{}
 	parents := map[*node]*node{}
 	qualify := func(n *node) string {
@@ -797,7 +797,7 @@ func (c *checker) summarize(start *node, name string) *summary {
 
 // report reports every finding reachable from the workflow code, once, with
 // the chain from the first root that reaches it.
-func (c *checker) report() {
+func (c *pkgAnalysis) report() {
 	done := map[string]bool{}
 	for _, root := range c.roots {
 		where := c.regNames[root]
@@ -837,7 +837,7 @@ func (c *checker) report() {
 	}
 }
 
-func (c *checker) diag(pos token.Pos, r *rule, what, where string, path []string) {
+func (c *pkgAnalysis) diag(pos token.Pos, r *rule, what, where string, path []string) {
 	msg := what + " in " + where
 	if len(path) > 0 {
 		msg += " via " + strings.Join(path, " → ")
@@ -846,13 +846,13 @@ func (c *checker) diag(pos token.Pos, r *rule, what, where string, path []string
 }
 
 // short renders pos as file.go:line.
-func (c *checker) short(pos token.Pos) string {
+func (c *pkgAnalysis) short(pos token.Pos) string {
 	p := c.pass.Fset.Position(pos)
 	return fmt.Sprintf("%s:%d", filepath.Base(p.Filename), p.Line)
 }
 
 // long renders pos as pkg/path/file.go:line:col, for other packages.
-func (c *checker) long(pos token.Pos) string {
+func (c *pkgAnalysis) long(pos token.Pos) string {
 	p := c.pass.Fset.Position(pos)
 	return fmt.Sprintf("%s/%s:%d:%d", c.pass.Pkg.Path(), filepath.Base(p.Filename), p.Line, p.Column)
 }

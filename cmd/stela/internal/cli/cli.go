@@ -229,6 +229,7 @@ func tree() *command {
 			delayCommand(),
 			deploymentCommand(),
 			benchCommand(),
+			vetCommand(),
 		},
 	}
 }
