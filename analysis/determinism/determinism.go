@@ -39,16 +39,17 @@ func run(pass *analysis.Pass) (any, error) {
 		return nil, nil
 	}
 	c := &pkgAnalysis{
-		pass:     pass,
-		nodes:    map[ast.Node]*node{},
-		byObj:    map[types.Object]*node{},
-		optOut:   map[lineKey]bool{},
-		register: map[ast.Node]bool{},
-		inSelect: map[ast.Node]bool{},
-		sorted:   map[*ast.RangeStmt]bool{},
-		mutated:  map[*types.Var]token.Pos{},
-		regNames: map[*node]string{},
-		module:   modulePath(pass),
+		pass:        pass,
+		nodes:       map[ast.Node]*node{},
+		byObj:       map[types.Object]*node{},
+		optOut:      map[lineKey]bool{},
+		register:    map[ast.Node]bool{},
+		inSelect:    map[ast.Node]bool{},
+		sorted:      map[*ast.RangeStmt]bool{},
+		mutated:     map[*types.Var]token.Pos{},
+		mutatesRecv: map[*types.Func]bool{},
+		regNames:    map[*node]string{},
+		module:      modulePath(pass),
 	}
 	c.scan()
 	c.build()
@@ -108,6 +109,8 @@ type pkgAnalysis struct {
 	// mutated are the package variables of the module assigned in this
 	// package after initialization, with the first such position.
 	mutated map[*types.Var]token.Pos
+	// mutatesRecv are the package's pointer methods that modify their receiver.
+	mutatesRecv map[*types.Func]bool
 }
 
 // node is a function body or a package variable's initializer.
@@ -197,6 +200,9 @@ func (c *pkgAnalysis) scan() {
 			}
 			return true
 		})
+	}
+	c.scanReceivers()
+	for _, f := range c.pass.Files {
 		c.scanMutations(f)
 	}
 	// Registrations, once every node exists.
@@ -414,19 +420,111 @@ func (c *pkgAnalysis) isBuiltin(fun ast.Expr, name string) bool {
 
 // scanMutations records the package variables of the module that this
 // package assigns outside initialization (init functions and variable
-// initializers): assignments, increments, address-taking (including a
-// pointer method called on the variable), delete, clear and copy.
+// initializers; see mutations).
 func (c *pkgAnalysis) scanMutations(f *ast.File) {
-	info := c.pass.TypesInfo
-	mark := func(e ast.Expr, pos token.Pos) {
-		if v := c.rootVar(e); v != nil {
-			if _, seen := c.mutated[v]; !seen {
-				c.mutated[v] = pos
+	visit := func(body ast.Node) {
+		c.mutations(body, func(e ast.Expr, pos token.Pos) {
+			if v := c.packageVar(c.rootObj(e)); v != nil {
+				if _, seen := c.mutated[v]; !seen {
+					c.mutated[v] = pos
+				}
+			}
+		})
+	}
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok {
+			if fd.Body != nil && !(fd.Recv == nil && fd.Name.Name == "init") {
+				visit(fd.Body)
+			}
+			continue
+		}
+		// Function literals in variable initializers run later.
+		ast.Inspect(d, func(x ast.Node) bool {
+			if lit, ok := x.(*ast.FuncLit); ok {
+				visit(lit.Body)
+				return false
+			}
+			return true
+		})
+	}
+}
+
+// scanReceivers finds the methods of the package that modify their
+// (pointer) receiver, to a fixpoint over the methods calling each other.
+func (c *pkgAnalysis) scanReceivers() {
+	type method struct {
+		fn   *types.Func
+		recv types.Object
+		body *ast.BlockStmt
+	}
+	var ms []method
+	for _, f := range c.pass.Files {
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv == nil || fd.Body == nil || len(fd.Recv.List) == 0 || len(fd.Recv.List[0].Names) == 0 {
+				continue
+			}
+			fn, _ := c.pass.TypesInfo.Defs[fd.Name].(*types.Func)
+			recv := c.pass.TypesInfo.Defs[fd.Recv.List[0].Names[0]]
+			if fn == nil || recv == nil {
+				continue
+			}
+			if _, ptr := types.Unalias(recv.Type()).(*types.Pointer); ptr {
+				ms = append(ms, method{fn, recv, fd.Body})
 			}
 		}
 	}
-	var visit func(x ast.Node) bool
-	visit = func(x ast.Node) bool {
+	for changed := true; changed; {
+		changed = false
+		for _, m := range ms {
+			if c.mutatesRecv[m.fn] {
+				continue
+			}
+			c.mutations(m.body, func(e ast.Expr, _ token.Pos) {
+				if c.rootObj(e) == m.recv && !c.mutatesRecv[m.fn] {
+					c.mutatesRecv[m.fn] = true
+					changed = true
+				}
+			})
+		}
+	}
+}
+
+// statefulTypes are the standard library's types whose pointer methods
+// modify them (other packages' methods are assumed not to).
+var statefulTypes = []string{"bytes.Buffer", "strings.Builder", "math/rand.Rand", "math/rand/v2.Rand",
+	"math/rand/v2.PCG", "math/rand/v2.ChaCha8", "container/list.List", "container/ring.Ring",
+	"bufio.Reader", "bufio.Writer", "bufio.Scanner", "bufio.ReadWriter"}
+
+// modifiesReceiver reports whether the pointer method fn modifies its
+// receiver: known for the package's own methods, by a fact for the module's
+// other packages, by statefulTypes and the sync packages for the standard
+// library.
+func (c *pkgAnalysis) modifiesReceiver(fn *types.Func) bool {
+	fn = fn.Origin()
+	switch pkg := fn.Pkg(); {
+	case pkg == nil:
+		return false
+	case pkg == c.pass.Pkg:
+		return c.mutatesRecv[fn]
+	case pkg.Path() == "sync" || pkg.Path() == "sync/atomic":
+		return true
+	case slices.Contains(statefulTypes, pkg.Path()+"."+recvName(fn)):
+		return true
+	case c.followable(pkg):
+		var s summary
+		return c.pass.ImportObjectFact(fn, &s) && s.ModifiesReceiver
+	}
+	return false
+}
+
+// mutations calls mark with every expression that body modifies:
+// assignments, increments, range assignments, address-taking, delete,
+// clear and copy, and the operands of pointer methods that modify their
+// receiver.
+func (c *pkgAnalysis) mutations(body ast.Node, mark func(e ast.Expr, pos token.Pos)) {
+	info := c.pass.TypesInfo
+	ast.Inspect(body, func(x ast.Node) bool {
 		switch x := x.(type) {
 		case *ast.AssignStmt:
 			if x.Tok != token.DEFINE {
@@ -453,50 +551,30 @@ func (c *pkgAnalysis) scanMutations(f *ast.File) {
 				mark(x.Args[0], x.Args[0].Pos())
 			}
 		case *ast.SelectorExpr:
-			// A pointer method on an addressable variable takes its address.
 			if sel, ok := info.Selections[x]; ok && sel.Kind() == types.MethodVal {
 				if fn, ok := sel.Obj().(*types.Func); ok {
-					if _, ptrRecv := types.Unalias(fn.Signature().Recv().Type()).(*types.Pointer); ptrRecv {
-						if _, ptrOperand := types.Unalias(info.TypeOf(x.X)).(*types.Pointer); !ptrOperand {
-							mark(x.X, x.Pos())
-						}
+					if _, ptrRecv := types.Unalias(fn.Signature().Recv().Type()).(*types.Pointer); ptrRecv && c.modifiesReceiver(fn) {
+						mark(x.X, x.Pos())
 					}
 				}
 			}
 		}
 		return true
-	}
-	for _, d := range f.Decls {
-		fd, ok := d.(*ast.FuncDecl)
-		if ok {
-			if fd.Body != nil && !(fd.Recv == nil && fd.Name.Name == "init") {
-				ast.Inspect(fd.Body, visit)
-			}
-			continue
-		}
-		// Function literals in variable initializers run later.
-		ast.Inspect(d, func(x ast.Node) bool {
-			if lit, ok := x.(*ast.FuncLit); ok {
-				ast.Inspect(lit.Body, visit)
-				return false
-			}
-			return true
-		})
-	}
+	})
 }
 
-// rootVar returns the package variable of the module that an lvalue
-// expression (v, v.f, v[i], *v, …) is rooted at, if any.
-func (c *pkgAnalysis) rootVar(e ast.Expr) *types.Var {
+// rootObj returns the variable an lvalue expression (v, v.f, v[i], *v,
+// pkg.V, …) is rooted at, if any.
+func (c *pkgAnalysis) rootObj(e ast.Expr) types.Object {
 	info := c.pass.TypesInfo
 	for {
 		switch x := ast.Unparen(e).(type) {
 		case *ast.Ident:
-			return c.packageVar(info.Uses[x])
+			return info.Uses[x]
 		case *ast.SelectorExpr:
 			sel, ok := info.Selections[x]
 			if !ok { // a qualified identifier
-				return c.packageVar(info.Uses[x.Sel])
+				return info.Uses[x.Sel]
 			}
 			if sel.Kind() != types.FieldVal {
 				return nil
@@ -669,7 +747,7 @@ func (c *pkgAnalysis) varUse(n *node, id *ast.Ident, v *types.Var) {
 			n.edges = append(n.edges, edge{pos: id.Pos(), to: to})
 		}
 		if at, ok := c.mutated[v]; ok {
-			c.find(n, id.Pos(), ruleGlobal, fmt.Sprintf("package variable %s (assigned at %s)", v.Name(), c.short(at)))
+			c.find(n, id.Pos(), ruleGlobal, fmt.Sprintf("package variable %s (modified at %s)", v.Name(), c.short(at)))
 		}
 		return
 	}
@@ -687,7 +765,7 @@ func (c *pkgAnalysis) varUse(n *node, id *ast.Ident, v *types.Var) {
 		at = c.long(p)
 	}
 	if at != "" {
-		c.find(n, id.Pos(), ruleGlobal, fmt.Sprintf("package variable %s.%s (assigned at %s)", v.Pkg().Name(), v.Name(), at))
+		c.find(n, id.Pos(), ruleGlobal, fmt.Sprintf("package variable %s.%s (modified at %s)", v.Pkg().Name(), v.Name(), at))
 	}
 	if hasFact && len(s.Findings) > 0 {
 		n.edges = append(n.edges, edge{pos: id.Pos(), ext: &summary{Findings: s.Findings}})
@@ -732,7 +810,13 @@ func chain(n *node, parents map[*node]*node) []string {
 // package variable that is not workflow code itself and breaks replay.
 func (c *pkgAnalysis) exportFacts() {
 	for obj, n := range c.byObj {
-		if n.isRoot || !obj.Exported() {
+		if !obj.Exported() {
+			continue
+		}
+		if n.isRoot { // reported in this package; only what a caller needs to know of its receiver
+			if fn, ok := obj.(*types.Func); ok && c.mutatesRecv[fn] {
+				c.pass.ExportObjectFact(obj, &summary{ModifiesReceiver: true})
+			}
 			continue
 		}
 		name := obj.Name()
@@ -745,7 +829,10 @@ func (c *pkgAnalysis) exportFacts() {
 				s.Mutable = c.long(at)
 			}
 		}
-		if s.Mutable != "" || len(s.Findings) > 0 {
+		if fn, ok := obj.(*types.Func); ok {
+			s.ModifiesReceiver = c.mutatesRecv[fn]
+		}
+		if s.Mutable != "" || s.ModifiesReceiver || len(s.Findings) > 0 {
 			c.pass.ExportObjectFact(obj, s)
 		}
 	}

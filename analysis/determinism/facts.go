@@ -18,6 +18,9 @@ type summary struct {
 	// Mutable is, for a variable, where it is assigned after
 	// initialization ("example.com/shop/state/state.go:12:2"), "" if never.
 	Mutable string
+	// ModifiesReceiver is, for a pointer method, whether it modifies its
+	// receiver (so calling it on a package variable makes it mutable).
+	ModifiesReceiver bool
 	// Findings are what the object does that breaks replay (at most
 	// maxFactFindings).
 	Findings []remote
@@ -38,6 +41,9 @@ func (s *summary) String() string {
 	var parts []string
 	if s.Mutable != "" {
 		parts = append(parts, "mutable at "+s.Mutable)
+	}
+	if s.ModifiesReceiver {
+		parts = append(parts, "modifies its receiver")
 	}
 	for _, f := range s.Findings {
 		parts = append(parts, fmt.Sprintf("%s %s at %s via %s", f.Rule, f.What, f.At, strings.Join(f.Via, " → ")))

@@ -54,7 +54,7 @@ type Tracker struct {
 	n  int
 }
 
-func (t *Tracker) Add() { // want Add:`sync sync.Mutex.Lock at .* via helpers.Tracker.Add; sync sync.Mutex.Unlock`
+func (t *Tracker) Add() { // want Add:`^nondeterministic\(modifies its receiver; sync sync.Mutex.Lock at .* via helpers.Tracker.Add; sync sync.Mutex.Unlock`
 	t.mu.Lock()
 	t.n++
 	t.mu.Unlock()
@@ -65,3 +65,6 @@ func (t *Tracker) Add() { // want Add:`sync sync.Mutex.Lock at .* via helpers.Tr
 func Greet(wf *worker.Context, name string) (string, error) {
 	return os.Getenv("GREETING") + name, nil // want `^os.Getenv in workflow code Greet:`
 }
+
+// Count reads the tracker without modifying it.
+func (t *Tracker) Count() int { return t.n }

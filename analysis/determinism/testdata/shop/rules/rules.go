@@ -161,20 +161,29 @@ func Sync(wf *worker.Context, n int) (int64, error) {
 
 // Package variables: mutable ones are reported, others are not.
 var (
-	counter  int                         // assigned by Bump
-	cache    = map[string]int{}          // written by Remember
-	log      bytes.Buffer                // written through a pointer method
-	region   = "eu"                      // assigned only in init: fine
-	currency = "EUR"                     // never assigned: fine
-	limits   = map[string]int{"book": 3} // only read: fine
-	hosts    []string                    // assigned by a range
+	counter  int                              // assigned by Bump
+	cache    = map[string]int{}               // written by Remember
+	log      bytes.Buffer                     // written through a pointer method
+	region   = "eu"                           // assigned only in init: fine
+	currency = "EUR"                          // never assigned: fine
+	limits   = map[string]int{"book": 3}      // only read: fine
+	hosts    []string                         // assigned by a range
+	store    = &memStore{m: map[string]int{}} // modified by Save, through a method
 )
+
+type memStore struct{ m map[string]int }
+
+func (s *memStore) Put(k string) { s.m[k]++ } // want Put:`^nondeterministic\(modifies its receiver\)$`
+
+func (s *memStore) Get(k string) int { return s.m[k] }
+
+func Save(k string) { store.Put(k) } // want Save:`global package variable store`
 
 const maxItems = 10
 
 func init() { region = "us" }
 
-func Bump() { counter++ } // want Bump:`global package variable counter \(assigned at rules.go:177\) at example.com/shop/rules/rules.go:177:15 via rules.Bump`
+func Bump() { counter++ } // want Bump:`global package variable counter \(modified at rules.go:186\) at example.com/shop/rules/rules.go:186:15 via rules.Bump`
 
 func Remember(k string) { cache[k] = len(k) } // want Remember:`global package variable cache`
 
@@ -186,11 +195,12 @@ func Collect(all []string) { // want Collect:`global package variable hosts`
 }
 
 func Globals(wf *worker.Context, item string) (int, error) {
-	n := counter     // want `^package variable counter \(assigned at rules.go:177\) in workflow code Globals: a mutable package variable is not in the history: a replay on another worker or after a restart sees another value; pass the value in the workflow's params, read it in an activity, or make it a constant$`
-	n += cache[item] // want `^package variable cache \(assigned at rules.go:179\)`
-	n += log.Len()   // want `^package variable log \(assigned at rules.go:181\)`
-	n += len(hosts)  // want `^package variable hosts \(assigned at rules.go:184\)`
-	counter = n      // want `^package variable counter`
+	n := counter         // want `^package variable counter \(modified at rules.go:186\) in workflow code Globals: a mutable package variable is not in the history: a replay on another worker or after a restart sees another value; pass the value in the workflow's params, read it in an activity, or make it a constant$`
+	n += cache[item]     // want `^package variable cache \(modified at rules.go:188\)`
+	n += log.Len()       // want `^package variable log \(modified at rules.go:190\)`
+	n += len(hosts)      // want `^package variable hosts \(modified at rules.go:193\)`
+	n += store.Get(item) // want `^package variable store \(modified at rules.go:180\)`
+	counter = n          // want `^package variable counter`
 	if region == "us" && currency == "EUR" && n < maxItems {
 		return limits[item], nil
 	}

@@ -88,6 +88,15 @@ var (
 	region      = "eu"
 )
 
+// registry is only read, through a pointer method that does not modify it.
+var registry = Registry{names: map[string]string{"EUR": "euro"}}
+
+type Registry struct{ names map[string]string }
+
+func (r *Registry) Lookup(code string) string { return r.names[code] }
+
+func Describe(code string) string { return registry.Lookup(code) }
+
 // region is assigned in init only.
 func init() { region = strings.ToUpper(region) }
 
@@ -137,7 +146,7 @@ func Clean(wf *worker.Context, prices map[string]int) (string, error) {
 		return "", err
 	}
 
-	if total > fee && len(Currencies) > 0 && region != "" { // constants and immutable variables
+	if total > fee && len(Currencies) > 0 && region != "" && registry.Lookup("EUR") != "" { // constants and immutable variables
 		return "", ErrDeclined
 	}
 	var sb strings.Builder // pure library calls
