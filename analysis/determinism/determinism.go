@@ -35,7 +35,7 @@ var Analyzer = &analysis.Analyzer{
 const OptOut = "//stela:nondeterministic-ok"
 
 func run(pass *analysis.Pass) (any, error) {
-	if isSDK(pass.Pkg.Path()) || isStd(pass) {
+	if isSDK(pass.Pkg.Path()) || isStd(pass) || isDependency(pass) {
 		return nil, nil
 	}
 	c := &pkgAnalysis{
@@ -71,6 +71,14 @@ func isStd(pass *analysis.Pass) bool {
 	}
 	first, _, _ := strings.Cut(pass.Pkg.Path(), "/")
 	return !strings.Contains(first, ".")
+}
+
+// isDependency reports whether the pass is over a package of a required
+// module (it has a version; the main and workspace modules have none): its
+// findings are not reported and its facts never reach the main module,
+// which follows only its own packages.
+func isDependency(pass *analysis.Pass) bool {
+	return pass.Module != nil && !pass.Module.Main && pass.Module.Version != ""
 }
 
 // modulePath returns the path of the pass's module, "" if the driver does
