@@ -18,6 +18,8 @@
 //	      stelavet:
 //	        type: module
 //	        description: what breaks the replay of Stela workflows
+//	issues:
+//	  uniq-by-line: false # else golangci-lint keeps one finding per line
 //
 // The plugin takes no settings. See docs/worker.md, "Determinism rules".
 package golangci
