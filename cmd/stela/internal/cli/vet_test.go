@@ -14,14 +14,14 @@ func TestVet(t *testing.T) {
 	t.Run("FindingsExitOne", func(t *testing.T) {
 		code, out, errOut := run("vet", "--dir", shop, "./flows")
 		want := `flows/flows.go:22:15: time.Now (at example.com/shop/helpers/helpers.go:15:42) in workflow "shop:flows/workflow.checkout" (Checkout) via helpers.Stamp: the wall clock reads differently on a replay; use wf.Now()`
-		if code != ExitError || !strings.Contains(out, want) || !strings.Contains(errOut, "7 finding(s) in workflow code") {
+		if code != ExitError || !strings.Contains(out, want) || !strings.Contains(errOut, "8 finding(s) in workflow code") {
 			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 		}
 	})
 	t.Run("JSON", func(t *testing.T) {
 		code, out, _ := run("vet", "--dir", shop, "--json", "./flows")
 		var got []struct{ Pos, Rule, Message string }
-		if err := json.Unmarshal([]byte(out), &got); err != nil || code != ExitError || len(got) != 7 {
+		if err := json.Unmarshal([]byte(out), &got); err != nil || code != ExitError || len(got) != 8 {
 			t.Fatalf("exit %d, %d findings, %v:\n%s", code, len(got), err, out)
 		}
 		if got[0].Pos != "flows/flows.go:22:15" || got[0].Rule != "clock" || !strings.HasPrefix(got[0].Message, "time.Now (at ") {
