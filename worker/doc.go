@@ -67,7 +67,9 @@
 // decide what to call; use Now, Random and activities instead. A replay
 // that diverges from the history finishes the execution with an execution
 // failure of kind nondeterminism_detected naming the first mismatching
-// event; it never silently continues.
+// event; it never silently continues. The determinism analyzer (`stela vet`,
+// cmd/stela-vet, package analysis/determinism) reports these constructs in
+// workflow code before it runs.
 //
 // # Running
 //

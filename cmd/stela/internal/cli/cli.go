@@ -235,6 +235,7 @@ func tree() *command {
 			delayCommand(),
 			deploymentCommand(),
 			benchCommand(),
+			vetCommand(),
 		},
 	}
 }
