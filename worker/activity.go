@@ -15,6 +15,9 @@ import (
 const (
 	reasonActivityError = "activity finished with error"
 	reasonExecutorClose = "executor closing"
+	// reasonAwaitWindow is Stela's: a workflow stopped waiting for a
+	// response in memory (Options.AwaitWindow) and gave its execution back.
+	reasonAwaitWindow = "await window ended"
 )
 
 // runActivity runs one locked activity execution and appends its outcome.

@@ -28,8 +28,10 @@ type runCache struct {
 	m       map[core.ExecutionId]*list.Element
 	pausing map[core.ExecutionId]chan struct{} // closed when the run is put or ends
 	now     func() time.Time
-	// onWait, if set (tests), is called when a take waits for a pausing run.
+	// onWait, if set (tests), is called when a take waits for a pausing run;
+	// onPut when a run was parked in the cache.
 	onWait func(core.ExecutionId)
+	onPut  func(core.ExecutionId)
 }
 
 type cached struct {
@@ -117,9 +119,13 @@ func (c *runCache) put(wf *Context) {
 		delete(c.m, old.wf.id)
 		evicted = append(evicted, old.wf)
 	}
+	onPut := c.onPut
 	c.mu.Unlock()
 	for _, old := range evicted {
 		old.abort()
+	}
+	if onPut != nil {
+		onPut(wf.id)
 	}
 }
 

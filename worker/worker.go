@@ -131,12 +131,18 @@ type Worker struct {
 	awaiting atomic.Int64
 	wg       sync.WaitGroup
 	finished chan struct{} // signalled (non-blocking) whenever a run ends
+	// onAwait, if set (tests), is called when a run starts waiting in memory.
+	onAwait func(core.ExecutionId)
 
-	// lifecycle guards running; hardStop is cancelled when a run loop's
+	// lifecycle guards running; stopping is cancelled when a run loop's
+	// context is done (no new lock is requested, workflows waiting in
+	// memory give their execution back at once); hardStop when its
 	// shutdown grace ends: it cancels running activities and unwinds
 	// running workflows.
 	lifecycle sync.Mutex
 	running   bool
+	stopping  context.Context
+	stopRun   context.CancelFunc
 	hardStop  context.Context
 	cancelRun context.CancelFunc
 }
@@ -491,8 +497,16 @@ func (w *Worker) begin() ([]*lockGroup, error) {
 		return nil, errors.New("worker: no function registered")
 	}
 	w.running = true
+	w.stopping, w.stopRun = context.WithCancel(context.Background())
 	w.hardStop, w.cancelRun = context.WithCancel(context.Background())
 	return gs, nil
+}
+
+// stop begins a shutdown: no workflow starts waiting in memory any more,
+// and the ones waiting give their execution back at once.
+func (w *Worker) stop() {
+	w.awaitOK.Store(false)
+	w.stopRun()
 }
 
 func (w *Worker) end() {
@@ -507,11 +521,16 @@ func (w *Worker) share(groups int) int {
 }
 
 // Run locks and runs executions of the registered functions until ctx is
-// done, then shuts down gracefully: no new lock is taken, running
-// activities get ShutdownGrace to finish (then their contexts are cancelled
-// and the unfinished ones released with Unlocked), running workflows are
-// released, and workflows kept in memory are dropped (they are safe in the
-// store). It returns nil after a graceful shutdown.
+// done, then shuts down gracefully: no new lock is requested; the lock
+// requests in flight are let return (a long poll over HTTP, at most
+// PollWait) and what they locked is released at once (Unlocked "executor
+// closing"); workflows waiting for a response in memory release their
+// execution at once; running activities get ShutdownGrace to finish (then
+// their contexts are cancelled and the unfinished ones released); running
+// workflows park at their next wait (or are released after the grace);
+// workflows kept in memory are dropped (they are safe in the store). A
+// lock the store granted is thus always run or released, never left to
+// expire. It returns nil after a graceful shutdown.
 func (w *Worker) Run(ctx context.Context) error {
 	groups, err := w.begin()
 	if err != nil {
@@ -520,12 +539,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.end()
 	share := w.share(len(groups))
 	w.awaitOK.Store(w.opts.AwaitWindow > 0)
-	defer w.awaitOK.Store(false)
+	defer context.AfterFunc(ctx, w.stop)()
 	var loops sync.WaitGroup
 	for _, g := range groups {
 		loops.Go(func() { w.lockLoop(ctx, g, share) })
 	}
 	loops.Wait()
+	w.stop()
 	w.shutdown()
 	return nil
 }
@@ -533,7 +553,9 @@ func (w *Worker) Run(ctx context.Context) error {
 // lockLoop long-polls for executions of g while slots are free. It holds
 // no slot while it waits (a workflow resuming from a wait in memory, or a
 // run of another group, may need one): it sizes the request from the free
-// slots, then takes one slot per execution it locked.
+// slots, then takes one slot per execution it locked. Once ctx is done it
+// asks for nothing more; the request in flight is let return and what it
+// locked is released.
 func (w *Worker) lockLoop(ctx context.Context, g *lockGroup, share int) {
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
@@ -541,11 +563,15 @@ func (w *Worker) lockLoop(ctx context.Context, g *lockGroup, share int) {
 		if err != nil {
 			return
 		}
-		locked, err := lockPending(ctx, w.conn, w.clock, w.request(g, n), g.ffqns, w.opts.PollWait)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
+		locked, err := lockPending(ctx, w.conn, w.clock, w.request(g, n), g.ffqns, w.opts.PollWait, w.opts.LockExpiry)
+		if ctx.Err() != nil {
+			// Stopping: another worker takes these at once.
+			for _, le := range locked {
+				w.release(le.ExecutionID, le.NextVersion, reasonExecutorClose)
 			}
+			return
+		}
+		if err != nil {
 			w.log.Warn("lock failed", "ffqns", len(g.ffqns), "err", err)
 			sleepCtx(ctx, backoff)
 			backoff = min(2*backoff, 5*time.Second)
@@ -571,6 +597,7 @@ func (w *Worker) RunUntilIdle(ctx context.Context) error {
 	}
 	defer w.end()
 	share := w.share(len(groups))
+	defer context.AfterFunc(ctx, w.stop)()
 	defer w.stopAfterGrace(ctx)
 	for ctx.Err() == nil {
 		// Only a round that started with nothing running and locked
@@ -585,7 +612,7 @@ func (w *Worker) RunUntilIdle(ctx context.Context) error {
 			if n == 0 {
 				break
 			}
-			locked, err := lockPending(ctx, w.conn, w.clock, w.request(g, n), g.ffqns, 0)
+			locked, err := lockPending(ctx, w.conn, w.clock, w.request(g, n), g.ffqns, 0, w.opts.LockExpiry)
 			w.slots.release(n - len(locked))
 			if err != nil {
 				if ctx.Err() != nil {
@@ -635,6 +662,7 @@ func (w *Worker) shutdown() {
 		w.cancelRun()
 		<-done
 	}
+	w.stopRun()
 	w.cancelRun()
 	w.cache.dropAll()
 }

@@ -629,9 +629,11 @@ func (wf *Context) awaitEnd() core.Timestamp {
 }
 
 // awaitInMemory subscribes to the execution's responses until js has one
-// (true) or the wait must end (false). The run's concurrency slot is lent
-// out meanwhile. The execution is blocked in the store until the lease's
-// expiry, so nobody else takes it. until, when set, is when js's only
+// (true) or the wait must end (false): the window is over, or the worker
+// stops. The run's concurrency slot is lent out meanwhile. The execution is
+// blocked in the store until the lease's expiry, so nobody else takes it;
+// when the wait ends without a response, the execution is given back
+// (giveBack) before returning false. until, when set, is when js's only
 // member, a delay, fires: nothing answers it before (only this run could
 // cancel it), so the subscription starts just before then (subscribeLead)
 // rather than holding a long poll, and the server's re-checks, for the
@@ -645,13 +647,16 @@ func (wf *Context) awaitInMemory(js *joinSetState, until core.Timestamp) bool {
 	wait := wf.awaitEnd().Sub(w.clock.Now().Time)
 	deadline := time.Now().Add(wait)
 	wf.slot.release()
+	if w.onAwait != nil {
+		w.onAwait(wf.id)
+	}
 	if !until.IsZero() {
 		if d := min(until.Sub(w.clock.Now().Time)-subscribeLead, wait); d > 0 {
 			wf.l.mu.Unlock()
 			t := time.NewTimer(d)
 			select {
 			case <-t.C:
-			case <-w.hardStop.Done():
+			case <-w.stopping.Done():
 			}
 			t.Stop()
 			wf.l.mu.Lock()
@@ -660,7 +665,7 @@ func (wf *Context) awaitInMemory(js *joinSetState, until core.Timestamp) bool {
 	got := false
 	for !got {
 		remaining := time.Until(deadline)
-		if remaining <= 0 || w.hardStop.Err() != nil {
+		if remaining <= 0 || w.stopping.Err() != nil {
 			break
 		}
 		last := core.ResponseCursor(0)
@@ -668,7 +673,7 @@ func (wf *Context) awaitInMemory(js *joinSetState, until core.Timestamp) bool {
 			last = wf.resps[n-1].Cursor
 		}
 		wf.l.mu.Unlock()
-		ctx, cancel := context.WithTimeout(w.hardStop, remaining)
+		ctx, cancel := context.WithTimeout(w.stopping, remaining)
 		rs, err := w.conn.SubscribeToNextResponses(ctx, wf.id, last)
 		cancel()
 		wf.l.mu.Lock()
@@ -685,15 +690,42 @@ func (wf *Context) awaitInMemory(js *joinSetState, until core.Timestamp) bool {
 		wf.l.mu.Lock()
 		return true
 	}
-	if w.hardStop.Err() != nil {
-		// Pull the block's deadline in, so the response makes the
-		// execution pending at once for the next worker (Obelisk's
-		// executor does the same when it closes).
-		now := w.clock.Now()
-		_, _ = w.conn.Append(context.Background(), wf.id, wf.l.next,
-			core.AppendRequest{CreatedAt: now, Event: &core.Unlocked{UnlockedAt: now, Reason: reasonExecutorClose}})
+	reason := reasonAwaitWindow
+	if w.stopping.Err() != nil {
+		reason = reasonExecutorClose
 	}
+	wf.giveBack(reason)
 	return false
+}
+
+// giveBack ends a wait in memory without its response: the JoinNext kept
+// the execution until the lease's expiry, so Unlocked(now) pulls the
+// block's deadline in (the store's rule: blocked with deadline now, or
+// pending now if the response arrived meanwhile) and any worker may lock
+// the execution as soon as the response is there (Obelisk's executor does
+// the same when it closes). The run is marked pausing first: this worker
+// may lock the execution again before the run is parked. Unlocked refused
+// by the state (the execution is cancelling or paused, which the store
+// handles) or by a writer that took over is fine: the execution is not
+// held by this run any more either way. mu is held.
+func (wf *Context) giveBack(reason string) {
+	w := wf.w
+	w.cache.pause(wf.id)
+	ctx, cancel := w.ioContext()
+	defer cancel()
+	now := w.clock.Now()
+	next, err := w.conn.Append(ctx, wf.id, wf.l.next,
+		core.AppendRequest{CreatedAt: now, Event: &core.Unlocked{UnlockedAt: now, Reason: reason}})
+	switch {
+	case err == nil:
+		wf.l.next = next
+	case errors.Is(err, core.ErrUnlockedCannotBeAppended) || isFenced(err):
+	default:
+		// The lease still ends the block; the response then makes the
+		// execution pending for any worker.
+		w.log.Warn("cannot give the execution back; it waits for its lease to expire",
+			"execution_id", wf.id.String(), "err", err)
+	}
 }
 
 // writeFinished appends Finished (after the buffered events), responding to
