@@ -49,7 +49,8 @@ func (l *lease) extension(now core.Timestamp) core.AppendRequest {
 }
 
 // keep calls extend whenever the lease is due, until stop is called. A
-// failing extension is reported to onLost (once) and ends the keeper.
+// failing extension (fenced, or refused by the store) is reported to
+// onLost (once) and ends the keeper.
 func (w *Worker) keepLease(extend func() error, onLost func(error)) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -84,7 +85,7 @@ func (l *lease) extendActivity() error {
 	defer cancel()
 	next, err := l.w.conn.Append(ctx, l.id, l.next, req)
 	if err != nil {
-		if isFenced(err) {
+		if isFenced(err) || isRefused(err) {
 			return err
 		}
 		l.w.log.Debug("lease extension failed, will retry", "execution_id", l.id.String(), "err", err)

@@ -256,27 +256,40 @@ func (wf *Context) set(id core.JoinSetId) *joinSetState {
 func (wf *Context) abort() { wf.resumeCh <- false }
 
 // extendLease extends a running workflow's lease: the buffered events are
-// written first, followed by the Locked event.
+// written first, with the Locked event when they fit in one append, else
+// alone before it (as writeFinished does: a full buffer plus the Locked
+// event is more than an append may carry). A fenced write ends the run; a
+// write the store refuses finishes the execution with an execution failure
+// (refuse); a transient failure is retried at the next tick.
 func (wf *Context) extendLease() error {
 	wf.l.mu.Lock()
 	defer wf.l.mu.Unlock()
-	if !wf.active || wf.awaiting || wf.fenced {
+	if !wf.active || wf.awaiting || wf.fenced || wf.poison != nil {
 		return nil
 	}
 	now := wf.w.clock.Now()
 	if !wf.l.due(now) {
 		return nil
 	}
-	ext := wf.l.extension(now)
-	err := wf.writeBatch(append(wf.buf, ext), wf.children)
-	if err != nil {
-		if isFenced(err) {
-			return err
-		}
-		wf.w.log.Debug("lease extension failed, will retry", "execution_id", wf.id.String(), "err", err)
-		return nil
+	var err error
+	if len(wf.buf) > 0 && len(wf.buf)+len(wf.children)+1 > MaxAppendItems {
+		err = wf.writeBatch(wf.buf, wf.children)
 	}
-	wf.l.locked = *ext.Event.(*core.Locked)
+	ext := wf.l.extension(now)
+	if err == nil {
+		err = wf.writeBatch(append(wf.buf, ext), wf.children)
+	}
+	switch {
+	case err == nil:
+		wf.l.locked = *ext.Event.(*core.Locked)
+		return nil
+	case isFenced(err):
+		return err
+	case isRefused(err):
+		wf.refuse(err)
+		return err
+	}
+	wf.w.log.Debug("lease extension failed, will retry", "execution_id", wf.id.String(), "err", err)
 	return nil
 }
 
@@ -494,17 +507,44 @@ func (wf *Context) writeBatch(batch []core.AppendRequest, children []core.Create
 }
 
 // check turns a failed write into the end of the run: fenced (another
-// writer owns the execution) or unreachable store (the lease will expire and
-// the timers hand the execution to another run).
+// writer owns the execution), refused by the store (the execution is
+// finished with an execution failure naming the refusal: a replay would
+// only make the same write again), or unreachable store (the lease will
+// expire and the timers hand the execution to another run).
 func (wf *Context) check(err error) {
 	if err == nil {
 		return
 	}
-	if !isFenced(err) {
+	switch {
+	case isFenced(err):
+	case isRefused(err):
+		wf.refuse(err)
+	default:
 		wf.w.log.Warn("workflow write failed; giving the execution up", "execution_id", wf.id.String(), "err", err)
 	}
 	wf.raise(abortSig{})
 }
+
+// refuse records a write the store refused (a 4xx over HTTP: a validation
+// error, a non-fencing conflict): it is logged at ERROR and the execution
+// is finished with an uncategorized execution failure naming the refusal,
+// without the refused events; the run then unwinds. Never retried: the
+// same write would be refused again, in a loop nobody sees. mu is held.
+func (wf *Context) refuse(err error) {
+	wf.w.log.Error("the store refused a workflow write; finishing the execution with an execution failure",
+		"execution_id", wf.id.String(), "err", err)
+	wf.buf, wf.children = wf.buf[:0], nil
+	reason := refusalReason(err)
+	if ferr := wf.finishLocked(core.RetFailure(core.FailureUncategorized, &reason, nil)); ferr != nil {
+		wf.w.log.Error("cannot record the refused write on the execution", "execution_id", wf.id.String(), "err", ferr)
+	}
+	if wf.poison == nil {
+		wf.poison = abortSig{}
+	}
+}
+
+// refusalReason is the execution failure's reason of a refused write.
+func refusalReason(err error) string { return "the store refused a write: " + err.Error() }
 
 // park writes the buffer (ending with a JoinNext nobody answered yet),
 // gives the lock up and waits until a later lock resumes the run. The run
@@ -729,10 +769,23 @@ func (wf *Context) giveBack(reason string) {
 }
 
 // writeFinished appends Finished (after the buffered events), responding to
-// the parent when the workflow is a child.
+// the parent when the workflow is a child. A result the store refuses is
+// replaced by an execution failure naming the refusal.
 func (wf *Context) writeFinished(rv core.ReturnValue) {
 	wf.l.mu.Lock()
 	defer wf.l.mu.Unlock()
+	err := wf.finishLocked(rv)
+	switch {
+	case err == nil:
+	case isRefused(err):
+		wf.refuse(err)
+	default:
+		wf.w.log.Warn("workflow result not recorded", "execution_id", wf.id.String(), "err", err)
+	}
+}
+
+// finishLocked appends Finished (see writeFinished) and reports it. mu is held.
+func (wf *Context) finishLocked(rv core.ReturnValue) error {
 	now := wf.w.clock.Now()
 	fin := core.AppendRequest{CreatedAt: now, Event: &core.Finished{Retval: rv}}
 	var err error
@@ -761,11 +814,11 @@ func (wf *Context) writeFinished(rv core.ReturnValue) {
 		}
 	}
 	if err != nil {
-		wf.w.log.Warn("workflow result not recorded", "execution_id", wf.id.String(), "err", err)
-		return
+		return err
 	}
 	wf.w.log.Debug("workflow done", "execution_id", wf.id.String(), "result", rv.ResultKind())
 	wf.w.reportFinished(wf.id, rv)
+	return nil
 }
 
 // closeAll closes the join sets the workflow left open, newest first
