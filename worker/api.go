@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -76,7 +77,9 @@ func Result[R any](r Response) (R, error) {
 // Call runs ffqn as a child execution and waits for its result (Obelisk's
 // direct call): a one-off join set o:<n>-<function> is created, the child
 // <id>.o:<n>-<function>_1 submitted with params (see Args) and awaited. A
-// child that returned its error or failed yields a *ResultError.
+// child that returned its error or failed yields a *ResultError; a function
+// whose component type is unknown (see Worker.Declare) an error wrapping
+// ErrUnknownFunction, before anything is recorded.
 func Call[R any](wf *Context, ffqn string, params any) (R, error) {
 	r, err := wf.call(ffqn, params)
 	if err != nil {
@@ -93,10 +96,39 @@ func (wf *Context) call(ffqn string, params any) (Response, error) {
 	}
 	wf.enter()
 	defer wf.leave()
+	c, err := wf.callee(target)
+	if err != nil {
+		return Response{}, err
+	}
 	wf.room(4)
 	js := wf.newOneOff(target.FunctionName)
-	wf.submitChild(js, wf.ids.NextChild(wf.id, js.id), target, ps)
+	wf.submitChild(js, wf.ids.NextChild(wf.id, js.id), target, ps, c)
 	return responseOf(wf.awaitNext(js, &target, false, core.Timestamp{})), nil
+}
+
+// callee returns the component of target for an execution this run is
+// about to create (Worker.resolveCallee), before anything is recorded so
+// that an unknown function leaves no trace a replay could diverge from.
+// When replaying, the execution exists already: what the worker knows of
+// target, possibly nothing (the stored execution tells its type when it
+// matters, see cancelMembers). A store that stays unreachable ends the run
+// (check). mu is held.
+func (wf *Context) callee(target core.FunctionFqn) (callee, error) {
+	if wf.replaying() {
+		c, _ := wf.w.knownCallee(target)
+		return c, nil
+	}
+	var c callee
+	err := wf.w.retryWrite(wf.l, func(ctx context.Context) error {
+		var err error
+		c, err = wf.w.resolveCallee(ctx, target)
+		return err
+	})
+	if errors.Is(err, ErrUnknownFunction) {
+		return callee{}, err
+	}
+	wf.check(err)
+	return c, nil
 }
 
 // parseTarget validates a call's function name and encodes its params.
@@ -146,8 +178,9 @@ func (wf *Context) createSet(id core.JoinSetId) *joinSetState {
 	return js
 }
 
-// submitChild records the request of child in js and its creation. mu is held.
-func (wf *Context) submitChild(js *joinSetState, child core.ExecutionId, target core.FunctionFqn, params core.Params) {
+// submitChild records the request of child in js and its creation as an
+// execution of c. mu is held.
+func (wf *Context) submitChild(js *joinSetState, child core.ExecutionId, target core.FunctionFqn, params core.Params, c callee) {
 	req := &core.ChildExecutionRequest{ChildExecutionID: core.ExecutionIdDerived{ExecutionId: child}, TargetFFQN: target, Params: params}
 	want := &core.JoinSetRequestEvent{JoinSetID: js.id, Request: req}
 	if wf.match(want, func(got core.HistoryEvent) bool {
@@ -159,14 +192,12 @@ func (wf *Context) submitChild(js *joinSetState, child core.ExecutionId, target 
 		return ok && c.ChildExecutionID.ExecutionId == child && c.TargetFFQN == target && sameParams(c.Params, params)
 	}) == nil {
 		now := wf.w.clock.Now()
-		kind := wf.w.componentType(target)
 		wf.record(want, &core.CreateRequest{CreatedAt: now, ExecutionID: child, FFQN: target, Params: params,
 			Parent: &core.Parent{ExecutionID: wf.id, JoinSetID: js.id}, ScheduledAt: now,
-			ComponentID: core.ComponentId{ComponentType: kind, Name: wf.w.opts.Name}, DeploymentID: wf.w.opts.DeploymentID,
-			Metadata: maps.Clone(wf.trace)})
+			ComponentID: c.component, DeploymentID: c.deployment, Metadata: maps.Clone(wf.trace)})
 	}
 	js.submitted++
-	js.members = append(js.members, member{child: child, kind: wf.w.componentType(target), ffqn: target})
+	js.members = append(js.members, member{child: child, kind: c.component.ComponentType, ffqn: target})
 }
 
 // sameParams compares params as JSON values (the store keeps them verbatim).
@@ -353,6 +384,10 @@ func (wf *Context) Schedule(ffqn string, params any, at ScheduleAt) (core.Execut
 	}
 	wf.enter()
 	defer wf.leave()
+	c, err := wf.callee(target)
+	if err != nil {
+		return core.ExecutionId{}, err
+	}
 	var entropy [10]byte
 	for i := range entropy {
 		entropy[i] = byte(wf.rng.UintN(256))
@@ -375,8 +410,7 @@ func (wf *Context) Schedule(ffqn string, params any, at ScheduleAt) (core.Execut
 	}
 	scheduler := wf.id
 	wf.record(want, &core.CreateRequest{CreatedAt: now, ExecutionID: id, FFQN: target, Params: ps, ScheduledAt: when,
-		ComponentID:  core.ComponentId{ComponentType: wf.w.componentType(target), Name: wf.w.opts.Name},
-		DeploymentID: wf.w.opts.DeploymentID, Metadata: maps.Clone(wf.trace), ScheduledBy: &scheduler})
+		ComponentID: c.component, DeploymentID: c.deployment, Metadata: maps.Clone(wf.trace), ScheduledBy: &scheduler})
 	return id, nil
 }
 
@@ -429,8 +463,12 @@ func (j *JoinSet) Submit(ffqn string, params any) (core.ExecutionId, error) {
 	if j.js.closed {
 		return core.ExecutionId{}, fmt.Errorf("worker: join set %s is closed", j.js.id)
 	}
+	c, err := wf.callee(target)
+	if err != nil {
+		return core.ExecutionId{}, err
+	}
 	child := wf.ids.NextChild(wf.id, j.js.id)
-	wf.submitChild(j.js, child, target, ps)
+	wf.submitChild(j.js, child, target, ps, c)
 	return child, nil
 }
 

@@ -112,14 +112,15 @@ func (w *Worker) lostCause(id core.ExecutionId) error {
 func (l *lease) expired(now core.Timestamp) bool { return !now.Before(l.locked.LockExpiresAt) }
 
 // retryWrite retries a transient write failure with backoff while the lease
-// lasts; permanent (fencing) errors are returned at once.
+// lasts; permanent errors (fencing, refusals, an unknown function) are
+// returned at once.
 func (w *Worker) retryWrite(l *lease, write func(ctx context.Context) error) error {
 	backoff := 20 * time.Millisecond
 	for {
 		ctx, cancel := w.ioContext()
 		err := write(ctx)
 		cancel()
-		if err == nil || isFenced(err) || core.IsNonRetriable(err) {
+		if err == nil || isFenced(err) || core.IsNonRetriable(err) || errors.Is(err, ErrUnknownFunction) {
 			return err
 		}
 		if l != nil && l.expired(w.clock.Now()) {

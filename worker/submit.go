@@ -10,9 +10,15 @@ import (
 
 // Submit creates a top-level execution of ffqn with params (see Args) and
 // returns its id. The execution's component type is the registered
-// function's (or the declared one, else activity).
+// function's, else the declared one (Declare), else the one of the store's
+// current deployment; an error wrapping ErrUnknownFunction when none is
+// known.
 func (w *Worker) Submit(ctx context.Context, ffqn string, params any) (core.ExecutionId, error) {
 	target, ps, err := parseTarget(ffqn, params)
+	if err != nil {
+		return core.ExecutionId{}, err
+	}
+	c, err := w.resolveCallee(ctx, target)
 	if err != nil {
 		return core.ExecutionId{}, err
 	}
@@ -22,8 +28,7 @@ func (w *Worker) Submit(ctx context.Context, ffqn string, params any) (core.Exec
 		return core.ExecutionId{}, fmt.Errorf("worker: execution id: %w", err)
 	}
 	_, err = w.conn.Create(ctx, core.CreateRequest{CreatedAt: now, ExecutionID: id, FFQN: target, Params: ps,
-		ScheduledAt: now, ComponentID: core.ComponentId{ComponentType: w.componentType(target), Name: w.opts.Name},
-		DeploymentID: w.opts.DeploymentID, Metadata: core.ExecutionMetadata{}})
+		ScheduledAt: now, ComponentID: c.component, DeploymentID: c.deployment, Metadata: core.ExecutionMetadata{}})
 	if err != nil {
 		return core.ExecutionId{}, fmt.Errorf("worker: submit %s: %w", ffqn, err)
 	}

@@ -122,6 +122,7 @@ type Worker struct {
 	entropy  io.Reader
 
 	cache    *runCache
+	types    storeTypes // what the store said about functions served elsewhere
 	writes   *coalescer // nil: writes go straight to conn
 	slots    slots
 	inflight atomic.Int64
@@ -295,8 +296,12 @@ func untyped[C, P, R any](fn func(C, P) (R, error)) func(C, core.Params) (core.R
 }
 
 // Declare tells the worker the component type of a function served
-// elsewhere, so that children it creates for that function get the right
-// type (the default for unknown functions is an activity).
+// elsewhere, so that the executions it creates for that function (children,
+// scheduled and submitted executions) get the right type without asking
+// the store. A function neither registered nor declared gets the type of
+// the component of the store's current deployment that exports it; when
+// there is none, the call creating the execution fails with
+// ErrUnknownFunction (the type is never guessed).
 func (w *Worker) Declare(ffqn string, t core.ComponentType) {
 	f, err := core.ParseFunctionFqn(ffqn)
 	if err != nil {
@@ -305,6 +310,23 @@ func (w *Worker) Declare(ffqn string, t core.ComponentType) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.declared[f] = t
+}
+
+// ComponentType reports the component type this worker knows for ffqn:
+// the registered function's, else the declared one (Declare). It does not
+// ask the store.
+func (w *Worker) ComponentType(ffqn string) (core.ComponentType, bool) {
+	f, err := core.ParseFunctionFqn(ffqn)
+	if err != nil {
+		return "", false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if fn, ok := w.funcs[f]; ok {
+		return fn.kind, true
+	}
+	t, ok := w.declared[f]
+	return t, ok
 }
 
 func defaultRetry() core.ComponentRetryConfig {
@@ -327,20 +349,6 @@ func (w *Worker) register(ffqn string, f *function, opts []FuncOption) {
 		panic(fmt.Sprintf("worker: %s registered twice", ffqn))
 	}
 	w.funcs[parsed] = f
-}
-
-// componentType returns the type of a function for the executions this
-// worker creates.
-func (w *Worker) componentType(f core.FunctionFqn) core.ComponentType {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if fn, ok := w.funcs[f]; ok {
-		return fn.kind
-	}
-	if t, ok := w.declared[f]; ok {
-		return t
-	}
-	return core.ComponentTypeActivity
 }
 
 // --- lock groups --------------------------------------------------------------------

@@ -880,18 +880,34 @@ func (wf *Context) cancelMembers(js *joinSetState) {
 			continue
 		}
 		var err error
-		switch {
-		case !m.delay.IsZero():
+		if !m.delay.IsZero() {
 			err = cancelDelay(ctx, wf.w.conn, wf.id, js.id, m.delay, now)
-		case m.kind.IsActivity():
-			err = cancelChild(ctx, wf.w.conn, m.child, true, now)
-		case m.ffqn.IsCancellable():
-			err = cancelChild(ctx, wf.w.conn, m.child, false, now)
+		} else {
+			var kind core.ComponentType
+			if kind, err = wf.memberKind(ctx, m); err == nil {
+				switch {
+				case kind.IsActivity():
+					err = cancelChild(ctx, wf.w.conn, m.child, true, now)
+				case m.ffqn.IsCancellable():
+					err = cancelChild(ctx, wf.w.conn, m.child, false, now)
+				}
+			}
 		}
 		if err != nil && !core.IsNonRetriable(err) && !errors.Is(err, core.ErrNotFound) {
 			wf.check(err)
 		}
 	}
+}
+
+// memberKind returns the component type of a child member: the one it was
+// created with, or (a child created by an earlier run this one replayed,
+// of a function the worker cannot tell) the stored execution's.
+func (wf *Context) memberKind(ctx context.Context, m member) (core.ComponentType, error) {
+	if m.kind != "" {
+		return m.kind, nil
+	}
+	st, err := wf.w.conn.GetPendingState(ctx, m.child)
+	return st.ComponentType, err
 }
 
 func sameFFQN(a, b *core.FunctionFqn) bool {

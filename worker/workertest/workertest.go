@@ -37,6 +37,8 @@ type Env struct {
 	Store *store.Service
 	// Worker is the worker to register functions on.
 	Worker *worker.Worker
+	// workers are Worker and those NewWorker returned.
+	workers []*worker.Worker
 }
 
 // New returns an environment; opts configure the worker (its Clock is
@@ -51,7 +53,7 @@ func New(t testing.TB, opts worker.Options) *Env {
 		w.Close()
 		_ = svc.Close()
 	})
-	return &Env{t: t, Clock: clock, Store: svc, Worker: w}
+	return &Env{t: t, Clock: clock, Store: svc, Worker: w, workers: []*worker.Worker{w}}
 }
 
 func (e *Env) ctx() context.Context {
@@ -60,10 +62,22 @@ func (e *Env) ctx() context.Context {
 	return ctx
 }
 
-// Submit creates a top-level execution of ffqn (params as for worker.Args).
+// Submit creates a top-level execution of ffqn (params as for worker.Args)
+// through Worker, or through the first worker of the environment that
+// serves or declares ffqn (see worker.Worker.ComponentType) when Worker does
+// not: the execution gets that component type.
 func (e *Env) Submit(ffqn string, params any) core.ExecutionId {
 	e.t.Helper()
-	id, err := e.Worker.Submit(e.ctx(), ffqn, params)
+	via := e.Worker
+	if _, ok := via.ComponentType(ffqn); !ok {
+		for _, w := range e.workers {
+			if _, ok := w.ComponentType(ffqn); ok {
+				via = w
+				break
+			}
+		}
+	}
+	id, err := via.Submit(e.ctx(), ffqn, params)
 	if err != nil {
 		e.t.Fatalf("submit %s: %v", ffqn, err)
 	}
@@ -148,5 +162,6 @@ func (e *Env) NewWorker(conn worker.Conn, opts worker.Options) *worker.Worker {
 	opts.Clock = e.Clock
 	w := worker.New(conn, opts)
 	e.t.Cleanup(w.Close)
+	e.workers = append(e.workers, w)
 	return w
 }
