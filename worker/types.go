@@ -106,6 +106,59 @@ func (w *Worker) resolveCallee(ctx context.Context, f core.FunctionFqn) (callee,
 	return callee{}, fmt.Errorf("worker: component type of %s: %w", f, err)
 }
 
+// firstLockNextVersion is an execution's next version after its first
+// lock: Created at version 0, Locked at 1.
+const firstLockNextVersion = 2
+
+// checkType refuses an execution of a registered workflow whose stored
+// component type is not workflow (e.g. one submitted as an activity, the
+// CLI's old default: listed and cancelled as an activity, and cancelled
+// when its parent's join set closes): it is finished at once with an
+// uncategorized execution failure saying so, logged at ERROR, instead of
+// running. The store keeps the type for good, so the check is made once,
+// at the execution's first lock (a mismatch never gets a second one); a
+// state the worker cannot read does not stop the run. It costs one read
+// per workflow execution (the lock does not carry the stored type);
+// activities are not checked, as that read would nearly double the
+// requests of an activity. It reports whether the run may go on.
+func (w *Worker) checkType(le core.LockedExecution, f *function) bool {
+	if f.kind != core.ComponentTypeWorkflow || le.NextVersion != firstLockNextVersion {
+		return true
+	}
+	ctx, cancel := w.ioContext()
+	st, err := w.conn.GetPendingState(ctx, le.ExecutionID)
+	cancel()
+	if err != nil || typeFits(st.ComponentType, f.kind) {
+		return true
+	}
+	reason := fmt.Sprintf("component type mismatch: the execution was created as %s but %s is registered as %s; submit it as %s",
+		st.ComponentType, f.ffqn, f.kind, f.kind)
+	w.log.Error("refusing an execution of the wrong component type", "execution_id", le.ExecutionID.String(),
+		"stored", string(st.ComponentType), "registered", string(f.kind))
+	l := newLease(w, le)
+	now := w.clock.Now()
+	rv := core.RetFailure(core.FailureUncategorized, &reason, nil)
+	ev := core.AppendRequest{CreatedAt: now, Event: &core.Finished{Retval: rv}}
+	if err := w.retryWrite(l, func(ctx context.Context) error {
+		return w.appendOutcome(ctx, le.ExecutionID, le.Parent, l.next, ev, now)
+	}); err != nil {
+		w.log.Warn("cannot refuse the execution; releasing it", "execution_id", le.ExecutionID.String(), "err", err)
+		w.release(le.ExecutionID, le.NextVersion, reason)
+		return false
+	}
+	w.reportFinished(le.ExecutionID, rv)
+	return false
+}
+
+// typeFits reports whether an execution stored as stored may be run by a
+// function registered as registered.
+func typeFits(stored, registered core.ComponentType) bool {
+	if registered == core.ComponentTypeWorkflow {
+		return stored == core.ComponentTypeWorkflow
+	}
+	return stored.IsActivity()
+}
+
 // storeCallee asks the store which component of its current deployment
 // exports f.
 func (w *Worker) storeCallee(ctx context.Context, f core.FunctionFqn) (callee, error) {

@@ -143,3 +143,39 @@ func TestCalleeTypeComesFromTheDeployment(t *testing.T) {
 		})
 	}
 }
+
+// TestMismatchedComponentTypeIsRefused: an execution of a registered
+// workflow stored as an activity (the CLI's old default) is not run: it
+// finishes at once with an execution failure saying so. It used to run,
+// then be listed, cancelled and closed by its parent as an activity.
+func TestMismatchedComponentTypeIsRefused(t *testing.T) {
+	env := workertest.New(t, worker.Options{})
+	ran := 0
+	worker.Workflow(env.Worker, parentWFFFQN, func(wf *worker.Context, _ worker.Unit) (string, error) {
+		ran++
+		return "ran", nil
+	})
+	f, err := core.ParseFunctionFqn(parentWFFFQN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := core.NewExecutionId(uint64(env.Clock.Now().UnixMilli()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := env.Clock.Now()
+	if _, err := env.Store.Create(context.Background(), core.CreateRequest{CreatedAt: now, ExecutionID: id, FFQN: f,
+		Params: core.Params{}, ScheduledAt: now, ComponentID: core.ComponentId{ComponentType: core.ComponentTypeActivity, Name: "cli"},
+		Metadata: core.ExecutionMetadata{}}); err != nil {
+		t.Fatal(err)
+	}
+	env.Run()
+	rv := env.ReturnValue(id)
+	want := "component type mismatch: the execution was created as activity but " + parentWFFFQN + " is registered as workflow"
+	if rv.Kind != core.ReturnExecutionFailure || rv.Failure.Reason == nil || !strings.HasPrefix(*rv.Failure.Reason, want) {
+		t.Errorf("want an execution failure %q…, got %+v", want, rv)
+	}
+	if ran != 0 {
+		t.Errorf("the workflow ran %d times", ran)
+	}
+}

@@ -720,6 +720,7 @@ func (w *Worker) start(le core.LockedExecution) {
 		switch {
 		case f == nil:
 			w.release(le.ExecutionID, le.NextVersion, "function not registered")
+		case !w.checkType(le, f):
 		case f.kind == core.ComponentTypeWorkflow:
 			w.runs[1].Add(1)
 			w.runWorkflow(le, f, sl)
