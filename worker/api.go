@@ -89,13 +89,18 @@ func Call[R any](wf *Context, ffqn string, params any) (R, error) {
 	return Result[R](r)
 }
 
-func (wf *Context) call(ffqn string, params any) (Response, error) {
+func (wf *Context) call(ffqn string, params any) (_ Response, err error) {
 	target, ps, err := parseTarget(ffqn, params)
 	if err != nil {
 		return Response{}, err
 	}
+	what := "Call " + ffqn
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard(what, &err)
+	if err := wf.cancelledErr(what); err != nil {
+		return Response{}, err
+	}
 	c, err := wf.callee(target)
 	if err != nil {
 		return Response{}, err
@@ -234,16 +239,25 @@ func (wf *Context) SleepUntil(t time.Time) error {
 
 // Now returns the current time, persisted so that replays see the same
 // value: Obelisk's sleep(now), a delay that is already due (o:<n>-now)
-// answered in the same write.
+// answered in the same write. Once the execution is cancelled it returns
+// the worker's clock, unrecorded.
 func (wf *Context) Now() time.Time {
-	at, _ := wf.sleep(core.ScheduleAt{Kind: "now"}, "now")
+	at, err := wf.sleep(core.ScheduleAt{Kind: "now"}, "now")
+	if errors.Is(err, ErrCancelled) {
+		return timeOf(wf.w.clock.Now())
+	}
 	return timeOf(at)
 }
 
 // sleep records a one-off delay and awaits it; it returns the delay's expiry.
-func (wf *Context) sleep(at core.ScheduleAt, suffix string) (core.Timestamp, error) {
+func (wf *Context) sleep(at core.ScheduleAt, suffix string) (_ core.Timestamp, err error) {
+	what := "Sleep"
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard(what, &err)
+	if err := wf.cancelledErr(what); err != nil {
+		return core.Timestamp{}, err
+	}
 	if len(wf.children) > 0 {
 		wf.flush() // an already-due delay is answered in a write that cannot create children
 	}
@@ -321,6 +335,7 @@ func (wf *Context) Random(min, maxInclusive uint64) uint64 {
 	}
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard("Random", nil)
 	v := min
 	if span := maxInclusive - min; span == ^uint64(0) {
 		v = wf.rng.Uint64()
@@ -342,6 +357,7 @@ func (wf *Context) RandomString(minLen, maxLenExclusive int) string {
 	const charset = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard("RandomString", nil)
 	n := minLen + wf.rng.IntN(maxLenExclusive-minLen)
 	b := make([]byte, n)
 	for i := range b {
@@ -377,13 +393,18 @@ func In(d time.Duration) ScheduleAt { return core.ScheduleAt{Kind: "in", In: cor
 // Schedule creates a new top-level execution of ffqn (not a child: nobody
 // awaits it; its Created event names this workflow in scheduled_by) and
 // returns its id, derived from the workflow's persisted randomness.
-func (wf *Context) Schedule(ffqn string, params any, at ScheduleAt) (core.ExecutionId, error) {
+func (wf *Context) Schedule(ffqn string, params any, at ScheduleAt) (_ core.ExecutionId, err error) {
 	target, ps, err := parseTarget(ffqn, params)
 	if err != nil {
 		return core.ExecutionId{}, err
 	}
+	what := "Schedule " + ffqn
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard(what, &err)
+	if err := wf.cancelledErr(what); err != nil {
+		return core.ExecutionId{}, err
+	}
 	c, err := wf.callee(target)
 	if err != nil {
 		return core.ExecutionId{}, err
@@ -427,18 +448,24 @@ type JoinSet struct {
 func (wf *Context) NewJoinSet() *JoinSet {
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard("NewJoinSet", nil)
 	return &JoinSet{wf: wf, js: wf.createSet(wf.ids.NextGeneratedJoinSet())}
 }
 
 // NewJoinSetNamed creates the join set n:<name>; the name may contain
 // letters, digits, '-' and '/', and must be unique within the execution.
-func (wf *Context) NewJoinSetNamed(name string) (*JoinSet, error) {
+func (wf *Context) NewJoinSetNamed(name string) (_ *JoinSet, err error) {
 	id, err := core.NamedJoinSetId(name)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
+	what := "NewJoinSetNamed"
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard(what, &err)
+	if err := wf.cancelledErr(what); err != nil {
+		return nil, err
+	}
 	if s, ok := wf.sets[id]; ok && s.created {
 		return nil, fmt.Errorf("worker: join set %s already exists", id)
 	}
@@ -452,14 +479,19 @@ func (j *JoinSet) ID() core.JoinSetId { return j.js.id }
 // id (<workflow id>.<join set>_<k> for the k-th child of the set). The
 // child is created with the next write of the workflow (at the latest when
 // it awaits something).
-func (j *JoinSet) Submit(ffqn string, params any) (core.ExecutionId, error) {
+func (j *JoinSet) Submit(ffqn string, params any) (_ core.ExecutionId, err error) {
 	target, ps, err := parseTarget(ffqn, params)
 	if err != nil {
 		return core.ExecutionId{}, err
 	}
+	what := "Submit " + ffqn
 	wf := j.wf
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard(what, &err)
+	if err := wf.cancelledErr(what); err != nil {
+		return core.ExecutionId{}, err
+	}
 	if j.js.closed {
 		return core.ExecutionId{}, fmt.Errorf("worker: join set %s is closed", j.js.id)
 	}
@@ -474,10 +506,15 @@ func (j *JoinSet) Submit(ffqn string, params any) (core.ExecutionId, error) {
 
 // SubmitDelay adds a delay of d to the join set; its response arrives
 // (DelayID set) once the server's timers fire it.
-func (j *JoinSet) SubmitDelay(d time.Duration) (core.DelayId, error) {
+func (j *JoinSet) SubmitDelay(d time.Duration) (_ core.DelayId, err error) {
+	what := "SubmitDelay"
 	wf := j.wf
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard(what, &err)
+	if err := wf.cancelledErr(what); err != nil {
+		return core.DelayId{}, err
+	}
 	if j.js.closed {
 		return core.DelayId{}, fmt.Errorf("worker: join set %s is closed", j.js.id)
 	}
@@ -489,10 +526,15 @@ func (j *JoinSet) SubmitDelay(d time.Duration) (core.DelayId, error) {
 // Next waits for the next response of the join set (in arrival order). It
 // returns ErrAllProcessed, recording JoinNextTooMany, when every member was
 // already awaited.
-func (j *JoinSet) Next() (Response, error) {
+func (j *JoinSet) Next() (_ Response, err error) {
+	what := "Next"
 	wf := j.wf
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard(what, &err)
+	if err := wf.cancelledErr(what); err != nil {
+		return Response{}, err
+	}
 	js := j.js
 	if js.closed {
 		return Response{}, fmt.Errorf("worker: join set %s is closed", js.id)
@@ -517,6 +559,11 @@ func (j *JoinSet) Close() {
 	wf := j.wf
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard("Close", nil)
+	if wf.cancelled { // the store's cancellation driver closes it
+		j.js.closed = true
+		return
+	}
 	if !j.js.closed {
 		wf.closeSet(j.js)
 	}

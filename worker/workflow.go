@@ -63,6 +63,11 @@ type Context struct {
 	slot *slot
 	// fenced is set by the lease keeper when another writer took over.
 	fenced bool
+	// cancelled is set once the run learns that the execution's
+	// cancellation was requested: nothing is written any more (the
+	// store's cancellation driver finishes the execution), and the calls
+	// that would write return an error wrapping ErrCancelled.
+	cancelled bool
 	// poison re-raises a signal in every later call once one was raised,
 	// so a workflow that recovers it cannot carry on.
 	poison any
@@ -150,9 +155,14 @@ func (w *Worker) runWorkflow(le core.LockedExecution, f *function, sl *slot) {
 		wf.slot = sl
 		wf.resumeCh <- true
 	}
-	stop := w.keepLease(wf.extendLease, func(error) {
+	stop := w.keepLease(wf.extendLease, func(err error) {
+		cancelled := isFenced(err) && w.executionCancelled(id)
 		wf.l.mu.Lock()
-		wf.fenced = true
+		if cancelled {
+			wf.setCancelled()
+		} else {
+			wf.fenced = true
+		}
 		wf.l.mu.Unlock()
 	})
 	y := <-wf.yieldCh
@@ -264,7 +274,7 @@ func (wf *Context) abort() { wf.resumeCh <- false }
 func (wf *Context) extendLease() error {
 	wf.l.mu.Lock()
 	defer wf.l.mu.Unlock()
-	if !wf.active || wf.awaiting || wf.fenced || wf.poison != nil {
+	if !wf.active || wf.awaiting || wf.fenced || wf.cancelled || wf.poison != nil {
 		return nil
 	}
 	now := wf.w.clock.Now()
@@ -302,6 +312,9 @@ type (
 		shutdown bool // the worker stops: release the lock
 	}
 	failSig struct{ rv core.ReturnValue }
+	// cancelSig: a write found the execution cancelled; the SDK call
+	// that made it returns an error wrapping ErrCancelled (guard).
+	cancelSig struct{}
 )
 
 // outcome is how the workflow function ended.
@@ -314,12 +327,16 @@ type outcome struct {
 
 func (wf *Context) main() {
 	out := wf.runUser()
-	if out.abort == nil && out.fail == nil {
+	if out.abort == nil && out.fail == nil && !wf.isCancelled() {
 		out = wf.finishOutcome(out)
 	}
 	switch {
 	case out.abort != nil && out.abort.parked:
 		return
+	case wf.isCancelled():
+		// The store's cancellation driver cancels what is open and
+		// finishes the execution as cancelled.
+		wf.w.log.Info("workflow cancelled; the store finishes its cancellation", "execution_id", wf.id.String())
 	case out.abort != nil:
 		if out.abort.shutdown {
 			wf.w.release(wf.id, wf.l.next, reasonExecutorClose)
@@ -382,6 +399,8 @@ func (wf *Context) classify(p any) outcome {
 		return outcome{abort: &s}
 	case failSig:
 		return outcome{fail: &s.rv}
+	case cancelSig: // raised while closing join sets: nothing more is written
+		return outcome{}
 	}
 	reason := fmt.Sprintf("workflow panicked: %v", p)
 	stack := string(debug.Stack())
@@ -474,8 +493,12 @@ func (wf *Context) record(ev core.HistoryEvent, child *core.CreateRequest) {
 	wf.ids.Observe(ev)
 }
 
-// flush writes the buffered events.
+// flush writes the buffered events (drops them once the execution is
+// cancelled: nothing is written any more).
 func (wf *Context) flush() {
+	if wf.cancelled {
+		wf.buf, wf.children = wf.buf[:0], nil
+	}
 	if len(wf.buf) == 0 {
 		return
 	}
@@ -517,12 +540,71 @@ func (wf *Context) check(err error) {
 	}
 	switch {
 	case isFenced(err):
+		if wf.w.executionCancelled(wf.id) {
+			wf.setCancelled()
+			panic(cancelSig{})
+		}
 	case isRefused(err):
 		wf.refuse(err)
 	default:
 		wf.w.log.Warn("workflow write failed; giving the execution up", "execution_id", wf.id.String(), "err", err)
 	}
 	wf.raise(abortSig{})
+}
+
+// setCancelled enters the cancelled mode (see Context.cancelled): the
+// buffered events are dropped. mu is held.
+func (wf *Context) setCancelled() {
+	wf.cancelled = true
+	wf.buf, wf.children = wf.buf[:0], nil
+}
+
+// isCancelled reports whether the run knows the execution is cancelled.
+func (wf *Context) isCancelled() bool {
+	wf.l.mu.Lock()
+	defer wf.l.mu.Unlock()
+	return wf.cancelled
+}
+
+// cancelledErr returns, once the execution is cancelled, the error of an
+// SDK call that would have recorded what (nil otherwise). mu is held.
+func (wf *Context) cancelledErr(what string) error {
+	if !wf.cancelled {
+		return nil
+	}
+	return fmt.Errorf("worker: %s not done: %w (the store cancels what the workflow started and finishes it)", what, ErrCancelled)
+}
+
+// guard ends every SDK call: a cancellation found by one of its writes
+// (cancelSig) becomes the call's error (when it has one) instead of
+// unwinding the workflow. Deferred after enter, so mu is held.
+func (wf *Context) guard(what string, err *error) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if _, ok := p.(cancelSig); !ok {
+		panic(p)
+	}
+	if err != nil {
+		*err = wf.cancelledErr(what)
+	}
+}
+
+// executionCancelled reports whether the execution's cancellation was
+// requested (cancelling, or already finished as cancelled by the store's
+// driver): what a fenced write of a workflow means when it is not another
+// worker taking over.
+func (w *Worker) executionCancelled(id core.ExecutionId) bool {
+	ctx, cancel := w.ioContext()
+	defer cancel()
+	st, err := w.conn.GetPendingState(ctx, id)
+	if err != nil {
+		return false
+	}
+	ps := st.PendingState
+	return ps.Lifecycle == core.LifecycleCancelling ||
+		(ps.Finished != nil && ps.Finished.ResultKind.Failure == core.FailureCancelled)
 }
 
 // refuse records a write the store refused (a 4xx over HTTP: a validation
@@ -623,6 +705,11 @@ func (wf *Context) awaitNext(js *joinSetState, requested *core.FunctionFqn, clos
 	}
 	r := wf.resps[js.arrived[js.consumed]]
 	js.consumed++
+	if !closing && !wf.cancelled && cancelledResponse(r) && wf.w.executionCancelled(wf.id) {
+		// The store's cancellation driver cancelled this member: from now
+		// on the workflow's writing calls report the cancellation.
+		wf.setCancelled()
+	}
 	for i, m := range js.members {
 		if m.answers(r.Event.Event.Event) {
 			js.members = append(js.members[:i:i], js.members[i+1:]...)
@@ -630,6 +717,19 @@ func (wf *Context) awaitNext(js *joinSetState, requested *core.FunctionFqn, clos
 		}
 	}
 	return r
+}
+
+// cancelledResponse reports whether r tells of a member cancelled (a child
+// finished as cancelled, a delay cancelled): possibly by the store's
+// cancellation driver, cancelling this workflow.
+func cancelledResponse(r core.ResponseWithCursor) bool {
+	switch e := r.Event.Event.Event.(type) {
+	case *core.ChildExecutionFinished:
+		return e.Result.Failure != nil && e.Result.Failure.Kind == core.FailureCancelled
+	case *core.DelayFinished:
+		return !bool(e.Result)
+	}
+	return false
 }
 
 // subscribeLead is how long before a sleep's end a run waiting for it in
@@ -833,6 +933,9 @@ func (wf *Context) closeAll() {
 func (wf *Context) closeNewestOpen() bool {
 	wf.enter()
 	defer wf.leave()
+	if wf.cancelled {
+		return false // the store's cancellation driver closes them
+	}
 	for i := len(wf.order) - 1; i >= 0; i-- {
 		if s := wf.order[i]; !s.oneOff && !s.closed && len(s.members) > 0 {
 			wf.closeSet(s)
