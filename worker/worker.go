@@ -26,8 +26,12 @@ const (
 	DefaultPollWait           = 5 * time.Second
 	DefaultShutdownGrace      = 10 * time.Second
 	DefaultMaxCachedWorkflows = 10_000
-	DefaultMaxAwaiting        = 1024
-	DefaultCacheTTL           = 10 * time.Minute
+	// DefaultMaxCachedBytes bounds the memory of the workflows kept in
+	// memory (256 MiB: about 200,000 steps of workflows calling activities
+	// with small parameters and results).
+	DefaultMaxCachedBytes = 256 << 20
+	DefaultMaxAwaiting    = 1024
+	DefaultCacheTTL       = 10 * time.Minute
 	// DefaultMaxRetries and DefaultRetryBackoff are an activity's retry
 	// policy unless overridden with RetryPolicy (Obelisk's defaults).
 	DefaultMaxRetries   = 5
@@ -74,8 +78,16 @@ type Options struct {
 	// MaxCachedWorkflows bounds the workflows kept in memory between runs
 	// (suspended at a join, resumed without replay). Default DefaultMaxCachedWorkflows.
 	MaxCachedWorkflows int
-	// CacheTTL drops a kept workflow after this long (another worker may
-	// have taken its execution over). Default DefaultCacheTTL.
+	// MaxCachedBytes bounds the estimated memory of the workflows kept in
+	// memory: their history events and responses, about 300 bytes each
+	// plus their parameters, values and results. Beyond it (or beyond
+	// MaxCachedWorkflows) the least recently parked ones are dropped (they
+	// are safe in the store: a later lock replays them).
+	// Default DefaultMaxCachedBytes.
+	MaxCachedBytes int64
+	// CacheTTL drops a kept workflow once it was kept this long (another
+	// worker may have taken its execution over), by a timer on Clock (a
+	// TimerClock's timers, else the wall clock's). Default DefaultCacheTTL.
 	CacheTTL time.Duration
 	// AwaitWindow is how long, under Run, a workflow waiting for a response
 	// stays subscribed in memory, keeping the execution (its JoinNext
@@ -92,8 +104,9 @@ type Options struct {
 	// holds a response subscription: a long poll over HTTP); beyond it
 	// they give the execution up at once. Default DefaultMaxAwaiting.
 	MaxAwaiting int
-	// Clock tells the time of every event. Default: the wall clock.
-	// workertest injects a simulated one.
+	// Clock tells the time of every event and runs the worker's timers
+	// when it is a TimerClock (the cache's CacheTTL). Default: the wall
+	// clock. workertest injects a simulated one.
 	Clock core.Clock
 	// Entropy supplies the random bits of the executor, run and submitted
 	// execution ids; it need not be safe for concurrent use. Default crypto/rand.
@@ -180,6 +193,9 @@ func New(conn Conn, opts Options) *Worker {
 	if opts.MaxCachedWorkflows <= 0 {
 		opts.MaxCachedWorkflows = DefaultMaxCachedWorkflows
 	}
+	if opts.MaxCachedBytes <= 0 {
+		opts.MaxCachedBytes = DefaultMaxCachedBytes
+	}
 	if opts.CacheTTL <= 0 {
 		opts.CacheTTL = DefaultCacheTTL
 	}
@@ -206,7 +222,11 @@ func New(conn Conn, opts Options) *Worker {
 		panic(fmt.Sprintf("worker: executor id: %v", err))
 	}
 	w.executor = exr
-	w.cache = newRunCache(opts.MaxCachedWorkflows, opts.CacheTTL)
+	w.cache = newRunCache(opts.MaxCachedWorkflows, opts.MaxCachedBytes, opts.CacheTTL)
+	w.cache.now = func() time.Time { return w.clock.Now().Time }
+	if tc, ok := opts.Clock.(TimerClock); ok {
+		w.cache.afterFunc = tc.AfterFunc
+	}
 	w.writes = newCoalescer(conn, w.ioContext)
 	w.slots = newSlots(opts.Concurrency)
 	return w
@@ -227,6 +247,17 @@ func (l *lockedReader) Read(p []byte) (int, error) {
 type wallClock struct{}
 
 func (wallClock) Now() core.Timestamp { return core.TS(time.Now()) }
+
+// TimerClock is a Clock that also runs timers: when Options.Clock is one,
+// the worker's timers (the cache's CacheTTL) run on it, so a simulated
+// clock (workertest's) fires them when it is advanced. Otherwise they run
+// on the wall clock.
+type TimerClock interface {
+	core.Clock
+	// AfterFunc calls f once the clock reached d from now; stop cancels
+	// it and reports whether it did so before f was called.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
 
 // ExecutorID returns the executor id recorded in this worker's locks.
 func (w *Worker) ExecutorID() core.ExecutorId { return w.executor }
@@ -781,11 +812,13 @@ type Stats struct {
 	// after a wait counts again).
 	Activities int64 `json:"activities"`
 	Workflows  int64 `json:"workflows"`
-	// Cached is the number of suspended workflows kept in memory.
-	Cached int `json:"cached"`
+	// Cached is the number of suspended workflows kept in memory, and
+	// CachedBytes their estimated memory (see Options.MaxCachedBytes).
+	Cached      int   `json:"cached"`
+	CachedBytes int64 `json:"cached_bytes"`
 }
 
 // Stats returns the worker's counters.
 func (w *Worker) Stats() Stats {
-	return Stats{Activities: w.runs[0].Load(), Workflows: w.runs[1].Load(), Cached: w.cache.len()}
+	return Stats{Activities: w.runs[0].Load(), Workflows: w.runs[1].Load(), Cached: w.cache.len(), CachedBytes: w.cache.size()}
 }
