@@ -392,7 +392,13 @@ func In(d time.Duration) ScheduleAt { return core.ScheduleAt{Kind: "in", In: cor
 
 // Schedule creates a new top-level execution of ffqn (not a child: nobody
 // awaits it; its Created event names this workflow in scheduled_by) and
-// returns its id, derived from the workflow's persisted randomness.
+// returns its id. As in Obelisk, the id's random part is the next value of
+// the workflow's seeded random stream (the one Random draws from); its
+// time part is when this run schedules it (Obelisk takes the scheduling
+// execution's own id time, which gives every execution of a
+// self-rescheduling chain the first one's timestamp). The id is recorded
+// in the Schedule event: a replay draws the same random part and takes the
+// recorded id.
 func (wf *Context) Schedule(ffqn string, params any, at ScheduleAt) (_ core.ExecutionId, err error) {
 	target, ps, err := parseTarget(ffqn, params)
 	if err != nil {
@@ -413,18 +419,19 @@ func (wf *Context) Schedule(ffqn string, params any, at ScheduleAt) (_ core.Exec
 	for i := range entropy {
 		entropy[i] = byte(wf.rng.UintN(256))
 	}
-	id, err := core.NewExecutionId(wf.id.ULID().Time(), bytes.NewReader(entropy[:]))
+	now := wf.w.clock.Now()
+	id, err := core.NewExecutionId(uint64(now.UnixMilli()), bytes.NewReader(entropy[:]))
 	if err != nil {
 		return core.ExecutionId{}, fmt.Errorf("worker: schedule id: %w", err)
 	}
 	want := &core.Schedule{ExecutionID: id, ScheduleAt: at}
-	if wf.match(want, func(got core.HistoryEvent) bool {
+	if got := wf.match(want, func(got core.HistoryEvent) bool {
 		s, ok := got.(*core.Schedule)
-		return ok && s.ExecutionID == id && sameScheduleAt(s.ScheduleAt, at)
-	}) != nil {
-		return id, nil
+		return ok && s.ExecutionID.IsTopLevel() && bytes.Equal(s.ExecutionID.ULID().Entropy(), entropy[:]) &&
+			sameScheduleAt(s.ScheduleAt, at)
+	}); got != nil {
+		return got.(*core.Schedule).ExecutionID, nil
 	}
-	now := wf.w.clock.Now()
 	when, err := at.AsTimestamp(now)
 	if err != nil {
 		return core.ExecutionId{}, fmt.Errorf("worker: schedule %s: %w", ffqn, err)
