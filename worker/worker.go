@@ -115,6 +115,7 @@ type Options struct {
 	Logger *slog.Logger
 	// OnFinished, if set, is called once the Finished event of an execution
 	// this worker ran is stored (e.g. for metrics). It must not block.
+	// Decode turns result into the function's typed value or error.
 	OnFinished func(id core.ExecutionId, result core.ReturnValue)
 }
 

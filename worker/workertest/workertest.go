@@ -226,7 +226,7 @@ func (e *Env) ReturnValue(id core.ExecutionId) core.ReturnValue {
 // error (a *worker.ResultError); the test fails if it is not finished.
 func Result[R any](e *Env, id core.ExecutionId) (R, error) {
 	e.t.Helper()
-	return worker.Result[R](worker.Response{ChildID: id, Result: e.ReturnValue(id)})
+	return worker.Decode[R](id, e.ReturnValue(id))
 }
 
 // NewWorker returns another worker on the same store and clock, over conn
