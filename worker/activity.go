@@ -85,8 +85,16 @@ func (e *refusedError) Unwrap() error { return e.err }
 func (w *Worker) refuseActivity(le core.LockedExecution, l *lease, refused error) {
 	w.log.Error("the store refused an activity write; finishing the execution with an execution failure",
 		"execution_id", le.ExecutionID.String(), "err", refused)
+	if err := w.finishWithFailure(le, l, refusalReason(refused)); err != nil {
+		w.log.Error("cannot record the refused write on the execution", "execution_id", le.ExecutionID.String(), "err", err)
+	}
+}
+
+// finishWithFailure finishes a locked execution that is not run (or whose
+// outcome cannot be written) with an uncategorized execution failure
+// carrying reason, responding to its parent if it has one.
+func (w *Worker) finishWithFailure(le core.LockedExecution, l *lease, reason string) error {
 	now := w.clock.Now()
-	reason := refusalReason(refused)
 	rv := core.RetFailure(core.FailureUncategorized, &reason, nil)
 	ev := core.AppendRequest{CreatedAt: now, Event: &core.Finished{Retval: rv}}
 	err := w.retryWrite(l, func(ctx context.Context) error {
@@ -94,11 +102,10 @@ func (w *Worker) refuseActivity(le core.LockedExecution, l *lease, refused error
 		defer l.mu.Unlock()
 		return w.appendOutcome(ctx, le.ExecutionID, le.Parent, l.next, ev, now)
 	})
-	if err != nil {
-		w.log.Error("cannot record the refused write on the execution", "execution_id", le.ExecutionID.String(), "err", err)
-		return
+	if err == nil {
+		w.reportFinished(le.ExecutionID, rv)
 	}
-	w.reportFinished(le.ExecutionID, rv)
+	return err
 }
 
 // reportFinished reports a stored Finished to Options.OnFinished.

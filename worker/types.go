@@ -135,18 +135,10 @@ func (w *Worker) checkType(le core.LockedExecution, f *function) bool {
 		st.ComponentType, f.ffqn, f.kind, f.kind)
 	w.log.Error("refusing an execution of the wrong component type", "execution_id", le.ExecutionID.String(),
 		"stored", string(st.ComponentType), "registered", string(f.kind))
-	l := newLease(w, le)
-	now := w.clock.Now()
-	rv := core.RetFailure(core.FailureUncategorized, &reason, nil)
-	ev := core.AppendRequest{CreatedAt: now, Event: &core.Finished{Retval: rv}}
-	if err := w.retryWrite(l, func(ctx context.Context) error {
-		return w.appendOutcome(ctx, le.ExecutionID, le.Parent, l.next, ev, now)
-	}); err != nil {
+	if err := w.finishWithFailure(le, newLease(w, le), reason); err != nil {
 		w.log.Warn("cannot refuse the execution; releasing it", "execution_id", le.ExecutionID.String(), "err", err)
 		w.release(le.ExecutionID, le.NextVersion, reason)
-		return false
 	}
-	w.reportFinished(le.ExecutionID, rv)
 	return false
 }
 
