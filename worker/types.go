@@ -110,19 +110,20 @@ func (w *Worker) resolveCallee(ctx context.Context, f core.FunctionFqn) (callee,
 // lock: Created at version 0, Locked at 1.
 const firstLockNextVersion = 2
 
-// checkType refuses an execution of a registered workflow whose stored
-// component type is not workflow (e.g. one submitted as an activity, the
-// CLI's old default: listed and cancelled as an activity, and cancelled
-// when its parent's join set closes): it is finished at once with an
-// uncategorized execution failure saying so, logged at ERROR, instead of
-// running. The store keeps the type for good, so the check is made once,
-// at the execution's first lock (a mismatch never gets a second one); a
-// state the worker cannot read does not stop the run. It costs one read
-// per workflow execution (the lock does not carry the stored type);
-// activities are not checked, as that read would nearly double the
-// requests of an activity. It reports whether the run may go on.
+// checkType refuses a top-level execution of a registered workflow whose
+// stored component type is not workflow (e.g. one submitted as an
+// activity, the CLI's old default: listed and cancelled as an activity): it
+// is finished at once with an uncategorized execution failure saying so,
+// logged at ERROR, instead of running. The store keeps the type for good,
+// so the check is made once, at the execution's first lock (a mismatch
+// never gets a second one); a state the worker cannot read does not stop
+// the run. It costs one read per top-level workflow execution (the lock
+// does not carry the stored type). Children are not checked: their
+// creator took the type from the function's registration or deployment
+// (see resolveCallee); nor are activities, as that read would nearly
+// double an activity's requests. It reports whether the run may go on.
 func (w *Worker) checkType(le core.LockedExecution, f *function) bool {
-	if f.kind != core.ComponentTypeWorkflow || le.NextVersion != firstLockNextVersion {
+	if f.kind != core.ComponentTypeWorkflow || le.Parent != nil || le.NextVersion != firstLockNextVersion {
 		return true
 	}
 	ctx, cancel := w.ioContext()
