@@ -547,3 +547,31 @@ func (c *Client) Sweep(ctx context.Context, at core.Timestamp) (json.RawMessage,
 	_, err := c.post(ctx, http.MethodPost, "/v1/worker/sweep", httpapi.SweepBody{At: timePtr(at)}, idempotent, &out)
 	return out, err
 }
+
+// FunctionComponent returns the component of the store's current
+// deployment that exports ffqn (not as an extension function) and that
+// deployment: GET /v1/deployment-id, then GET /v1/components filtered by
+// ffqn. It is how a worker learns the component type of a function it
+// does not serve before creating an execution of it. core.ErrNotFound
+// when the store has no deployment or none of its components exports ffqn.
+func (c *Client) FunctionComponent(ctx context.Context, ffqn core.FunctionFqn) (core.ComponentId, core.DeploymentId, error) {
+	dep, err := c.GetCurrentDeploymentID(ctx)
+	if err != nil {
+		return core.ComponentId{}, core.DeploymentId{}, err
+	}
+	comps, err := c.ListComponents(ctx, ComponentQuery{DeploymentID: &dep, FFQN: &ffqn, Exports: true})
+	if err != nil {
+		return core.ComponentId{}, core.DeploymentId{}, err
+	}
+	for _, comp := range comps {
+		if comp.Exports == nil {
+			continue
+		}
+		for _, e := range *comp.Exports {
+			if e.FFQN == ffqn && e.Extension == nil {
+				return comp.ComponentID, dep, nil
+			}
+		}
+	}
+	return core.ComponentId{}, core.DeploymentId{}, fmt.Errorf("client: no component of %s exports %s: %w", dep, ffqn, core.ErrNotFound)
+}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -271,6 +272,24 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// StatusClientClosedRequest is the status recorded (in the access log, the
+// observer's metrics and spans) for a request whose client went away before
+// it was answered — nginx's 499 "client closed request": the client
+// cancelled it (a worker stopping during its lock long poll) or its
+// connection closed. The server did not fail, so it is not counted as a 5xx.
+const StatusClientClosedRequest = 499
+
+// recordedStatus is the status to record for r answered with status: 499
+// instead of a 5xx the handler wrote (or nothing) because r's context was
+// cancelled, i.e. its client went away. A deadline (a Lambda invocation's
+// end) stays a server error.
+func recordedStatus(r *http.Request, status int) int {
+	if (status == 0 || status >= 500) && errors.Is(r.Context().Err(), context.Canceled) {
+		return StatusClientClosedRequest
+	}
+	return status
+}
+
 // ServeHTTP runs the middleware chain: request id, observer, access log
 // and panic recovery, the health routes and the web console (package
 // console: /, /console, /console/…), both served without authorization,
@@ -291,7 +310,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if status == 0 {
 				status = http.StatusOK // net/http answers 200 for a handler that wrote nothing
 			}
-			s.obs.RequestDone(r.Context(), info.route, status, time.Since(start))
+			s.obs.RequestDone(r.Context(), info.route, recordedStatus(r, status), time.Since(start))
 		}
 	}()
 	defer func() {
@@ -306,7 +325,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.log.InfoContext(r.Context(), "http request", s.attrs(info,
 			slog.String(logKeyMethod, r.Method), slog.String(logKeyPath, r.URL.Path),
-			slog.String(logKeyRoute, info.route), slog.Int(logKeyStatus, sw.status),
+			slog.String(logKeyRoute, info.route), slog.Int(logKeyStatus, recordedStatus(r, sw.status)),
 			slog.Int64(logKeyDuration, time.Since(start).Milliseconds()))...)
 	}()
 

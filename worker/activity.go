@@ -15,6 +15,9 @@ import (
 const (
 	reasonActivityError = "activity finished with error"
 	reasonExecutorClose = "executor closing"
+	// reasonAwaitWindow is Stela's: a workflow stopped waiting for a
+	// response in memory (Options.AwaitWindow) and gave its execution back.
+	reasonAwaitWindow = "await window ended"
 )
 
 // runActivity runs one locked activity execution and appends its outcome.
@@ -22,11 +25,21 @@ func (w *Worker) runActivity(le core.LockedExecution, f *function) {
 	l := newLease(w, le)
 	ctx, cancel := w.runContext()
 	defer cancel(nil)
-	stop := w.keepLease(l.extendActivity, func(error) { cancel(w.lostCause(le.ExecutionID)) })
+	stop := w.keepLease(l.extendActivity, func(err error) {
+		if isRefused(err) {
+			cancel(&refusedError{err: err})
+			return
+		}
+		cancel(w.lostCause(le.ExecutionID))
+	})
 	rv, err, pv := callActivity(ctx, f, le.Params)
 	stop()
 	cause := context.Cause(ctx)
+	var refused *refusedError
 	switch {
+	case errors.As(cause, &refused):
+		w.refuseActivity(le, l, refused.err)
+		return
 	case errors.Is(cause, ErrCancelled):
 		w.finishCancelled(le)
 		return
@@ -44,6 +57,10 @@ func (w *Worker) runActivity(le core.LockedExecution, f *function) {
 		defer l.mu.Unlock()
 		return w.appendOutcome(ctx, le.ExecutionID, le.Parent, l.next, ev, now)
 	})
+	if isRefused(werr) {
+		w.refuseActivity(le, l, werr)
+		return
+	}
 	if werr != nil {
 		w.log.Warn("activity outcome not recorded", "execution_id", le.ExecutionID.String(), "err", werr)
 		return
@@ -52,6 +69,43 @@ func (w *Worker) runActivity(le core.LockedExecution, f *function) {
 	if fin, ok := ev.Event.(*core.Finished); ok {
 		w.reportFinished(le.ExecutionID, fin.Retval)
 	}
+}
+
+// refusedError is the cause of an activity run's cancellation when the
+// store refused its lease extension.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return "worker: write refused: " + e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
+
+// refuseActivity records a write of an activity run that the store refused
+// (its outcome or its lease extension): it is logged at ERROR and the
+// execution finished with an uncategorized execution failure naming the
+// refusal, never retried (the same write would be refused again).
+func (w *Worker) refuseActivity(le core.LockedExecution, l *lease, refused error) {
+	w.log.Error("the store refused an activity write; finishing the execution with an execution failure",
+		"execution_id", le.ExecutionID.String(), "err", refused)
+	if err := w.finishWithFailure(le, l, refusalReason(refused)); err != nil {
+		w.log.Error("cannot record the refused write on the execution", "execution_id", le.ExecutionID.String(), "err", err)
+	}
+}
+
+// finishWithFailure finishes a locked execution that is not run (or whose
+// outcome cannot be written) with an uncategorized execution failure
+// carrying reason, responding to its parent if it has one.
+func (w *Worker) finishWithFailure(le core.LockedExecution, l *lease, reason string) error {
+	now := w.clock.Now()
+	rv := core.RetFailure(core.FailureUncategorized, &reason, nil)
+	ev := core.AppendRequest{CreatedAt: now, Event: &core.Finished{Retval: rv}}
+	err := w.retryWrite(l, func(ctx context.Context) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return w.appendOutcome(ctx, le.ExecutionID, le.Parent, l.next, ev, now)
+	})
+	if err == nil {
+		w.reportFinished(le.ExecutionID, rv)
+	}
+	return err
 }
 
 // reportFinished reports a stored Finished to Options.OnFinished.

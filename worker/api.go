@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -76,7 +77,9 @@ func Result[R any](r Response) (R, error) {
 // Call runs ffqn as a child execution and waits for its result (Obelisk's
 // direct call): a one-off join set o:<n>-<function> is created, the child
 // <id>.o:<n>-<function>_1 submitted with params (see Args) and awaited. A
-// child that returned its error or failed yields a *ResultError.
+// child that returned its error or failed yields a *ResultError; a function
+// whose component type is unknown (see Worker.Declare) an error wrapping
+// ErrUnknownFunction, before anything is recorded.
 func Call[R any](wf *Context, ffqn string, params any) (R, error) {
 	r, err := wf.call(ffqn, params)
 	if err != nil {
@@ -86,17 +89,51 @@ func Call[R any](wf *Context, ffqn string, params any) (R, error) {
 	return Result[R](r)
 }
 
-func (wf *Context) call(ffqn string, params any) (Response, error) {
+func (wf *Context) call(ffqn string, params any) (_ Response, err error) {
 	target, ps, err := parseTarget(ffqn, params)
 	if err != nil {
 		return Response{}, err
 	}
+	what := "Call " + ffqn
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard(what, &err)
+	if err := wf.cancelledErr(what); err != nil {
+		return Response{}, err
+	}
+	c, err := wf.callee(target)
+	if err != nil {
+		return Response{}, err
+	}
 	wf.room(4)
 	js := wf.newOneOff(target.FunctionName)
-	wf.submitChild(js, wf.ids.NextChild(wf.id, js.id), target, ps)
+	wf.submitChild(js, wf.ids.NextChild(wf.id, js.id), target, ps, c)
 	return responseOf(wf.awaitNext(js, &target, false, core.Timestamp{})), nil
+}
+
+// callee returns the component of target for an execution this run is
+// about to create (Worker.resolveCallee), before anything is recorded so
+// that an unknown function leaves no trace a replay could diverge from.
+// When replaying, the execution exists already: what the worker knows of
+// target, possibly nothing (the stored execution tells its type when it
+// matters, see cancelMembers). A store that stays unreachable ends the run
+// (check). mu is held.
+func (wf *Context) callee(target core.FunctionFqn) (callee, error) {
+	if wf.replaying() {
+		c, _ := wf.w.knownCallee(target)
+		return c, nil
+	}
+	var c callee
+	err := wf.w.retryWrite(wf.l, func(ctx context.Context) error {
+		var err error
+		c, err = wf.w.resolveCallee(ctx, target)
+		return err
+	})
+	if errors.Is(err, ErrUnknownFunction) {
+		return callee{}, err
+	}
+	wf.check(err)
+	return c, nil
 }
 
 // parseTarget validates a call's function name and encodes its params.
@@ -146,8 +183,9 @@ func (wf *Context) createSet(id core.JoinSetId) *joinSetState {
 	return js
 }
 
-// submitChild records the request of child in js and its creation. mu is held.
-func (wf *Context) submitChild(js *joinSetState, child core.ExecutionId, target core.FunctionFqn, params core.Params) {
+// submitChild records the request of child in js and its creation as an
+// execution of c. mu is held.
+func (wf *Context) submitChild(js *joinSetState, child core.ExecutionId, target core.FunctionFqn, params core.Params, c callee) {
 	req := &core.ChildExecutionRequest{ChildExecutionID: core.ExecutionIdDerived{ExecutionId: child}, TargetFFQN: target, Params: params}
 	want := &core.JoinSetRequestEvent{JoinSetID: js.id, Request: req}
 	if wf.match(want, func(got core.HistoryEvent) bool {
@@ -159,14 +197,12 @@ func (wf *Context) submitChild(js *joinSetState, child core.ExecutionId, target 
 		return ok && c.ChildExecutionID.ExecutionId == child && c.TargetFFQN == target && sameParams(c.Params, params)
 	}) == nil {
 		now := wf.w.clock.Now()
-		kind := wf.w.componentType(target)
 		wf.record(want, &core.CreateRequest{CreatedAt: now, ExecutionID: child, FFQN: target, Params: params,
 			Parent: &core.Parent{ExecutionID: wf.id, JoinSetID: js.id}, ScheduledAt: now,
-			ComponentID: core.ComponentId{ComponentType: kind, Name: wf.w.opts.Name}, DeploymentID: wf.w.opts.DeploymentID,
-			Metadata: maps.Clone(wf.trace)})
+			ComponentID: c.component, DeploymentID: c.deployment, Metadata: maps.Clone(wf.trace)})
 	}
 	js.submitted++
-	js.members = append(js.members, member{child: child, kind: wf.w.componentType(target), ffqn: target})
+	js.members = append(js.members, member{child: child, kind: c.component.ComponentType, ffqn: target})
 }
 
 // sameParams compares params as JSON values (the store keeps them verbatim).
@@ -203,16 +239,25 @@ func (wf *Context) SleepUntil(t time.Time) error {
 
 // Now returns the current time, persisted so that replays see the same
 // value: Obelisk's sleep(now), a delay that is already due (o:<n>-now)
-// answered in the same write.
+// answered in the same write. Once the execution is cancelled it returns
+// the worker's clock, unrecorded.
 func (wf *Context) Now() time.Time {
-	at, _ := wf.sleep(core.ScheduleAt{Kind: "now"}, "now")
+	at, err := wf.sleep(core.ScheduleAt{Kind: "now"}, "now")
+	if errors.Is(err, ErrCancelled) {
+		return timeOf(wf.w.clock.Now())
+	}
 	return timeOf(at)
 }
 
 // sleep records a one-off delay and awaits it; it returns the delay's expiry.
-func (wf *Context) sleep(at core.ScheduleAt, suffix string) (core.Timestamp, error) {
+func (wf *Context) sleep(at core.ScheduleAt, suffix string) (_ core.Timestamp, err error) {
+	what := "Sleep"
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard(what, &err)
+	if err := wf.cancelledErr(what); err != nil {
+		return core.Timestamp{}, err
+	}
 	if len(wf.children) > 0 {
 		wf.flush() // an already-due delay is answered in a write that cannot create children
 	}
@@ -290,6 +335,7 @@ func (wf *Context) Random(min, maxInclusive uint64) uint64 {
 	}
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard("Random", nil)
 	v := min
 	if span := maxInclusive - min; span == ^uint64(0) {
 		v = wf.rng.Uint64()
@@ -311,6 +357,7 @@ func (wf *Context) RandomString(minLen, maxLenExclusive int) string {
 	const charset = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard("RandomString", nil)
 	n := minLen + wf.rng.IntN(maxLenExclusive-minLen)
 	b := make([]byte, n)
 	for i := range b {
@@ -345,38 +392,53 @@ func In(d time.Duration) ScheduleAt { return core.ScheduleAt{Kind: "in", In: cor
 
 // Schedule creates a new top-level execution of ffqn (not a child: nobody
 // awaits it; its Created event names this workflow in scheduled_by) and
-// returns its id, derived from the workflow's persisted randomness.
-func (wf *Context) Schedule(ffqn string, params any, at ScheduleAt) (core.ExecutionId, error) {
+// returns its id. As in Obelisk, the id's random part is the next value of
+// the workflow's seeded random stream (the one Random draws from); its
+// time part is when this run schedules it (Obelisk takes the scheduling
+// execution's own id time, which gives every execution of a
+// self-rescheduling chain the first one's timestamp). The id is recorded
+// in the Schedule event: a replay draws the same random part and takes the
+// recorded id.
+func (wf *Context) Schedule(ffqn string, params any, at ScheduleAt) (_ core.ExecutionId, err error) {
 	target, ps, err := parseTarget(ffqn, params)
 	if err != nil {
 		return core.ExecutionId{}, err
 	}
+	what := "Schedule " + ffqn
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard(what, &err)
+	if err := wf.cancelledErr(what); err != nil {
+		return core.ExecutionId{}, err
+	}
+	c, err := wf.callee(target)
+	if err != nil {
+		return core.ExecutionId{}, err
+	}
 	var entropy [10]byte
 	for i := range entropy {
 		entropy[i] = byte(wf.rng.UintN(256))
 	}
-	id, err := core.NewExecutionId(wf.id.ULID().Time(), bytes.NewReader(entropy[:]))
+	now := wf.w.clock.Now()
+	id, err := core.NewExecutionId(uint64(now.UnixMilli()), bytes.NewReader(entropy[:]))
 	if err != nil {
 		return core.ExecutionId{}, fmt.Errorf("worker: schedule id: %w", err)
 	}
 	want := &core.Schedule{ExecutionID: id, ScheduleAt: at}
-	if wf.match(want, func(got core.HistoryEvent) bool {
+	if got := wf.match(want, func(got core.HistoryEvent) bool {
 		s, ok := got.(*core.Schedule)
-		return ok && s.ExecutionID == id && sameScheduleAt(s.ScheduleAt, at)
-	}) != nil {
-		return id, nil
+		return ok && s.ExecutionID.IsTopLevel() && bytes.Equal(s.ExecutionID.ULID().Entropy(), entropy[:]) &&
+			sameScheduleAt(s.ScheduleAt, at)
+	}); got != nil {
+		return got.(*core.Schedule).ExecutionID, nil
 	}
-	now := wf.w.clock.Now()
 	when, err := at.AsTimestamp(now)
 	if err != nil {
 		return core.ExecutionId{}, fmt.Errorf("worker: schedule %s: %w", ffqn, err)
 	}
 	scheduler := wf.id
 	wf.record(want, &core.CreateRequest{CreatedAt: now, ExecutionID: id, FFQN: target, Params: ps, ScheduledAt: when,
-		ComponentID:  core.ComponentId{ComponentType: wf.w.componentType(target), Name: wf.w.opts.Name},
-		DeploymentID: wf.w.opts.DeploymentID, Metadata: maps.Clone(wf.trace), ScheduledBy: &scheduler})
+		ComponentID: c.component, DeploymentID: c.deployment, Metadata: maps.Clone(wf.trace), ScheduledBy: &scheduler})
 	return id, nil
 }
 
@@ -393,18 +455,24 @@ type JoinSet struct {
 func (wf *Context) NewJoinSet() *JoinSet {
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard("NewJoinSet", nil)
 	return &JoinSet{wf: wf, js: wf.createSet(wf.ids.NextGeneratedJoinSet())}
 }
 
 // NewJoinSetNamed creates the join set n:<name>; the name may contain
 // letters, digits, '-' and '/', and must be unique within the execution.
-func (wf *Context) NewJoinSetNamed(name string) (*JoinSet, error) {
+func (wf *Context) NewJoinSetNamed(name string) (_ *JoinSet, err error) {
 	id, err := core.NamedJoinSetId(name)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
+	what := "NewJoinSetNamed"
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard(what, &err)
+	if err := wf.cancelledErr(what); err != nil {
+		return nil, err
+	}
 	if s, ok := wf.sets[id]; ok && s.created {
 		return nil, fmt.Errorf("worker: join set %s already exists", id)
 	}
@@ -418,28 +486,42 @@ func (j *JoinSet) ID() core.JoinSetId { return j.js.id }
 // id (<workflow id>.<join set>_<k> for the k-th child of the set). The
 // child is created with the next write of the workflow (at the latest when
 // it awaits something).
-func (j *JoinSet) Submit(ffqn string, params any) (core.ExecutionId, error) {
+func (j *JoinSet) Submit(ffqn string, params any) (_ core.ExecutionId, err error) {
 	target, ps, err := parseTarget(ffqn, params)
 	if err != nil {
 		return core.ExecutionId{}, err
 	}
+	what := "Submit " + ffqn
 	wf := j.wf
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard(what, &err)
+	if err := wf.cancelledErr(what); err != nil {
+		return core.ExecutionId{}, err
+	}
 	if j.js.closed {
 		return core.ExecutionId{}, fmt.Errorf("worker: join set %s is closed", j.js.id)
 	}
+	c, err := wf.callee(target)
+	if err != nil {
+		return core.ExecutionId{}, err
+	}
 	child := wf.ids.NextChild(wf.id, j.js.id)
-	wf.submitChild(j.js, child, target, ps)
+	wf.submitChild(j.js, child, target, ps, c)
 	return child, nil
 }
 
 // SubmitDelay adds a delay of d to the join set; its response arrives
 // (DelayID set) once the server's timers fire it.
-func (j *JoinSet) SubmitDelay(d time.Duration) (core.DelayId, error) {
+func (j *JoinSet) SubmitDelay(d time.Duration) (_ core.DelayId, err error) {
+	what := "SubmitDelay"
 	wf := j.wf
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard(what, &err)
+	if err := wf.cancelledErr(what); err != nil {
+		return core.DelayId{}, err
+	}
 	if j.js.closed {
 		return core.DelayId{}, fmt.Errorf("worker: join set %s is closed", j.js.id)
 	}
@@ -451,10 +533,15 @@ func (j *JoinSet) SubmitDelay(d time.Duration) (core.DelayId, error) {
 // Next waits for the next response of the join set (in arrival order). It
 // returns ErrAllProcessed, recording JoinNextTooMany, when every member was
 // already awaited.
-func (j *JoinSet) Next() (Response, error) {
+func (j *JoinSet) Next() (_ Response, err error) {
+	what := "Next"
 	wf := j.wf
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard(what, &err)
+	if err := wf.cancelledErr(what); err != nil {
+		return Response{}, err
+	}
 	js := j.js
 	if js.closed {
 		return Response{}, fmt.Errorf("worker: join set %s is closed", js.id)
@@ -479,6 +566,11 @@ func (j *JoinSet) Close() {
 	wf := j.wf
 	wf.enter()
 	defer wf.leave()
+	defer wf.guard("Close", nil)
+	if wf.cancelled { // the store's cancellation driver closes it
+		j.js.closed = true
+		return
+	}
 	if !j.js.closed {
 		wf.closeSet(j.js)
 	}

@@ -111,7 +111,16 @@ const lockWaitSlice = 250 * time.Millisecond
 // pending it long-polls for up to wait (the request's times are refreshed
 // from clock on every attempt, so a lock taken late still gets its full
 // lease).
-func lockPending(ctx context.Context, conn Conn, clock core.Clock, req func(now core.Timestamp) core.LockRequest, ffqns []core.FunctionFqn, wait time.Duration) ([]core.LockedExecution, error) {
+//
+// A lock the store granted must be run or released, never dropped: the
+// lock calls therefore run under a context of their own, bounded by the
+// lease they ask for (wait + lease), not under stop. stop only ends the
+// waits between calls: in-process the worker stops waiting at once; over
+// HTTP the long poll is one request (the server waits and locks), so it is
+// let return, and the caller releases what it locked if it is stopping.
+func lockPending(stop context.Context, conn Conn, clock core.Clock, req func(now core.Timestamp) core.LockRequest, ffqns []core.FunctionFqn, wait, lease time.Duration) ([]core.LockedExecution, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait+lease)
+	defer cancel()
 	if lp, ok := conn.(longPoller); ok && wait > 0 {
 		// The server stamps the lock and selects what is due when it locks
 		// (zero times); the lease covers the wait.
@@ -127,24 +136,24 @@ func lockPending(ctx context.Context, conn Conn, clock core.Clock, req func(now 
 			return locked, err
 		}
 		remaining := wait - time.Since(start)
-		if remaining <= 0 {
+		if remaining <= 0 || stop.Err() != nil {
 			return locked, nil
 		}
 		w, ok := conn.(pendingWaiter)
 		if !ok {
 			// A transport without a wait: poll.
 			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
+			case <-stop.Done():
+				return nil, nil
 			case <-time.After(min(remaining, lockWaitSlice)):
 			}
 			continue
 		}
-		wctx, cancel := context.WithTimeout(ctx, min(remaining, lockWaitSlice))
+		wctx, cancel := context.WithTimeout(stop, min(remaining, lockWaitSlice))
 		w.WaitForPendingByFFQN(wctx, clock.Now(), ffqns, nil)
 		cancel()
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		if stop.Err() != nil {
+			return nil, nil
 		}
 	}
 }

@@ -71,11 +71,21 @@
 // cmd/stela-vet, package analysis/determinism) reports these constructs in
 // workflow code before it runs.
 //
+// The component type of an execution a worker creates (a child, a
+// scheduled or submitted execution) is the registered function's, else the
+// declared one (Worker.Declare), else the one of the store's current
+// deployment; an unknown function is an error (ErrUnknownFunction), never a
+// guess. Once a running workflow learns that its execution is cancelled,
+// the calls that would record something return an error wrapping
+// ErrCancelled and nothing more is written: the store's cancellation driver
+// finishes the execution.
+//
 // # Running
 //
 // Run long-polls for work until its context is done and then shuts down
-// gracefully. RunUntilIdle processes what is pending and returns: the unit
-// of a serverless invocation (see functions/worker) and of tests
+// gracefully: a lock the store granted is always run or released (Unlocked),
+// never left to expire. RunUntilIdle processes what is pending and returns:
+// the unit of a serverless invocation (see functions/worker) and of tests
 // (package workertest runs workflows against an in-memory store with a
 // simulated clock, without a server and without sleeping).
 package worker

@@ -95,6 +95,14 @@ func (e *NondeterminismError) Error() string { return "nondeterminism detected: 
 // frame; it never reaches the store.
 type abortSignal struct{ reason string }
 
+// isRefused reports whether err is the store refusing a write for what it
+// carries (HTTP 400, 413, 422 on the body; a conflict that is not a
+// fencing one): no retry can make it succeed. Credentials (401, 403) and
+// overload (429, 5xx) are not refusals.
+func isRefused(err error) bool {
+	return err != nil && !isFenced(err) && (errors.Is(err, core.ErrValidation) || errors.Is(err, core.ErrConflict))
+}
+
 func isFenced(err error) bool {
 	return errors.Is(err, core.ErrVersionConflict) || errors.Is(err, core.ErrAlreadyFinished) ||
 		errors.Is(err, core.ErrNotFound) || errors.Is(err, core.ErrIllegalState)

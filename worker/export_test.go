@@ -17,3 +17,11 @@ func (w *Worker) Pausing() int {
 	defer w.cache.mu.Unlock()
 	return len(w.cache.pausing)
 }
+
+// OnParked sets a hook called once a workflow run was parked in this
+// worker's cache (set before running).
+func (w *Worker) OnParked(f func(id core.ExecutionId)) { w.cache.onPut = f }
+
+// OnAwaiting sets a hook called when a workflow run starts waiting for a
+// response in memory (set before running).
+func (w *Worker) OnAwaiting(f func(id core.ExecutionId)) { w.onAwait = f }

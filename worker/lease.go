@@ -49,7 +49,8 @@ func (l *lease) extension(now core.Timestamp) core.AppendRequest {
 }
 
 // keep calls extend whenever the lease is due, until stop is called. A
-// failing extension is reported to onLost (once) and ends the keeper.
+// failing extension (fenced, or refused by the store) is reported to
+// onLost (once) and ends the keeper.
 func (w *Worker) keepLease(extend func() error, onLost func(error)) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -84,7 +85,7 @@ func (l *lease) extendActivity() error {
 	defer cancel()
 	next, err := l.w.conn.Append(ctx, l.id, l.next, req)
 	if err != nil {
-		if isFenced(err) {
+		if isFenced(err) || isRefused(err) {
 			return err
 		}
 		l.w.log.Debug("lease extension failed, will retry", "execution_id", l.id.String(), "err", err)
@@ -111,14 +112,15 @@ func (w *Worker) lostCause(id core.ExecutionId) error {
 func (l *lease) expired(now core.Timestamp) bool { return !now.Before(l.locked.LockExpiresAt) }
 
 // retryWrite retries a transient write failure with backoff while the lease
-// lasts; permanent (fencing) errors are returned at once.
+// lasts; permanent errors (fencing, refusals, an unknown function) are
+// returned at once.
 func (w *Worker) retryWrite(l *lease, write func(ctx context.Context) error) error {
 	backoff := 20 * time.Millisecond
 	for {
 		ctx, cancel := w.ioContext()
 		err := write(ctx)
 		cancel()
-		if err == nil || isFenced(err) || core.IsNonRetriable(err) {
+		if err == nil || isFenced(err) || core.IsNonRetriable(err) || errors.Is(err, ErrUnknownFunction) {
 			return err
 		}
 		if l != nil && l.expired(w.clock.Now()) {

@@ -290,6 +290,7 @@ func TestFanOutRespectsTheAppendLimit(t *testing.T) {
 // cancelled (activities, delays) and awaited with closing JoinNexts.
 func TestJoinSetClosedOnReturnCancelsMembers(t *testing.T) {
 	env := workertest.New(t, worker.Options{})
+	env.Worker.Declare("demo:test/never.served", core.ComponentTypeActivity)
 	worker.Workflow(env.Worker, "demo:test/workflow.leave", func(wf *worker.Context, _ worker.Unit) (string, error) {
 		js := wf.NewJoinSet()
 		if _, err := js.Submit("demo:test/never.served", nil); err != nil {
@@ -330,6 +331,7 @@ func TestJoinSetClosedOnReturnCancelsMembers(t *testing.T) {
 func TestWorkflowCancellation(t *testing.T) {
 	env := workertest.New(t, worker.Options{})
 	const ffqn = "demo:test/workflow.nap-cancellable"
+	env.Worker.Declare("demo:test/never.served", core.ComponentTypeActivity)
 	runs := 0
 	worker.Workflow(env.Worker, ffqn, func(wf *worker.Context, _ worker.Unit) (worker.Unit, error) {
 		runs++

@@ -182,6 +182,8 @@ func TestCachedRunBehindTheHistoryReplays(t *testing.T) {
 	b := env.NewWorker(nil, worker.Options{})
 	worker.Workflow(b, stepsFFQN, counted)
 	worker.Activity(b, firstFFQN, func(context.Context, worker.Unit) (string, error) { return "one", nil })
+	a.Declare(firstFFQN, core.ComponentTypeActivity) // each serves one of the workflow's activities
+	b.Declare(secondFFQN, core.ComponentTypeActivity)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -78,6 +78,7 @@ func runSink(t *testing.T, replay bool) (*workertest.Env, core.ExecutionId) {
 	env := workertest.New(t, worker.Options{Entropy: newEntropy(1)})
 	worker.Activity(env.Worker, greetFFQN, greet)
 	worker.Workflow(env.Worker, sinkFFQN, sink)
+	env.Worker.Declare("demo:test/never.served", core.ComponentTypeActivity)
 	id := env.Submit(sinkFFQN, 5)
 	step := func(d time.Duration) {
 		if replay {

@@ -26,8 +26,12 @@ const (
 	DefaultPollWait           = 5 * time.Second
 	DefaultShutdownGrace      = 10 * time.Second
 	DefaultMaxCachedWorkflows = 10_000
-	DefaultMaxAwaiting        = 1024
-	DefaultCacheTTL           = 10 * time.Minute
+	// DefaultMaxCachedBytes bounds the memory of the workflows kept in
+	// memory (256 MiB: about 200,000 steps of workflows calling activities
+	// with small parameters and results).
+	DefaultMaxCachedBytes = 256 << 20
+	DefaultMaxAwaiting    = 1024
+	DefaultCacheTTL       = 10 * time.Minute
 	// DefaultMaxRetries and DefaultRetryBackoff are an activity's retry
 	// policy unless overridden with RetryPolicy (Obelisk's defaults).
 	DefaultMaxRetries   = 5
@@ -74,8 +78,16 @@ type Options struct {
 	// MaxCachedWorkflows bounds the workflows kept in memory between runs
 	// (suspended at a join, resumed without replay). Default DefaultMaxCachedWorkflows.
 	MaxCachedWorkflows int
-	// CacheTTL drops a kept workflow after this long (another worker may
-	// have taken its execution over). Default DefaultCacheTTL.
+	// MaxCachedBytes bounds the estimated memory of the workflows kept in
+	// memory: their history events and responses, about 300 bytes each
+	// plus their parameters, values and results. Beyond it (or beyond
+	// MaxCachedWorkflows) the least recently parked ones are dropped (they
+	// are safe in the store: a later lock replays them).
+	// Default DefaultMaxCachedBytes.
+	MaxCachedBytes int64
+	// CacheTTL drops a kept workflow once it was kept this long (another
+	// worker may have taken its execution over), by a timer on Clock (a
+	// TimerClock's timers, else the wall clock's). Default DefaultCacheTTL.
 	CacheTTL time.Duration
 	// AwaitWindow is how long, under Run, a workflow waiting for a response
 	// stays subscribed in memory, keeping the execution (its JoinNext
@@ -92,8 +104,9 @@ type Options struct {
 	// holds a response subscription: a long poll over HTTP); beyond it
 	// they give the execution up at once. Default DefaultMaxAwaiting.
 	MaxAwaiting int
-	// Clock tells the time of every event. Default: the wall clock.
-	// workertest injects a simulated one.
+	// Clock tells the time of every event and runs the worker's timers
+	// when it is a TimerClock (the cache's CacheTTL). Default: the wall
+	// clock. workertest injects a simulated one.
 	Clock core.Clock
 	// Entropy supplies the random bits of the executor, run and submitted
 	// execution ids; it need not be safe for concurrent use. Default crypto/rand.
@@ -102,6 +115,7 @@ type Options struct {
 	Logger *slog.Logger
 	// OnFinished, if set, is called once the Finished event of an execution
 	// this worker ran is stored (e.g. for metrics). It must not block.
+	// Decode turns result into the function's typed value or error.
 	OnFinished func(id core.ExecutionId, result core.ReturnValue)
 }
 
@@ -122,6 +136,7 @@ type Worker struct {
 	entropy  io.Reader
 
 	cache    *runCache
+	types    storeTypes // what the store said about functions served elsewhere
 	writes   *coalescer // nil: writes go straight to conn
 	slots    slots
 	inflight atomic.Int64
@@ -131,12 +146,18 @@ type Worker struct {
 	awaiting atomic.Int64
 	wg       sync.WaitGroup
 	finished chan struct{} // signalled (non-blocking) whenever a run ends
+	// onAwait, if set (tests), is called when a run starts waiting in memory.
+	onAwait func(core.ExecutionId)
 
-	// lifecycle guards running; hardStop is cancelled when a run loop's
+	// lifecycle guards running; stopping is cancelled when a run loop's
+	// context is done (no new lock is requested, workflows waiting in
+	// memory give their execution back at once); hardStop when its
 	// shutdown grace ends: it cancels running activities and unwinds
 	// running workflows.
 	lifecycle sync.Mutex
 	running   bool
+	stopping  context.Context
+	stopRun   context.CancelFunc
 	hardStop  context.Context
 	cancelRun context.CancelFunc
 }
@@ -173,6 +194,9 @@ func New(conn Conn, opts Options) *Worker {
 	if opts.MaxCachedWorkflows <= 0 {
 		opts.MaxCachedWorkflows = DefaultMaxCachedWorkflows
 	}
+	if opts.MaxCachedBytes <= 0 {
+		opts.MaxCachedBytes = DefaultMaxCachedBytes
+	}
 	if opts.CacheTTL <= 0 {
 		opts.CacheTTL = DefaultCacheTTL
 	}
@@ -199,7 +223,11 @@ func New(conn Conn, opts Options) *Worker {
 		panic(fmt.Sprintf("worker: executor id: %v", err))
 	}
 	w.executor = exr
-	w.cache = newRunCache(opts.MaxCachedWorkflows, opts.CacheTTL)
+	w.cache = newRunCache(opts.MaxCachedWorkflows, opts.MaxCachedBytes, opts.CacheTTL)
+	w.cache.now = func() time.Time { return w.clock.Now().Time }
+	if tc, ok := opts.Clock.(TimerClock); ok {
+		w.cache.afterFunc = tc.AfterFunc
+	}
 	w.writes = newCoalescer(conn, w.ioContext)
 	w.slots = newSlots(opts.Concurrency)
 	return w
@@ -220,6 +248,17 @@ func (l *lockedReader) Read(p []byte) (int, error) {
 type wallClock struct{}
 
 func (wallClock) Now() core.Timestamp { return core.TS(time.Now()) }
+
+// TimerClock is a Clock that also runs timers: when Options.Clock is one,
+// the worker's timers (the cache's CacheTTL) run on it, so a simulated
+// clock (workertest's) fires them when it is advanced. Otherwise they run
+// on the wall clock.
+type TimerClock interface {
+	core.Clock
+	// AfterFunc calls f once the clock reached d from now; stop cancels
+	// it and reports whether it did so before f was called.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
 
 // ExecutorID returns the executor id recorded in this worker's locks.
 func (w *Worker) ExecutorID() core.ExecutorId { return w.executor }
@@ -289,8 +328,12 @@ func untyped[C, P, R any](fn func(C, P) (R, error)) func(C, core.Params) (core.R
 }
 
 // Declare tells the worker the component type of a function served
-// elsewhere, so that children it creates for that function get the right
-// type (the default for unknown functions is an activity).
+// elsewhere, so that the executions it creates for that function (children,
+// scheduled and submitted executions) get the right type without asking
+// the store. A function neither registered nor declared gets the type of
+// the component of the store's current deployment that exports it; when
+// there is none, the call creating the execution fails with
+// ErrUnknownFunction (the type is never guessed).
 func (w *Worker) Declare(ffqn string, t core.ComponentType) {
 	f, err := core.ParseFunctionFqn(ffqn)
 	if err != nil {
@@ -299,6 +342,23 @@ func (w *Worker) Declare(ffqn string, t core.ComponentType) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.declared[f] = t
+}
+
+// ComponentType reports the component type this worker knows for ffqn:
+// the registered function's, else the declared one (Declare). It does not
+// ask the store.
+func (w *Worker) ComponentType(ffqn string) (core.ComponentType, bool) {
+	f, err := core.ParseFunctionFqn(ffqn)
+	if err != nil {
+		return "", false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if fn, ok := w.funcs[f]; ok {
+		return fn.kind, true
+	}
+	t, ok := w.declared[f]
+	return t, ok
 }
 
 func defaultRetry() core.ComponentRetryConfig {
@@ -321,20 +381,6 @@ func (w *Worker) register(ffqn string, f *function, opts []FuncOption) {
 		panic(fmt.Sprintf("worker: %s registered twice", ffqn))
 	}
 	w.funcs[parsed] = f
-}
-
-// componentType returns the type of a function for the executions this
-// worker creates.
-func (w *Worker) componentType(f core.FunctionFqn) core.ComponentType {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if fn, ok := w.funcs[f]; ok {
-		return fn.kind
-	}
-	if t, ok := w.declared[f]; ok {
-		return t
-	}
-	return core.ComponentTypeActivity
 }
 
 // --- lock groups --------------------------------------------------------------------
@@ -491,8 +537,16 @@ func (w *Worker) begin() ([]*lockGroup, error) {
 		return nil, errors.New("worker: no function registered")
 	}
 	w.running = true
+	w.stopping, w.stopRun = context.WithCancel(context.Background())
 	w.hardStop, w.cancelRun = context.WithCancel(context.Background())
 	return gs, nil
+}
+
+// stop begins a shutdown: no workflow starts waiting in memory any more,
+// and the ones waiting give their execution back at once.
+func (w *Worker) stop() {
+	w.awaitOK.Store(false)
+	w.stopRun()
 }
 
 func (w *Worker) end() {
@@ -507,11 +561,16 @@ func (w *Worker) share(groups int) int {
 }
 
 // Run locks and runs executions of the registered functions until ctx is
-// done, then shuts down gracefully: no new lock is taken, running
-// activities get ShutdownGrace to finish (then their contexts are cancelled
-// and the unfinished ones released with Unlocked), running workflows are
-// released, and workflows kept in memory are dropped (they are safe in the
-// store). It returns nil after a graceful shutdown.
+// done, then shuts down gracefully: no new lock is requested; the lock
+// requests in flight are let return (a long poll over HTTP, at most
+// PollWait) and what they locked is released at once (Unlocked "executor
+// closing"); workflows waiting for a response in memory release their
+// execution at once; running activities get ShutdownGrace to finish (then
+// their contexts are cancelled and the unfinished ones released); running
+// workflows park at their next wait (or are released after the grace);
+// workflows kept in memory are dropped (they are safe in the store). A
+// lock the store granted is thus always run or released, never left to
+// expire. It returns nil after a graceful shutdown.
 func (w *Worker) Run(ctx context.Context) error {
 	groups, err := w.begin()
 	if err != nil {
@@ -520,12 +579,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.end()
 	share := w.share(len(groups))
 	w.awaitOK.Store(w.opts.AwaitWindow > 0)
-	defer w.awaitOK.Store(false)
+	defer context.AfterFunc(ctx, w.stop)()
 	var loops sync.WaitGroup
 	for _, g := range groups {
 		loops.Go(func() { w.lockLoop(ctx, g, share) })
 	}
 	loops.Wait()
+	w.stop()
 	w.shutdown()
 	return nil
 }
@@ -533,7 +593,9 @@ func (w *Worker) Run(ctx context.Context) error {
 // lockLoop long-polls for executions of g while slots are free. It holds
 // no slot while it waits (a workflow resuming from a wait in memory, or a
 // run of another group, may need one): it sizes the request from the free
-// slots, then takes one slot per execution it locked.
+// slots, then takes one slot per execution it locked. Once ctx is done it
+// asks for nothing more; the request in flight is let return and what it
+// locked is released.
 func (w *Worker) lockLoop(ctx context.Context, g *lockGroup, share int) {
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
@@ -541,11 +603,15 @@ func (w *Worker) lockLoop(ctx context.Context, g *lockGroup, share int) {
 		if err != nil {
 			return
 		}
-		locked, err := lockPending(ctx, w.conn, w.clock, w.request(g, n), g.ffqns, w.opts.PollWait)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
+		locked, err := lockPending(ctx, w.conn, w.clock, w.request(g, n), g.ffqns, w.opts.PollWait, w.opts.LockExpiry)
+		if ctx.Err() != nil {
+			// Stopping: another worker takes these at once.
+			for _, le := range locked {
+				w.release(le.ExecutionID, le.NextVersion, reasonExecutorClose)
 			}
+			return
+		}
+		if err != nil {
 			w.log.Warn("lock failed", "ffqns", len(g.ffqns), "err", err)
 			sleepCtx(ctx, backoff)
 			backoff = min(2*backoff, 5*time.Second)
@@ -571,6 +637,7 @@ func (w *Worker) RunUntilIdle(ctx context.Context) error {
 	}
 	defer w.end()
 	share := w.share(len(groups))
+	defer context.AfterFunc(ctx, w.stop)()
 	defer w.stopAfterGrace(ctx)
 	for ctx.Err() == nil {
 		// Only a round that started with nothing running and locked
@@ -585,7 +652,7 @@ func (w *Worker) RunUntilIdle(ctx context.Context) error {
 			if n == 0 {
 				break
 			}
-			locked, err := lockPending(ctx, w.conn, w.clock, w.request(g, n), g.ffqns, 0)
+			locked, err := lockPending(ctx, w.conn, w.clock, w.request(g, n), g.ffqns, 0, w.opts.LockExpiry)
 			w.slots.release(n - len(locked))
 			if err != nil {
 				if ctx.Err() != nil {
@@ -635,6 +702,7 @@ func (w *Worker) shutdown() {
 		w.cancelRun()
 		<-done
 	}
+	w.stopRun()
 	w.cancelRun()
 	w.cache.dropAll()
 }
@@ -684,6 +752,7 @@ func (w *Worker) start(le core.LockedExecution) {
 		switch {
 		case f == nil:
 			w.release(le.ExecutionID, le.NextVersion, "function not registered")
+		case !w.checkType(le, f):
 		case f.kind == core.ComponentTypeWorkflow:
 			w.runs[1].Add(1)
 			w.runWorkflow(le, f, sl)
@@ -744,11 +813,13 @@ type Stats struct {
 	// after a wait counts again).
 	Activities int64 `json:"activities"`
 	Workflows  int64 `json:"workflows"`
-	// Cached is the number of suspended workflows kept in memory.
-	Cached int `json:"cached"`
+	// Cached is the number of suspended workflows kept in memory, and
+	// CachedBytes their estimated memory (see Options.MaxCachedBytes).
+	Cached      int   `json:"cached"`
+	CachedBytes int64 `json:"cached_bytes"`
 }
 
 // Stats returns the worker's counters.
 func (w *Worker) Stats() Stats {
-	return Stats{Activities: w.runs[0].Load(), Workflows: w.runs[1].Load(), Cached: w.cache.len()}
+	return Stats{Activities: w.runs[0].Load(), Workflows: w.runs[1].Load(), Cached: w.cache.len(), CachedBytes: w.cache.size()}
 }

@@ -50,6 +50,9 @@ type Context struct {
 	buf      []core.AppendRequest
 	children []core.CreateRequest
 
+	// size estimates the memory the run holds (see memSize).
+	size int64
+
 	// ids counts the join sets, children and delays of the history the
 	// program went through, to derive the next ids.
 	ids core.IdCounter
@@ -63,6 +66,11 @@ type Context struct {
 	slot *slot
 	// fenced is set by the lease keeper when another writer took over.
 	fenced bool
+	// cancelled is set once the run learns that the execution's
+	// cancellation was requested: nothing is written any more (the
+	// store's cancellation driver finishes the execution), and the calls
+	// that would write return an error wrapping ErrCancelled.
+	cancelled bool
 	// poison re-raises a signal in every later call once one was raised,
 	// so a workflow that recovers it cannot carry on.
 	poison any
@@ -150,9 +158,14 @@ func (w *Worker) runWorkflow(le core.LockedExecution, f *function, sl *slot) {
 		wf.slot = sl
 		wf.resumeCh <- true
 	}
-	stop := w.keepLease(wf.extendLease, func(error) {
+	stop := w.keepLease(wf.extendLease, func(err error) {
+		cancelled := isFenced(err) && w.executionCancelled(id)
 		wf.l.mu.Lock()
-		wf.fenced = true
+		if cancelled {
+			wf.setCancelled()
+		} else {
+			wf.fenced = true
+		}
 		wf.l.mu.Unlock()
 	})
 	y := <-wf.yieldCh
@@ -186,9 +199,50 @@ func newContext(w *Worker, f *function, le core.LockedExecution, hist []core.His
 		hist: hist, sets: map[core.JoinSetId]*joinSetState{},
 		rng:    rand.New(rand.NewChaCha8(seed)),
 		active: true, resumeCh: make(chan bool), yieldCh: make(chan yieldKind)}
+	wf.size = itemOverhead
+	for _, p := range le.Params {
+		wf.size += int64(len(p))
+	}
+	for _, h := range hist {
+		wf.size += eventSize(h.Event)
+	}
 	wf.addResponses(resps)
 	return wf
 }
+
+// itemOverhead is the memory a kept run holds per history event or
+// response besides their payloads (measured: a workflow of 100 calls kept
+// in memory held about 1.2 KB per call, i.e. per 3 events and a response).
+const itemOverhead = 300
+
+// eventSize estimates the memory of a history event.
+func eventSize(h core.HistoryEvent) int64 {
+	n := int64(itemOverhead)
+	switch e := h.(type) {
+	case *core.JoinSetRequestEvent:
+		if c, ok := e.Request.(*core.ChildExecutionRequest); ok {
+			for _, p := range c.Params {
+				n += int64(len(p))
+			}
+		}
+	case *core.Persist:
+		n += int64(len(e.Value))
+	}
+	return n
+}
+
+// responseSize estimates the memory of a response.
+func responseSize(r core.ResponseWithCursor) int64 {
+	n := int64(itemOverhead)
+	if c, ok := r.Event.Event.Event.(*core.ChildExecutionFinished); ok && c.Result.Value != nil {
+		n += int64(len(c.Result.Value.Value))
+	}
+	return n
+}
+
+// memSize is the estimated memory of a parked run (Options.MaxCachedBytes):
+// its history events and responses, their payloads and its parameters.
+func (wf *Context) memSize() int64 { return wf.size }
 
 // resumeFrom prepares a parked run for the lock le: it may resume only if
 // nobody else appended history since it parked; it then learns the new
@@ -240,6 +294,7 @@ func (wf *Context) addResponses(rs []core.ResponseWithCursor) {
 		js := wf.set(r.Event.Event.JoinSetID)
 		js.arrived = append(js.arrived, len(wf.resps))
 		wf.resps = append(wf.resps, r)
+		wf.size += responseSize(r)
 	}
 }
 
@@ -256,27 +311,40 @@ func (wf *Context) set(id core.JoinSetId) *joinSetState {
 func (wf *Context) abort() { wf.resumeCh <- false }
 
 // extendLease extends a running workflow's lease: the buffered events are
-// written first, followed by the Locked event.
+// written first, with the Locked event when they fit in one append, else
+// alone before it (as writeFinished does: a full buffer plus the Locked
+// event is more than an append may carry). A fenced write ends the run; a
+// write the store refuses finishes the execution with an execution failure
+// (refuse); a transient failure is retried at the next tick.
 func (wf *Context) extendLease() error {
 	wf.l.mu.Lock()
 	defer wf.l.mu.Unlock()
-	if !wf.active || wf.awaiting || wf.fenced {
+	if !wf.active || wf.awaiting || wf.fenced || wf.cancelled || wf.poison != nil {
 		return nil
 	}
 	now := wf.w.clock.Now()
 	if !wf.l.due(now) {
 		return nil
 	}
-	ext := wf.l.extension(now)
-	err := wf.writeBatch(append(wf.buf, ext), wf.children)
-	if err != nil {
-		if isFenced(err) {
-			return err
-		}
-		wf.w.log.Debug("lease extension failed, will retry", "execution_id", wf.id.String(), "err", err)
-		return nil
+	var err error
+	if len(wf.buf) > 0 && len(wf.buf)+len(wf.children)+1 > MaxAppendItems {
+		err = wf.writeBatch(wf.buf, wf.children)
 	}
-	wf.l.locked = *ext.Event.(*core.Locked)
+	ext := wf.l.extension(now)
+	if err == nil {
+		err = wf.writeBatch(append(wf.buf, ext), wf.children)
+	}
+	switch {
+	case err == nil:
+		wf.l.locked = *ext.Event.(*core.Locked)
+		return nil
+	case isFenced(err):
+		return err
+	case isRefused(err):
+		wf.refuse(err)
+		return err
+	}
+	wf.w.log.Debug("lease extension failed, will retry", "execution_id", wf.id.String(), "err", err)
 	return nil
 }
 
@@ -289,6 +357,9 @@ type (
 		shutdown bool // the worker stops: release the lock
 	}
 	failSig struct{ rv core.ReturnValue }
+	// cancelSig: a write found the execution cancelled; the SDK call
+	// that made it returns an error wrapping ErrCancelled (guard).
+	cancelSig struct{}
 )
 
 // outcome is how the workflow function ended.
@@ -301,12 +372,16 @@ type outcome struct {
 
 func (wf *Context) main() {
 	out := wf.runUser()
-	if out.abort == nil && out.fail == nil {
+	if out.abort == nil && out.fail == nil && !wf.isCancelled() {
 		out = wf.finishOutcome(out)
 	}
 	switch {
 	case out.abort != nil && out.abort.parked:
 		return
+	case wf.isCancelled():
+		// The store's cancellation driver cancels what is open and
+		// finishes the execution as cancelled.
+		wf.w.log.Info("workflow cancelled; the store finishes its cancellation", "execution_id", wf.id.String())
 	case out.abort != nil:
 		if out.abort.shutdown {
 			wf.w.release(wf.id, wf.l.next, reasonExecutorClose)
@@ -369,6 +444,8 @@ func (wf *Context) classify(p any) outcome {
 		return outcome{abort: &s}
 	case failSig:
 		return outcome{fail: &s.rv}
+	case cancelSig: // raised while closing join sets: nothing more is written
+		return outcome{}
 	}
 	reason := fmt.Sprintf("workflow panicked: %v", p)
 	stack := string(debug.Stack())
@@ -457,12 +534,17 @@ func (wf *Context) record(ev core.HistoryEvent, child *core.CreateRequest) {
 		wf.children = append(wf.children, *child)
 	}
 	wf.hist = append(wf.hist, core.HistoryEventWithVersion{Event: ev, Version: version})
+	wf.size += eventSize(ev)
 	wf.cur = len(wf.hist)
 	wf.ids.Observe(ev)
 }
 
-// flush writes the buffered events.
+// flush writes the buffered events (drops them once the execution is
+// cancelled: nothing is written any more).
 func (wf *Context) flush() {
+	if wf.cancelled {
+		wf.buf, wf.children = wf.buf[:0], nil
+	}
 	if len(wf.buf) == 0 {
 		return
 	}
@@ -494,17 +576,103 @@ func (wf *Context) writeBatch(batch []core.AppendRequest, children []core.Create
 }
 
 // check turns a failed write into the end of the run: fenced (another
-// writer owns the execution) or unreachable store (the lease will expire and
-// the timers hand the execution to another run).
+// writer owns the execution), refused by the store (the execution is
+// finished with an execution failure naming the refusal: a replay would
+// only make the same write again), or unreachable store (the lease will
+// expire and the timers hand the execution to another run).
 func (wf *Context) check(err error) {
 	if err == nil {
 		return
 	}
-	if !isFenced(err) {
+	switch {
+	case isFenced(err):
+		if wf.w.executionCancelled(wf.id) {
+			wf.setCancelled()
+			panic(cancelSig{})
+		}
+	case isRefused(err):
+		wf.refuse(err)
+	default:
 		wf.w.log.Warn("workflow write failed; giving the execution up", "execution_id", wf.id.String(), "err", err)
 	}
 	wf.raise(abortSig{})
 }
+
+// setCancelled enters the cancelled mode (see Context.cancelled): the
+// buffered events are dropped. mu is held.
+func (wf *Context) setCancelled() {
+	wf.cancelled = true
+	wf.buf, wf.children = wf.buf[:0], nil
+}
+
+// isCancelled reports whether the run knows the execution is cancelled.
+func (wf *Context) isCancelled() bool {
+	wf.l.mu.Lock()
+	defer wf.l.mu.Unlock()
+	return wf.cancelled
+}
+
+// cancelledErr returns, once the execution is cancelled, the error of an
+// SDK call that would have recorded what (nil otherwise). mu is held.
+func (wf *Context) cancelledErr(what string) error {
+	if !wf.cancelled {
+		return nil
+	}
+	return fmt.Errorf("worker: %s not done: %w (the store cancels what the workflow started and finishes it)", what, ErrCancelled)
+}
+
+// guard ends every SDK call: a cancellation found by one of its writes
+// (cancelSig) becomes the call's error (when it has one) instead of
+// unwinding the workflow. Deferred after enter, so mu is held.
+func (wf *Context) guard(what string, err *error) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if _, ok := p.(cancelSig); !ok {
+		panic(p)
+	}
+	if err != nil {
+		*err = wf.cancelledErr(what)
+	}
+}
+
+// executionCancelled reports whether the execution's cancellation was
+// requested (cancelling, or already finished as cancelled by the store's
+// driver): what a fenced write of a workflow means when it is not another
+// worker taking over.
+func (w *Worker) executionCancelled(id core.ExecutionId) bool {
+	ctx, cancel := w.ioContext()
+	defer cancel()
+	st, err := w.conn.GetPendingState(ctx, id)
+	if err != nil {
+		return false
+	}
+	ps := st.PendingState
+	return ps.Lifecycle == core.LifecycleCancelling ||
+		(ps.Finished != nil && ps.Finished.ResultKind.Failure == core.FailureCancelled)
+}
+
+// refuse records a write the store refused (a 4xx over HTTP: a validation
+// error, a non-fencing conflict): it is logged at ERROR and the execution
+// is finished with an uncategorized execution failure naming the refusal,
+// without the refused events; the run then unwinds. Never retried: the
+// same write would be refused again, in a loop nobody sees. mu is held.
+func (wf *Context) refuse(err error) {
+	wf.w.log.Error("the store refused a workflow write; finishing the execution with an execution failure",
+		"execution_id", wf.id.String(), "err", err)
+	wf.buf, wf.children = wf.buf[:0], nil
+	reason := refusalReason(err)
+	if ferr := wf.finishLocked(core.RetFailure(core.FailureUncategorized, &reason, nil)); ferr != nil {
+		wf.w.log.Error("cannot record the refused write on the execution", "execution_id", wf.id.String(), "err", ferr)
+	}
+	if wf.poison == nil {
+		wf.poison = abortSig{}
+	}
+}
+
+// refusalReason is the execution failure's reason of a refused write.
+func refusalReason(err error) string { return "the store refused a write: " + err.Error() }
 
 // park writes the buffer (ending with a JoinNext nobody answered yet),
 // gives the lock up and waits until a later lock resumes the run. The run
@@ -583,6 +751,11 @@ func (wf *Context) awaitNext(js *joinSetState, requested *core.FunctionFqn, clos
 	}
 	r := wf.resps[js.arrived[js.consumed]]
 	js.consumed++
+	if !closing && !wf.cancelled && cancelledResponse(r) && wf.w.executionCancelled(wf.id) {
+		// The store's cancellation driver cancelled this member: from now
+		// on the workflow's writing calls report the cancellation.
+		wf.setCancelled()
+	}
 	for i, m := range js.members {
 		if m.answers(r.Event.Event.Event) {
 			js.members = append(js.members[:i:i], js.members[i+1:]...)
@@ -590,6 +763,19 @@ func (wf *Context) awaitNext(js *joinSetState, requested *core.FunctionFqn, clos
 		}
 	}
 	return r
+}
+
+// cancelledResponse reports whether r tells of a member cancelled (a child
+// finished as cancelled, a delay cancelled): possibly by the store's
+// cancellation driver, cancelling this workflow.
+func cancelledResponse(r core.ResponseWithCursor) bool {
+	switch e := r.Event.Event.Event.(type) {
+	case *core.ChildExecutionFinished:
+		return e.Result.Failure != nil && e.Result.Failure.Kind == core.FailureCancelled
+	case *core.DelayFinished:
+		return !bool(e.Result)
+	}
+	return false
 }
 
 // subscribeLead is how long before a sleep's end a run waiting for it in
@@ -629,9 +815,11 @@ func (wf *Context) awaitEnd() core.Timestamp {
 }
 
 // awaitInMemory subscribes to the execution's responses until js has one
-// (true) or the wait must end (false). The run's concurrency slot is lent
-// out meanwhile. The execution is blocked in the store until the lease's
-// expiry, so nobody else takes it. until, when set, is when js's only
+// (true) or the wait must end (false): the window is over, or the worker
+// stops. The run's concurrency slot is lent out meanwhile. The execution is
+// blocked in the store until the lease's expiry, so nobody else takes it;
+// when the wait ends without a response, the execution is given back
+// (giveBack) before returning false. until, when set, is when js's only
 // member, a delay, fires: nothing answers it before (only this run could
 // cancel it), so the subscription starts just before then (subscribeLead)
 // rather than holding a long poll, and the server's re-checks, for the
@@ -645,13 +833,16 @@ func (wf *Context) awaitInMemory(js *joinSetState, until core.Timestamp) bool {
 	wait := wf.awaitEnd().Sub(w.clock.Now().Time)
 	deadline := time.Now().Add(wait)
 	wf.slot.release()
+	if w.onAwait != nil {
+		w.onAwait(wf.id)
+	}
 	if !until.IsZero() {
 		if d := min(until.Sub(w.clock.Now().Time)-subscribeLead, wait); d > 0 {
 			wf.l.mu.Unlock()
 			t := time.NewTimer(d)
 			select {
 			case <-t.C:
-			case <-w.hardStop.Done():
+			case <-w.stopping.Done():
 			}
 			t.Stop()
 			wf.l.mu.Lock()
@@ -660,7 +851,7 @@ func (wf *Context) awaitInMemory(js *joinSetState, until core.Timestamp) bool {
 	got := false
 	for !got {
 		remaining := time.Until(deadline)
-		if remaining <= 0 || w.hardStop.Err() != nil {
+		if remaining <= 0 || w.stopping.Err() != nil {
 			break
 		}
 		last := core.ResponseCursor(0)
@@ -668,7 +859,7 @@ func (wf *Context) awaitInMemory(js *joinSetState, until core.Timestamp) bool {
 			last = wf.resps[n-1].Cursor
 		}
 		wf.l.mu.Unlock()
-		ctx, cancel := context.WithTimeout(w.hardStop, remaining)
+		ctx, cancel := context.WithTimeout(w.stopping, remaining)
 		rs, err := w.conn.SubscribeToNextResponses(ctx, wf.id, last)
 		cancel()
 		wf.l.mu.Lock()
@@ -685,22 +876,62 @@ func (wf *Context) awaitInMemory(js *joinSetState, until core.Timestamp) bool {
 		wf.l.mu.Lock()
 		return true
 	}
-	if w.hardStop.Err() != nil {
-		// Pull the block's deadline in, so the response makes the
-		// execution pending at once for the next worker (Obelisk's
-		// executor does the same when it closes).
-		now := w.clock.Now()
-		_, _ = w.conn.Append(context.Background(), wf.id, wf.l.next,
-			core.AppendRequest{CreatedAt: now, Event: &core.Unlocked{UnlockedAt: now, Reason: reasonExecutorClose}})
+	reason := reasonAwaitWindow
+	if w.stopping.Err() != nil {
+		reason = reasonExecutorClose
 	}
+	wf.giveBack(reason)
 	return false
 }
 
+// giveBack ends a wait in memory without its response: the JoinNext kept
+// the execution until the lease's expiry, so Unlocked(now) pulls the
+// block's deadline in (the store's rule: blocked with deadline now, or
+// pending now if the response arrived meanwhile) and any worker may lock
+// the execution as soon as the response is there (Obelisk's executor does
+// the same when it closes). The run is marked pausing first: this worker
+// may lock the execution again before the run is parked. Unlocked refused
+// by the state (the execution is cancelling or paused, which the store
+// handles) or by a writer that took over is fine: the execution is not
+// held by this run any more either way. mu is held.
+func (wf *Context) giveBack(reason string) {
+	w := wf.w
+	w.cache.pause(wf.id)
+	ctx, cancel := w.ioContext()
+	defer cancel()
+	now := w.clock.Now()
+	next, err := w.conn.Append(ctx, wf.id, wf.l.next,
+		core.AppendRequest{CreatedAt: now, Event: &core.Unlocked{UnlockedAt: now, Reason: reason}})
+	switch {
+	case err == nil:
+		wf.l.next = next
+	case errors.Is(err, core.ErrUnlockedCannotBeAppended) || isFenced(err):
+	default:
+		// The lease still ends the block; the response then makes the
+		// execution pending for any worker.
+		w.log.Warn("cannot give the execution back; it waits for its lease to expire",
+			"execution_id", wf.id.String(), "err", err)
+	}
+}
+
 // writeFinished appends Finished (after the buffered events), responding to
-// the parent when the workflow is a child.
+// the parent when the workflow is a child. A result the store refuses is
+// replaced by an execution failure naming the refusal.
 func (wf *Context) writeFinished(rv core.ReturnValue) {
 	wf.l.mu.Lock()
 	defer wf.l.mu.Unlock()
+	err := wf.finishLocked(rv)
+	switch {
+	case err == nil:
+	case isRefused(err):
+		wf.refuse(err)
+	default:
+		wf.w.log.Warn("workflow result not recorded", "execution_id", wf.id.String(), "err", err)
+	}
+}
+
+// finishLocked appends Finished (see writeFinished) and reports it. mu is held.
+func (wf *Context) finishLocked(rv core.ReturnValue) error {
 	now := wf.w.clock.Now()
 	fin := core.AppendRequest{CreatedAt: now, Event: &core.Finished{Retval: rv}}
 	var err error
@@ -729,11 +960,11 @@ func (wf *Context) writeFinished(rv core.ReturnValue) {
 		}
 	}
 	if err != nil {
-		wf.w.log.Warn("workflow result not recorded", "execution_id", wf.id.String(), "err", err)
-		return
+		return err
 	}
 	wf.w.log.Debug("workflow done", "execution_id", wf.id.String(), "result", rv.ResultKind())
 	wf.w.reportFinished(wf.id, rv)
+	return nil
 }
 
 // closeAll closes the join sets the workflow left open, newest first
@@ -748,6 +979,9 @@ func (wf *Context) closeAll() {
 func (wf *Context) closeNewestOpen() bool {
 	wf.enter()
 	defer wf.leave()
+	if wf.cancelled {
+		return false // the store's cancellation driver closes them
+	}
 	for i := len(wf.order) - 1; i >= 0; i-- {
 		if s := wf.order[i]; !s.oneOff && !s.closed && len(s.members) > 0 {
 			wf.closeSet(s)
@@ -795,18 +1029,34 @@ func (wf *Context) cancelMembers(js *joinSetState) {
 			continue
 		}
 		var err error
-		switch {
-		case !m.delay.IsZero():
+		if !m.delay.IsZero() {
 			err = cancelDelay(ctx, wf.w.conn, wf.id, js.id, m.delay, now)
-		case m.kind.IsActivity():
-			err = cancelChild(ctx, wf.w.conn, m.child, true, now)
-		case m.ffqn.IsCancellable():
-			err = cancelChild(ctx, wf.w.conn, m.child, false, now)
+		} else {
+			var kind core.ComponentType
+			if kind, err = wf.memberKind(ctx, m); err == nil {
+				switch {
+				case kind.IsActivity():
+					err = cancelChild(ctx, wf.w.conn, m.child, true, now)
+				case m.ffqn.IsCancellable():
+					err = cancelChild(ctx, wf.w.conn, m.child, false, now)
+				}
+			}
 		}
 		if err != nil && !core.IsNonRetriable(err) && !errors.Is(err, core.ErrNotFound) {
 			wf.check(err)
 		}
 	}
+}
+
+// memberKind returns the component type of a child member: the one it was
+// created with, or (a child created by an earlier run this one replayed,
+// of a function the worker cannot tell) the stored execution's.
+func (wf *Context) memberKind(ctx context.Context, m member) (core.ComponentType, error) {
+	if m.kind != "" {
+		return m.kind, nil
+	}
+	st, err := wf.w.conn.GetPendingState(ctx, m.child)
+	return st.ComponentType, err
 }
 
 func sameFFQN(a, b *core.FunctionFqn) bool {

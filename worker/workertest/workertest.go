@@ -15,6 +15,7 @@ package workertest
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,22 +29,100 @@ import (
 // Start is the simulated clock's initial time.
 var Start = core.TS(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 
+// Clock is the simulated clock of an Env: a storetest.SimClock that also
+// runs the timers the workers set (it is a worker.TimerClock: the cache's
+// CacheTTL). Advance and Set fire the timers they move past, in deadline
+// order, before returning.
+type Clock struct {
+	*storetest.SimClock
+	mu     sync.Mutex
+	timers []*simTimer
+}
+
+var _ worker.TimerClock = (*Clock)(nil)
+
+type simTimer struct {
+	at   core.Timestamp
+	f    func()
+	done bool
+}
+
+// AfterFunc implements worker.TimerClock: f runs once the clock is moved to
+// d from now or later.
+func (c *Clock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
+	t := &simTimer{at: c.Now().Add(d), f: f}
+	c.mu.Lock()
+	c.timers = append(c.timers, t)
+	c.mu.Unlock()
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		stopped := !t.done
+		t.done = true
+		return stopped
+	}
+}
+
+// Advance moves the clock forward by d, fires the timers now due and
+// returns the new time.
+func (c *Clock) Advance(d time.Duration) core.Timestamp {
+	now := c.SimClock.Advance(d)
+	c.fire(now)
+	return now
+}
+
+// Set moves the clock to ts and fires the timers now due.
+func (c *Clock) Set(ts core.Timestamp) {
+	c.SimClock.Set(ts)
+	c.fire(ts)
+}
+
+// fire runs the timers due at now (earliest first), outside the lock: a
+// timer may set another.
+func (c *Clock) fire(now core.Timestamp) {
+	for {
+		c.mu.Lock()
+		var next *simTimer
+		live := c.timers[:0]
+		for _, t := range c.timers {
+			if t.done {
+				continue
+			}
+			live = append(live, t)
+			if !t.at.After(now) && (next == nil || t.at.Before(next.at)) {
+				next = t
+			}
+		}
+		c.timers = live
+		if next != nil {
+			next.done = true
+		}
+		c.mu.Unlock()
+		if next == nil {
+			return
+		}
+		next.f()
+	}
+}
+
 // Env is one test's store, clock and worker.
 type Env struct {
 	t testing.TB
-	// Clock is the simulated clock shared by the store and the worker.
-	Clock *storetest.SimClock
+	// Clock is the simulated clock shared by the store and the workers.
+	Clock *Clock
 	// Store is the in-memory store.
 	Store *store.Service
 	// Worker is the worker to register functions on.
 	Worker *worker.Worker
+	// workers are Worker and those NewWorker returned.
+	workers []*worker.Worker
 }
 
 // New returns an environment; opts configure the worker (its Clock is
 // replaced by the simulated one). Everything is released when the test ends.
 func New(t testing.TB, opts worker.Options) *Env {
 	t.Helper()
-	clock := storetest.NewSimClock(Start)
+	clock := &Clock{SimClock: storetest.NewSimClock(Start)}
 	svc := store.New(mem.New(), store.Options{Clock: clock, PollInterval: 10 * time.Millisecond})
 	opts.Clock = clock
 	w := worker.New(svc, opts)
@@ -51,7 +130,7 @@ func New(t testing.TB, opts worker.Options) *Env {
 		w.Close()
 		_ = svc.Close()
 	})
-	return &Env{t: t, Clock: clock, Store: svc, Worker: w}
+	return &Env{t: t, Clock: clock, Store: svc, Worker: w, workers: []*worker.Worker{w}}
 }
 
 func (e *Env) ctx() context.Context {
@@ -60,10 +139,22 @@ func (e *Env) ctx() context.Context {
 	return ctx
 }
 
-// Submit creates a top-level execution of ffqn (params as for worker.Args).
+// Submit creates a top-level execution of ffqn (params as for worker.Args)
+// through Worker, or through the first worker of the environment that
+// serves or declares ffqn (see worker.Worker.ComponentType) when Worker does
+// not: the execution gets that component type.
 func (e *Env) Submit(ffqn string, params any) core.ExecutionId {
 	e.t.Helper()
-	id, err := e.Worker.Submit(e.ctx(), ffqn, params)
+	via := e.Worker
+	if _, ok := via.ComponentType(ffqn); !ok {
+		for _, w := range e.workers {
+			if _, ok := w.ComponentType(ffqn); ok {
+				via = w
+				break
+			}
+		}
+	}
+	id, err := via.Submit(e.ctx(), ffqn, params)
 	if err != nil {
 		e.t.Fatalf("submit %s: %v", ffqn, err)
 	}
@@ -135,7 +226,7 @@ func (e *Env) ReturnValue(id core.ExecutionId) core.ReturnValue {
 // error (a *worker.ResultError); the test fails if it is not finished.
 func Result[R any](e *Env, id core.ExecutionId) (R, error) {
 	e.t.Helper()
-	return worker.Result[R](worker.Response{ChildID: id, Result: e.ReturnValue(id)})
+	return worker.Decode[R](id, e.ReturnValue(id))
 }
 
 // NewWorker returns another worker on the same store and clock, over conn
@@ -148,5 +239,6 @@ func (e *Env) NewWorker(conn worker.Conn, opts worker.Options) *worker.Worker {
 	opts.Clock = e.Clock
 	w := worker.New(conn, opts)
 	e.t.Cleanup(w.Close)
+	e.workers = append(e.workers, w)
 	return w
 }
