@@ -17,9 +17,9 @@ import (
 	"github.com/stela-dev/stela/store"
 )
 
-// Environment variables of TracingFromEnv (the OpenTelemetry SDK's own;
-// the OTLP exporter also reads OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT,
-// _PROTOCOL… and the SDK OTEL_TRACES_SAMPLER, OTEL_SERVICE_NAME,
+// Environment variables of TracingFromEnv (the OpenTelemetry
+// specification's; the exporter also reads the EnvOTLP* variables of
+// otlp.go, and the SDK OTEL_TRACES_SAMPLER, OTEL_BSP_*, OTEL_SERVICE_NAME,
 // OTEL_RESOURCE_ATTRIBUTES).
 const (
 	EnvSDKDisabled         = "OTEL_SDK_DISABLED"
@@ -63,9 +63,11 @@ func NewTracing(tp trace.TracerProvider) *Tracing {
 // variables read through getenv: it is on when OTEL_TRACES_EXPORTER is
 // "otlp", or unset while OTEL_EXPORTER_OTLP_ENDPOINT or
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set; spans then go to that
-// collector over OTLP/HTTP in batches. It is off (nil, nil) otherwise, with
-// OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. serviceName is the
-// default service.name (OTEL_SERVICE_NAME wins).
+// collector over OTLP/HTTP (protobuf) in batches. It is off (nil, nil)
+// otherwise, with OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none.
+// serviceName is the default service.name (OTEL_SERVICE_NAME wins). A
+// configuration the exporter cannot honour (OTEL_EXPORTER_OTLP_PROTOCOL=grpc,
+// a malformed endpoint or header list…) is an error naming the variable.
 func TracingFromEnv(ctx context.Context, getenv func(string) string, serviceName string) (*Tracing, error) {
 	if strings.EqualFold(getenv(EnvSDKDisabled), "true") {
 		return nil, nil
@@ -81,7 +83,7 @@ func TracingFromEnv(ctx context.Context, getenv func(string) string, serviceName
 	default:
 		return nil, fmt.Errorf("obs: %s %s=%q (want otlp or none)", errUnsupportedExporter, EnvTracesExporter, exp)
 	}
-	exporter, err := newOTLPExporter(ctx)
+	exporter, err := newOTLPExporter(getenv)
 	if err != nil {
 		return nil, fmt.Errorf("obs: OTLP trace exporter: %w", err)
 	}
