@@ -250,7 +250,7 @@ func TestHooksDoNotAllocateWithTracingOff(t *testing.T) {
 	req := httptest.NewRequest("POST", "/v1/worker/lock/pending-by-ffqns", nil)
 	c := store.Commit{Op: store.OpLock, Start: time.Now(), Duration: time.Millisecond}
 	for name, o := range map[string]*obs.Observer{
-		"MetricsOn":  obs.NewObserver(obs.NewMetrics(false), nil),
+		"MetricsOn":  obs.NewObserver(obs.NewMetrics(), nil),
 		"MetricsOff": obs.NewObserver(nil, nil),
 	} {
 		hooks(o, context.Background(), req, c) // resolves the series once
@@ -272,8 +272,8 @@ func BenchmarkRequestHooks(b *testing.B) {
 		o    *obs.Observer
 	}{
 		{"TracingOffMetricsOff", obs.NewObserver(nil, nil)},
-		{"TracingOffMetricsOn", obs.NewObserver(obs.NewMetrics(false), nil)},
-		{"TracingOnMetricsOn", obs.NewObserver(obs.NewMetrics(false),
+		{"TracingOffMetricsOn", obs.NewObserver(obs.NewMetrics(), nil)},
+		{"TracingOnMetricsOn", obs.NewObserver(obs.NewMetrics(),
 			obs.NewTracing(sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))))},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
@@ -298,8 +298,8 @@ func BenchmarkHandler(b *testing.B) {
 		o    *obs.Observer
 	}{
 		{"NoObserver", nil},
-		{"TracingOffMetricsOn", obs.NewObserver(obs.NewMetrics(false), nil)},
-		{"TracingOnMetricsOn", obs.NewObserver(obs.NewMetrics(false),
+		{"TracingOffMetricsOn", obs.NewObserver(obs.NewMetrics(), nil)},
+		{"TracingOnMetricsOn", obs.NewObserver(obs.NewMetrics(),
 			obs.NewTracing(sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))))},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

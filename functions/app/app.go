@@ -247,7 +247,7 @@ func NewWithLogger(ctx context.Context, cfg Config, logger *slog.Logger, options
 		o(a)
 	}
 	if a.Metrics == nil {
-		a.Metrics = obs.NewMetrics(false)
+		a.Metrics = obs.NewMetrics()
 	}
 	a.Observer = obs.NewObserver(a.Metrics, a.Tracing)
 	awsCfg, err := config.LoadDefaultConfig(ctx)

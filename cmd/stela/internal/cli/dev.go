@@ -170,7 +170,7 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 			logger.Warn("trace exporter shutdown failed", core.LogKeyErr, err)
 		}
 	}()
-	tel := devTelemetry{metrics: obs.NewMetrics(true), tracing: tracing}
+	tel := devTelemetry{metrics: obs.NewMetrics(), tracing: tracing}
 	tel.observer = obs.NewObserver(tel.metrics, tracing)
 	var st *devStack
 	if mode == backendDynamo {
