@@ -17,11 +17,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// The OTLP/HTTP exporter: the OpenTelemetry SDK's spans encoded as OTLP
+// The OTLP/HTTP exporter: the tracer's spans (tracer.go) encoded as OTLP
 // protobuf (otlp_proto.go) and POSTed with net/http — what
 // go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp does,
 // without linking gRPC and the protobuf runtime (package doc, "Tracing",
@@ -187,7 +185,7 @@ func parseOTLPURL(name, v string) (*url.URL, error) {
 	return u, nil
 }
 
-// otlpExporter is an sdktrace.SpanExporter sending OTLP/HTTP protobuf.
+// otlpExporter sends spans as OTLP/HTTP protobuf.
 type otlpExporter struct {
 	cfg     otlpConfig
 	client  *http.Client
@@ -196,7 +194,7 @@ type otlpExporter struct {
 	sleep func(ctx context.Context, d time.Duration) error
 }
 
-var _ sdktrace.SpanExporter = (*otlpExporter)(nil)
+var _ spanExporter = (*otlpExporter)(nil)
 
 // newOTLPExporter returns the exporter the OTEL_EXPORTER_OTLP_* variables
 // configure.
@@ -237,9 +235,9 @@ type errOTLPRetryable struct {
 func (e *errOTLPRetryable) Error() string { return e.err.Error() }
 func (e *errOTLPRetryable) Unwrap() error { return e.err }
 
-// ExportSpans implements sdktrace.SpanExporter: one request per call,
-// retried on 429/502/503/504 and transport errors until ctx ends.
-func (e *otlpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+// export sends spans in one request, retried on 429/502/503/504 and
+// transport errors until ctx ends.
+func (e *otlpExporter) export(ctx context.Context, spans []*spanRecord) error {
 	if e.stopped.Load() {
 		return errors.New("obs: OTLP exporter is shut down")
 	}
@@ -321,8 +319,8 @@ func (e *otlpExporter) post(ctx context.Context, body []byte) error {
 	}
 }
 
-// Shutdown implements sdktrace.SpanExporter: later exports fail.
-func (e *otlpExporter) Shutdown(context.Context) error {
+// shutdown makes later exports fail.
+func (e *otlpExporter) shutdown(context.Context) error {
 	e.stopped.Store(true)
 	e.client.CloseIdleConnections()
 	return nil

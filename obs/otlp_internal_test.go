@@ -173,6 +173,34 @@ func sampleSpans(t *testing.T) []sdktrace.ReadOnlySpan {
 	return rec.Ended()
 }
 
+// fromSDK converts the SDK's spans to the tracer's records, so that both
+// exporters get the same spans.
+func fromSDK(spans []sdktrace.ReadOnlySpan) []*spanRecord {
+	resources := map[*resource.Resource]*resourceInfo{}
+	var out []*spanRecord
+	for _, s := range spans {
+		res := resources[s.Resource()]
+		if res == nil {
+			res = &resourceInfo{attrs: s.Resource().Attributes(), schemaURL: s.Resource().SchemaURL()}
+			resources[s.Resource()] = res
+		}
+		sc := s.InstrumentationScope()
+		r := &spanRecord{name: s.Name(), sc: s.SpanContext(), parent: s.Parent(), kind: s.SpanKind(),
+			start: s.StartTime(), end: s.EndTime(), attrs: s.Attributes(), droppedAttrs: s.DroppedAttributes(),
+			droppedEvents: s.DroppedEvents(), droppedLinks: s.DroppedLinks(), status: s.Status().Code,
+			statusDesc: s.Status().Description, res: res,
+			scope: scope{name: sc.Name, version: sc.Version, schemaURL: sc.SchemaURL, attrs: sc.Attributes}}
+		for _, e := range s.Events() {
+			r.events = append(r.events, spanEvent{name: e.Name, time: e.Time, attrs: e.Attributes, dropped: e.DroppedAttributeCount})
+		}
+		for _, l := range s.Links() {
+			r.links = append(r.links, spanLink{sc: l.SpanContext, attrs: l.Attributes, dropped: l.DroppedAttributeCount})
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 // The exporter's requests, decoded with opentelemetry-proto's generated
 // types, are exactly what the official OTLP/HTTP exporter sends for the
 // same spans.
@@ -185,7 +213,7 @@ func TestOTLPEncodingMatchesTheOfficialExporter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := newOTLPExporterFor(cfg).ExportSpans(ctx, spans); err != nil {
+	if err := newOTLPExporterFor(cfg).export(ctx, fromSDK(spans)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -328,7 +356,7 @@ func exportTo(t *testing.T, c *collector, env map[string]string, spans []sdktrac
 		waits = append(waits, d)
 		return ctx.Err()
 	}
-	return exp.ExportSpans(context.Background(), spans), waits
+	return exp.export(context.Background(), fromSDK(spans)), waits
 }
 
 func TestOTLPExportRetriesWhatTheCollectorSaysToRetry(t *testing.T) {
@@ -403,8 +431,8 @@ func TestOTLPExportRetriesWhatTheCollectorSaysToRetry(t *testing.T) {
 	t.Run("ShutDownExporterRefuses", func(t *testing.T) {
 		c := newCollector(t)
 		exp := newOTLPExporterFor(otlpConfig{url: c.srv.URL + "/v1/traces", timeout: time.Second})
-		_ = exp.Shutdown(context.Background())
-		if err := exp.ExportSpans(context.Background(), spans); err == nil {
+		_ = exp.shutdown(context.Background())
+		if err := exp.export(context.Background(), fromSDK(spans)); err == nil {
 			t.Fatal("export after shutdown accepted")
 		}
 	})

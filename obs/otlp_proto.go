@@ -7,9 +7,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/sdk/instrumentation"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -176,108 +173,101 @@ func unixNano(t time.Time) uint64 {
 	return 0
 }
 
-// scopeKey groups the spans of one resource and instrumentation scope.
-type scopeKey struct {
-	res   attribute.Distinct
-	scope instrumentation.Scope
-}
-
 // encodeTraces encodes spans as an ExportTraceServiceRequest: one
-// ResourceSpans per distinct resource, one ScopeSpans per instrumentation
-// scope in it, in the order the spans came.
-func encodeTraces(spans []sdktrace.ReadOnlySpan) []byte {
+// ResourceSpans per resource, one ScopeSpans per instrumentation scope in
+// it, in the order the spans came.
+func encodeTraces(spans []*spanRecord) []byte {
 	type group struct {
-		res    *resource.Resource
-		scopes []instrumentation.Scope
+		res    *resourceInfo
+		scopes []scope
+		spans  map[scope][]*spanRecord
 	}
 	var groups []*group
-	byResource := map[attribute.Distinct]*group{}
-	byScope := map[scopeKey][]sdktrace.ReadOnlySpan{}
+	byResource := map[*resourceInfo]*group{}
 	for _, s := range spans {
-		if s == nil {
-			continue
-		}
-		k := scopeKey{s.Resource().Equivalent(), s.InstrumentationScope()}
-		g := byResource[k.res]
+		g := byResource[s.res]
 		if g == nil {
-			g = &group{res: s.Resource()}
-			byResource[k.res] = g
+			g = &group{res: s.res, spans: map[scope][]*spanRecord{}}
+			byResource[s.res] = g
 			groups = append(groups, g)
 		}
-		if _, ok := byScope[k]; !ok {
-			g.scopes = append(g.scopes, k.scope)
+		if _, ok := g.spans[s.scope]; !ok {
+			g.scopes = append(g.scopes, s.scope)
 		}
-		byScope[k] = append(byScope[k], s)
+		g.spans[s.scope] = append(g.spans[s.scope], s)
 	}
 	b := make([]byte, 0, 256*len(spans))
 	for _, g := range groups {
 		b = appendMessage(b, fReqResourceSpans, func(b []byte) []byte {
+			var schemaURL string
 			b = appendMessage(b, fRSResource, func(b []byte) []byte {
-				return appendAttributes(b, fResAttributes, g.res.Attributes())
+				if g.res == nil {
+					return b
+				}
+				schemaURL = g.res.schemaURL
+				return appendAttributes(b, fResAttributes, g.res.attrs)
 			})
 			for _, sc := range g.scopes {
 				b = appendMessage(b, fRSScopeSpans, func(b []byte) []byte {
 					b = appendMessage(b, fSSScope, func(b []byte) []byte {
-						b = appendStringField(b, fScopeName, sc.Name)
-						b = appendStringField(b, fScopeVersion, sc.Version)
-						return appendAttributes(b, fScopeAttributes, sc.Attributes.ToSlice())
+						b = appendStringField(b, fScopeName, sc.name)
+						b = appendStringField(b, fScopeVersion, sc.version)
+						return appendAttributes(b, fScopeAttributes, sc.attrs.ToSlice())
 					})
-					for _, s := range byScope[scopeKey{g.res.Equivalent(), sc}] {
+					for _, s := range g.spans[sc] {
 						b = appendMessage(b, fSSSpans, func(b []byte) []byte { return appendSpan(b, s) })
 					}
-					return appendStringField(b, fSSSchemaURL, sc.SchemaURL)
+					return appendStringField(b, fSSSchemaURL, sc.schemaURL)
 				})
 			}
-			return appendStringField(b, fRSSchemaURL, g.res.SchemaURL())
+			return appendStringField(b, fRSSchemaURL, schemaURL)
 		})
 	}
 	return b
 }
 
-func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
-	sc := s.SpanContext()
-	tid, sid := sc.TraceID(), sc.SpanID()
+func appendSpan(b []byte, s *spanRecord) []byte {
+	tid, sid := s.sc.TraceID(), s.sc.SpanID()
 	b = appendBytesField(b, fSpanTraceID, tid[:])
 	b = appendBytesField(b, fSpanSpanID, sid[:])
-	b = appendStringField(b, fSpanTraceState, sc.TraceState().String())
-	parent := s.Parent()
-	if parent.SpanID().IsValid() {
-		pid := parent.SpanID()
+	b = appendStringField(b, fSpanTraceState, s.sc.TraceState().String())
+	if s.parent.SpanID().IsValid() {
+		pid := s.parent.SpanID()
 		b = appendBytesField(b, fSpanParentSpanID, pid[:])
 	}
-	b = appendStringField(b, fSpanName, s.Name())
-	b = appendVarintField(b, fSpanKind, uint64(otlpSpanKind(s.SpanKind())))
-	b = appendFixed64Field(b, fSpanStart, unixNano(s.StartTime()))
-	b = appendFixed64Field(b, fSpanEnd, unixNano(s.EndTime()))
-	b = appendAttributes(b, fSpanAttributes, s.Attributes())
-	b = appendVarintField(b, fSpanDroppedAttributes, uint64(s.DroppedAttributes()))
-	for _, ev := range s.Events() {
+	b = appendStringField(b, fSpanName, s.name)
+	b = appendVarintField(b, fSpanKind, uint64(otlpSpanKind(s.kind)))
+	b = appendFixed64Field(b, fSpanStart, unixNano(s.start))
+	b = appendFixed64Field(b, fSpanEnd, unixNano(s.end))
+	b = appendAttributes(b, fSpanAttributes, s.attrs)
+	b = appendVarintField(b, fSpanDroppedAttributes, uint64(s.droppedAttrs))
+	for _, ev := range s.events {
 		b = appendMessage(b, fSpanEvents, func(b []byte) []byte {
-			b = appendFixed64Field(b, fEventTime, unixNano(ev.Time))
-			b = appendStringField(b, fEventName, ev.Name)
-			b = appendAttributes(b, fEventAttributes, ev.Attributes)
-			return appendVarintField(b, fEventDroppedAttributes, uint64(ev.DroppedAttributeCount))
+			b = appendFixed64Field(b, fEventTime, unixNano(ev.time))
+			b = appendStringField(b, fEventName, ev.name)
+			b = appendAttributes(b, fEventAttributes, ev.attrs)
+			return appendVarintField(b, fEventDroppedAttributes, uint64(ev.dropped))
 		})
 	}
-	b = appendVarintField(b, fSpanDroppedEvents, uint64(s.DroppedEvents()))
-	for _, l := range s.Links() {
+	b = appendVarintField(b, fSpanDroppedEvents, uint64(s.droppedEvents))
+	for _, l := range s.links {
 		b = appendMessage(b, fSpanLinks, func(b []byte) []byte {
-			ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
+			ltid, lsid := l.sc.TraceID(), l.sc.SpanID()
 			b = appendBytesField(b, fLinkTraceID, ltid[:])
 			b = appendBytesField(b, fLinkSpanID, lsid[:])
-			b = appendStringField(b, fLinkTraceState, l.SpanContext.TraceState().String())
-			b = appendAttributes(b, fLinkAttributes, l.Attributes)
-			b = appendVarintField(b, fLinkDroppedAttributes, uint64(l.DroppedAttributeCount))
-			return appendFixed32Field(b, fLinkFlags, spanFlags(l.SpanContext)|uint32(l.SpanContext.TraceFlags()))
+			b = appendStringField(b, fLinkTraceState, l.sc.TraceState().String())
+			b = appendAttributes(b, fLinkAttributes, l.attrs)
+			b = appendVarintField(b, fLinkDroppedAttributes, uint64(l.dropped))
+			return appendFixed32Field(b, fLinkFlags, spanFlags(l.sc)|uint32(l.sc.TraceFlags()))
 		})
 	}
-	b = appendVarintField(b, fSpanDroppedLinks, uint64(s.DroppedLinks()))
-	st := s.Status() // always present, as the official exporter sends it
+	b = appendVarintField(b, fSpanDroppedLinks, uint64(s.droppedLinks))
+	// The status is always present, as the official exporter sends it.
 	b = appendMessage(b, fSpanStatus, func(b []byte) []byte {
-		b = appendStringField(b, fStatusMessage, st.Description)
-		return appendVarintField(b, fStatusCode, otlpStatus(st.Code))
+		b = appendStringField(b, fStatusMessage, s.statusDesc)
+		return appendVarintField(b, fStatusCode, otlpStatus(s.status))
 	})
-	return appendFixed32Field(b, fSpanFlags, spanFlags(parent)|uint32(sc.TraceFlags()))
+	return appendFixed32Field(b, fSpanFlags, spanFlags(s.parent)|uint32(s.sc.TraceFlags()))
 }
 
 // spanFlags is the remote bits of sc, the parent of a span or the span a

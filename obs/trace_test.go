@@ -182,6 +182,8 @@ func TestTracingFromEnvExportsToTheCollector(t *testing.T) {
 	}
 	r := newRig(t, tr)
 	r.submit("test:obs/act.work", "traceparent", clientTraceparent)
+	_ = r.svc.Close()
+	r.do("GET", "/v1/executions", "") // a 5xx: the store is closed
 	if err := tr.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -209,13 +211,16 @@ func TestTracingFromEnvExportsToTheCollector(t *testing.T) {
 			}
 		}
 	}
-	req, commit := spans["POST /v1/executions"], spans["stela.store create"]
-	if req == nil || commit == nil {
+	req, commit, failed := spans["POST /v1/executions"], spans["stela.store create"], spans["GET /v1/executions"]
+	if req == nil || commit == nil || failed == nil {
 		t.Fatalf("spans received: %v, want the request's and the commit's", spans)
 	}
 	if hex.EncodeToString(req.TraceId) != "4bf92f3577b34da6a3ce929d0e0e4736" || hex.EncodeToString(req.ParentSpanId) != "00f067aa0ba902b7" ||
 		req.Kind != tracepb.Span_SPAN_KIND_SERVER {
 		t.Errorf("request span trace %x parent %x kind %v, want the client's trace and span, server", req.TraceId, req.ParentSpanId, req.Kind)
+	}
+	if failed.GetStatus().GetCode() != tracepb.Status_STATUS_CODE_ERROR || len(failed.ParentSpanId) != 0 {
+		t.Errorf("failed request span: status %v parent %x, want an error at the root of its own trace", failed.GetStatus(), failed.ParentSpanId)
 	}
 	if !bytes.Equal(commit.ParentSpanId, req.SpanId) || !bytes.Equal(commit.TraceId, req.TraceId) {
 		t.Errorf("commit span parent %x, want the request span %x", commit.ParentSpanId, req.SpanId)
