@@ -265,7 +265,28 @@ func TestHooksDoNotAllocateWithTracingOff(t *testing.T) {
 	}
 }
 
-// BenchmarkRequestHooks measures the hooks of one request.
+// stelaTracing is the tracing TracingFromEnv builds (Stela's tracer and
+// exporter), exporting to a collector that accepts everything.
+func stelaTracing(b *testing.B) *obs.Tracing {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
+	b.Cleanup(srv.Close)
+	// At a benchmark's rate the queue overflows; the warnings are not the figures.
+	def := slog.Default()
+	slog.SetDefault(slog.New(slog.DiscardHandler))
+	b.Cleanup(func() { slog.SetDefault(def) })
+	tr, err := obs.TracingFromEnv(context.Background(), func(k string) string {
+		return map[string]string{obs.EnvOTLPEndpoint: srv.URL}[k]
+	}, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	return tr
+}
+
+// BenchmarkRequestHooks measures the hooks of one request (tracing with
+// the SDK, as the tests make spans, and with Stela's tracer, as the
+// functions and `stela dev` do).
 //
 //	go test ./obs -run '^$' -bench RequestHooks -benchmem
 func BenchmarkRequestHooks(b *testing.B) {
@@ -280,6 +301,7 @@ func BenchmarkRequestHooks(b *testing.B) {
 		{"TracingOffMetricsOn", obs.NewObserver(obs.NewMetrics(), nil)},
 		{"TracingOnMetricsOn", obs.NewObserver(obs.NewMetrics(),
 			obs.NewTracing(sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))))},
+		{"StelaTracingOnMetricsOn", obs.NewObserver(obs.NewMetrics(), stelaTracing(b))},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -306,6 +328,7 @@ func BenchmarkHandler(b *testing.B) {
 		{"TracingOffMetricsOn", obs.NewObserver(obs.NewMetrics(), nil)},
 		{"TracingOnMetricsOn", obs.NewObserver(obs.NewMetrics(),
 			obs.NewTracing(sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))))},
+		{"StelaTracingOnMetricsOn", obs.NewObserver(obs.NewMetrics(), stelaTracing(b))},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			opts := store.Options{Clock: clk, Logger: slog.New(slog.DiscardHandler)}
