@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/stela-dev/stela/obs"
@@ -17,7 +16,8 @@ import (
 // CLI links (the Lambda functions do without it: obs/doc.go, "Metrics").
 func devMetricsHandler(m *obs.Metrics) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The collectors /metrics served before Stela's registry had its own.
+	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	format := expfmt.NewFormat(expfmt.TypeTextPlain)
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		var b bytes.Buffer
