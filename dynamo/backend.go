@@ -7,15 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/stela-dev/stela/core"
@@ -230,41 +227,6 @@ func newBackend(client api, opts Options) (*Backend, error) {
 		}},
 	}
 	return b, nil
-}
-
-// NewClient builds a DynamoDB client from the default configuration chain
-// (config.LoadDefaultConfig: credentials, region, AWS_ENDPOINT_URL_DYNAMODB /
-// AWS_ENDPOINT_URL). For a non-AWS endpoint (DynamoDB Local) it disables the
-// response CRC32 check, which such endpoints do not support on errors.
-func NewClient(ctx context.Context, optFns ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("dynamo: load AWS config: %w", err)
-	}
-	fns := append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
-		if o.BaseEndpoint != nil && isLocalEndpoint(*o.BaseEndpoint) {
-			o.DisableValidateResponseChecksum = true
-		}
-	}}, optFns...)
-	return dynamodb.NewFromConfig(cfg, fns...), nil
-}
-
-func isLocalEndpoint(endpoint string) bool {
-	u, err := url.Parse(endpoint)
-	if err != nil {
-		return false
-	}
-	host := u.Hostname()
-	return !strings.HasSuffix(host, ".amazonaws.com") && !strings.HasSuffix(host, ".amazonaws.com.cn")
-}
-
-// NewFromEnv is New with a client from NewClient and default options.
-func NewFromEnv(ctx context.Context, table string) (*Backend, error) {
-	client, err := NewClient(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return New(client, Options{Table: table})
 }
 
 // Close marks the backend closed; later calls fail with core.ErrClosed.

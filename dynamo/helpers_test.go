@@ -16,6 +16,7 @@ import (
 
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/dynamo"
+	"github.com/stela-dev/stela/dynamo/dynamoenv"
 	"github.com/stela-dev/stela/store"
 )
 
@@ -36,7 +37,7 @@ func requireEndpoint(t testing.TB) {
 func newClient(t testing.TB, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	t.Helper()
 	requireEndpoint(t)
-	c, err := dynamo.NewClient(context.Background(), optFns...)
+	c, err := dynamoenv.NewClient(context.Background(), optFns...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,9 @@
 // events to the project's transport-agnostic code. HTTP adapts API Gateway
 // HTTP API (payload format 2.0) events to the httpapi handler; Timers runs
 // the timer sweep and cancellation driver for one EventBridge-scheduled
-// invocation; WorkerPass runs one pass of a worker (package worker) per
-// invocation, scheduled or on demand.
+// invocation; workerpass.Pass (package functions/workerpass, apart so that
+// the other functions do not link the worker SDK) runs one pass of a worker
+// (package worker) per invocation, scheduled or on demand.
 //
 // Handlers are methods on small structs whose constructors take the store,
 // CAS and options as parameters, so tests drive them with an in-memory store

@@ -23,7 +23,7 @@ import (
 // instrumented is an observed store with the telemetry of one function
 // writing its EMF lines to out.
 func instrumented(function string) (*store.Service, *obs.Observer, *functions.Telemetry, *bytes.Buffer) {
-	m := obs.NewMetrics(false)
+	m := obs.NewMetrics()
 	o := obs.NewObserver(m, nil)
 	svc := store.New(mem.New(), store.Options{Clock: fixedClock{t0}, Observer: o})
 	out := &bytes.Buffer{}

@@ -88,7 +88,7 @@ var errEveryPassFailed = errors.New("every timers pass failed")
 // time left before ctx's deadline minus the safety margin, capped at
 // MaxBudget; at least 1 ns (so one pass still runs).
 func (t *Timers) Budget(ctx context.Context) time.Duration {
-	return invocationBudget(ctx, t.opts.MaxBudget, t.opts.SafetyMargin)
+	return InvocationBudget(ctx, t.opts.MaxBudget, t.opts.SafetyMargin)
 }
 
 // Handle runs the loop for one scheduled event and returns its statistics.
@@ -115,4 +115,15 @@ func (t *Timers) Handle(ctx context.Context, ev events.EventBridgeEvent) (timers
 		return st, fmt.Errorf("functions: timers: %w (%d passes)", errEveryPassFailed, st.Passes)
 	}
 	return st, nil
+}
+
+// InvocationBudget is the time left before ctx's deadline minus margin,
+// capped at maxBudget (the budget when ctx has no deadline); at least 1 ns.
+// The timers and worker functions size their passes with it.
+func InvocationBudget(ctx context.Context, maxBudget, margin time.Duration) time.Duration {
+	b := maxBudget
+	if dl, ok := ctx.Deadline(); ok {
+		b = min(b, time.Until(dl)-margin)
+	}
+	return max(b, time.Nanosecond)
 }

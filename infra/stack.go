@@ -86,7 +86,7 @@ const (
 	// WorkerFunction names the optional worker function (functions/worker).
 	WorkerFunction = "worker"
 	// The worker runs a pass per invocation until 5 s before its deadline
-	// (functions.DefaultWorkerMargin); its schedule runs one a minute, and
+	// (workerpass.DefaultMargin); its schedule runs one a minute, and
 	// on-demand invocations add passes, at most WorkerReservedConcurrency at once.
 	WorkerFunctionTimeoutSeconds = 60
 	WorkerReservedConcurrency    = 4

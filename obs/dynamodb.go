@@ -51,8 +51,8 @@ func (m *Metrics) dynamoError(op string, err error) {
 			}
 		}
 	}
-	m.dynamoErrs.WithLabelValues(op, code).Inc()
+	m.dynamoErrs.with(op, code).inc()
 	if throttled {
-		m.throttles.Inc()
+		m.throttles.inc()
 	}
 }

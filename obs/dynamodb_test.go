@@ -49,7 +49,7 @@ func dynamoClient(m *obs.Metrics, c *cannedDynamo) *dynamodb.Client {
 }
 
 func TestDynamoDBMiddlewareCountsThrottledAttempts(t *testing.T) {
-	m := obs.NewMetrics(false)
+	m := obs.NewMetrics()
 	throttled := [2]string{"400", `{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"slow down"}`}
 	ok := [2]string{"200", `{}`}
 	// Two throttled attempts the SDK retries, then success: the caller sees

@@ -5,14 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 	"unicode"
-
-	dto "github.com/prometheus/client_model/go"
 )
 
 // CloudWatch Embedded Metric Format (EMF): the Lambda functions print the
@@ -21,7 +18,7 @@ import (
 // (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html).
 // No maintained Go EMF library exists (AWS publishes none for Go; the
 // community ones are stale or need a newer Go), and the format is small,
-// so this is a writer over the Prometheus registry: one vocabulary, two
+// so this is a writer over the metrics registry: one vocabulary, two
 // exporters.
 
 // DefaultNamespace is the CloudWatch namespace of the EMF metrics.
@@ -128,21 +125,21 @@ func (m *Metrics) WriteEMF(w io.Writer, opts EMFOptions) error {
 	if m.emf.last == nil {
 		m.emf.last = map[string]float64{}
 	}
-	families, err := m.reg.Gather()
+	snaps := m.reg.gather()
 	m.lag.reset()
-	if err != nil {
-		return fmt.Errorf("obs: gather metrics: %w", err)
-	}
 	groups := map[string]*emfGroup{}
 	var order []string
-	for _, f := range families {
-		def, ok := vocabulary[f.GetName()]
+	for _, sn := range snaps {
+		def, ok := vocabulary[sn.f.name]
 		if !ok {
 			continue
 		}
-		for _, mt := range f.GetMetric() {
-			labels := labelMap(mt)
-			values := m.emf.values(f.GetName(), labels, f.GetType(), mt, def.scale)
+		for _, smp := range sn.samples {
+			labels := make(map[string]string, len(sn.f.labels)+1)
+			for i, l := range sn.f.labels {
+				labels[l] = smp.labels[i]
+			}
+			values := m.emf.values(sn.f, labels, smp, def.scale)
 			if len(values) == 0 {
 				continue
 			}
@@ -179,56 +176,34 @@ func (m *Metrics) WriteEMF(w io.Writer, opts EMFOptions) error {
 
 // values returns the EMF values of one series since the last flush and
 // remembers its current state.
-func (s *emfState) values(name string, labels map[string]string, typ dto.MetricType, mt *dto.Metric, scale float64) []float64 {
-	key := name + "{" + labelKey(labels) + "}"
-	switch typ {
-	case dto.MetricType_COUNTER:
-		v := mt.GetCounter().GetValue()
-		d := v - s.last[key]
-		s.last[key] = v
+func (s *emfState) values(f *family, labels map[string]string, smp sample, scale float64) []float64 {
+	key := f.name + "{" + labelKey(labels) + "}"
+	switch f.kind {
+	case kindCounter:
+		d := smp.value - s.last[key]
+		s.last[key] = smp.value
 		if d <= 0 {
 			return nil
 		}
 		return []float64{d * scale}
-	case dto.MetricType_GAUGE:
-		return []float64{mt.GetGauge().GetValue() * scale}
-	case dto.MetricType_HISTOGRAM:
-		h := mt.GetHistogram()
+	case kindGauge:
+		return []float64{smp.value * scale}
+	case kindHistogram:
+		// Each new observation at its bucket's upper bound; those above
+		// the last bound at the last bound.
 		var out []float64
-		var prevCum uint64
-		bound := 0.0
-		for i, b := range h.GetBucket() {
-			bound = b.GetUpperBound()
-			if math.IsInf(bound, 1) {
-				break
-			}
+		for i, c := range smp.counts {
+			bound := f.bounds[min(i, len(f.bounds)-1)]
 			bk := fmt.Sprintf("%s#%d", key, i)
-			cum := b.GetCumulativeCount()
-			n := (cum - prevCum) - uint64(s.last[bk])
-			s.last[bk] = float64(cum - prevCum)
-			prevCum = cum
+			n := c - uint64(s.last[bk])
+			s.last[bk] = float64(c)
 			for range n {
 				out = append(out, bound*scale)
 			}
 		}
-		over := h.GetSampleCount() - prevCum
-		ok := key + "#inf"
-		n := over - uint64(s.last[ok])
-		s.last[ok] = float64(over)
-		for range n {
-			out = append(out, bound*scale)
-		}
 		return out
 	}
 	return nil
-}
-
-func labelMap(mt *dto.Metric) map[string]string {
-	out := make(map[string]string, len(mt.GetLabel()))
-	for _, l := range mt.GetLabel() {
-		out[l.GetName()] = l.GetValue()
-	}
-	return out
 }
 
 func labelKey(labels map[string]string) string {

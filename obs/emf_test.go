@@ -137,7 +137,7 @@ func TestEMFLinesCarryTheWorkloadOnce(t *testing.T) {
 }
 
 func ExampleMetrics_WriteEMF() {
-	m := obs.NewMetrics(false)
+	m := obs.NewMetrics()
 	m.HTTPRequest("GET /v1/executions", 200, 3*time.Millisecond)
 	var b bytes.Buffer
 	_ = m.WriteEMF(&b, obs.EMFOptions{Timestamp: time.UnixMilli(1767225600000)})

@@ -1,14 +1,13 @@
 package obs
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/timers"
@@ -57,37 +56,37 @@ var (
 	batchBuckets = []float64{0, 1, 2, 4, 8, 16, 25, 50, 100}
 )
 
-// Metrics is Stela's one metrics vocabulary on a Prometheus registry: the
-// store, the HTTP handler and the timers loop report to it (through
-// Observer), /metrics exposes it as Prometheus text (Handler) and the
-// Lambda functions write it as CloudWatch Embedded Metric Format (EMF).
-// It is safe for concurrent use.
+// Metrics is Stela's one metrics vocabulary on a registry of its own
+// (registry.go): the store, the HTTP handler and the timers loop report to
+// it (through Observer), /metrics exposes it as Prometheus text (Handler,
+// WritePrometheus) and the Lambda functions write it as CloudWatch
+// Embedded Metric Format (EMF). It is safe for concurrent use.
 type Metrics struct {
-	reg *prometheus.Registry
+	reg *registry
 
-	created     prometheus.Counter
-	finished    [store.NumOutcomes]prometheus.Counter
-	lockGrants  prometheus.Counter
-	lockBatch   prometheus.Histogram
-	commitDur   []prometheus.Observer      // by store.Op
-	commits     [][]prometheus.Counter     // by store.Op, result index
+	created     *series
+	finished    [store.NumOutcomes]*series
+	lockGrants  *series
+	lockBatch   *series
+	commitDur   []*series                  // by store.Op
+	commits     [][]*series                // by store.Op, result index
 	resultIndex map[string]int             // store.ResultOf → index
-	passes      [2]prometheus.Counter      // ok, failed
-	passDur     prometheus.Histogram       //
-	fired       prometheus.Counter         //
-	expired     prometheus.Counter         //
-	skipped     prometheus.Counter         //
-	cancelled   prometheus.Counter         //
-	lag         *lagCollector              //
-	retPasses   [2]prometheus.Counter      // ok, failed
-	retExpired  prometheus.Counter         //
-	retItems    prometheus.Counter         //
-	httpReqs    *prometheus.CounterVec     // route, code
-	httpDur     *prometheus.HistogramVec   // route
+	passes      [2]*series                 // ok, failed
+	passDur     *series                    //
+	fired       *series                    //
+	expired     *series                    //
+	skipped     *series                    //
+	cancelled   *series                    //
+	lag         *lagGauge                  //
+	retPasses   [2]*series                 // ok, failed
+	retExpired  *series                    //
+	retItems    *series                    //
+	httpReqs    *family                    // route, code
+	httpDur     *family                    // route
 	httpMu      sync.RWMutex               //
 	httpCache   map[routeStatus]httpSeries // resolved series, so the hot path does not allocate
-	throttles   prometheus.Counter         //
-	dynamoErrs  *prometheus.CounterVec     // operation, code
+	throttles   *series                    //
+	dynamoErrs  *family                    // operation, code
 	backendOnce sync.Once                  //
 	emf         emfState                   // last values flushed as EMF
 }
@@ -98,96 +97,87 @@ type routeStatus struct {
 }
 
 type httpSeries struct {
-	reqs prometheus.Counter
-	dur  prometheus.Observer
+	reqs *series
+	dur  *series
 }
 
-// NewMetrics returns the vocabulary registered on a fresh registry (with
-// the Go runtime and process collectors when goCollectors is true, as
-// `stela dev` serves them; the Lambda functions leave them out of EMF).
-func NewMetrics(goCollectors bool) *Metrics {
-	reg := prometheus.NewRegistry()
-	if goCollectors {
-		reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
-	}
+// NewMetrics returns the vocabulary registered on a fresh registry. (The
+// Go runtime and process metrics `stela dev` also serves are its own
+// business: cmd/stela adds them to what WritePrometheus writes.)
+func NewMetrics() *Metrics {
+	reg := newRegistry()
 	m := &Metrics{reg: reg, httpCache: map[routeStatus]httpSeries{}, resultIndex: map[string]int{}}
-	counter := func(name, help string) prometheus.Counter {
-		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
-		reg.MustRegister(c)
-		return c
-	}
+	counter := func(name, help string) *series { return reg.counter(name, help).with() }
 	m.created = counter(MetricExecutionsCreated, "Executions created (top-level and children).")
-	finished := prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricExecutionsFinished,
-		Help: "Executions finished, by outcome (ok, error, timeout, cancelled, nondeterminism, out_of_fuel, failure)."}, []string{"outcome"})
-	reg.MustRegister(finished)
+	finished := reg.counter(MetricExecutionsFinished,
+		"Executions finished, by outcome (ok, error, timeout, cancelled, nondeterminism, out_of_fuel, failure).", "outcome")
 	for o := range store.NumOutcomes {
-		m.finished[o] = finished.WithLabelValues(o.String())
+		m.finished[o] = finished.with(o.String())
 	}
 	m.lockGrants = counter(MetricLockGrants, "Executions locked by workers.")
-	m.lockBatch = prometheus.NewHistogram(prometheus.HistogramOpts{Name: MetricLockBatchSize,
-		Help: "Executions granted per lock request.", Buckets: batchBuckets})
-	reg.MustRegister(m.lockBatch)
+	m.lockBatch = reg.histogram(MetricLockBatchSize, "Executions granted per lock request.", batchBuckets).with()
 
-	commitDur := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricCommitDuration,
-		Help:    "Wall time of the store's transactions by operation (op=\"append\" is the append latency), backend retries included.",
-		Buckets: latencyBuckets}, []string{"op"})
-	commits := prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricCommits,
-		Help: "Store transactions by operation and result (ok, version_conflict, conflict, already_finished, …)."}, []string{"op", "result"})
-	reg.MustRegister(commitDur, commits)
+	commitDur := reg.histogram(MetricCommitDuration,
+		"Wall time of the store's transactions by operation (op=\"append\" is the append latency), backend retries included.",
+		latencyBuckets, "op")
+	commits := reg.counter(MetricCommits,
+		"Store transactions by operation and result (ok, version_conflict, conflict, already_finished, …).", "op", "result")
 	results := store.CommitResults()
 	for i, r := range results {
 		m.resultIndex[r] = i
 	}
 	for _, op := range store.Ops() {
-		m.commitDur = append(m.commitDur, commitDur.WithLabelValues(op.String()))
-		row := make([]prometheus.Counter, len(results))
+		m.commitDur = append(m.commitDur, commitDur.with(op.String()))
+		row := make([]*series, len(results))
 		for i, r := range results {
-			row[i] = commits.WithLabelValues(op.String(), r)
+			row[i] = commits.with(op.String(), r)
 		}
 		m.commits = append(m.commits, row)
 	}
 
-	passes := prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricSweepPasses,
-		Help: "Timer sweep passes (sweep + cancellation driver), by result (ok, failed)."}, []string{"result"})
-	reg.MustRegister(passes)
-	m.passes = [2]prometheus.Counter{passes.WithLabelValues("ok"), passes.WithLabelValues("failed")}
-	m.passDur = prometheus.NewHistogram(prometheus.HistogramOpts{Name: MetricSweepDuration,
-		Help: "Wall time of one timers pass.", Buckets: latencyBuckets})
-	reg.MustRegister(m.passDur)
+	passes := reg.counter(MetricSweepPasses, "Timer sweep passes (sweep + cancellation driver), by result (ok, failed).", "result")
+	m.passes = [2]*series{passes.with("ok"), passes.with("failed")}
+	m.passDur = reg.histogram(MetricSweepDuration, "Wall time of one timers pass.", latencyBuckets).with()
 	m.fired = counter(MetricDelaysFired, "Delays the timer sweep fired.")
 	m.expired = counter(MetricLocksExpired, "Expired locks the timer sweep resolved (retried, unlocked or finished).")
 	m.skipped = counter(MetricSweepSkipped, "Timers another sweeper or a late worker resolved first.")
 	m.cancelled = counter(MetricCancellations, "Cancelling executions the cancellation driver finished.")
-	m.lag = &lagCollector{desc: prometheus.NewDesc(MetricSweepLag,
-		"Sweep lag: now minus the deadline of the oldest due timer (delay or expired lock) not yet handled; 0 when none.", nil, nil)}
-	reg.MustRegister(m.lag)
-	retPasses := prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRetentionPasses,
-		Help: "Retention passes (expiring finished execution trees), by result (ok, failed)."}, []string{"result"})
-	reg.MustRegister(retPasses)
-	m.retPasses = [2]prometheus.Counter{retPasses.WithLabelValues("ok"), retPasses.WithLabelValues("failed")}
+	m.lag = &lagGauge{}
+	reg.gaugeFunc(MetricSweepLag,
+		"Sweep lag: now minus the deadline of the oldest due timer (delay or expired lock) not yet handled; 0 when none.", m.lag.read)
+	retPasses := reg.counter(MetricRetentionPasses, "Retention passes (expiring finished execution trees), by result (ok, failed).", "result")
+	m.retPasses = [2]*series{retPasses.with("ok"), retPasses.with("failed")}
 	m.retExpired = counter(MetricRetentionExpired, "Finished execution trees the retention passes removed (embedded) or marked with their expiry (DynamoDB).")
 	m.retItems = counter(MetricRetentionItems, "Rows the retention passes deleted (embedded) or items they marked with their expiry (DynamoDB).")
 
-	m.httpReqs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricHTTPRequests,
-		Help: "HTTP requests by route pattern and status code."}, []string{"route", "code"})
-	m.httpDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricHTTPDuration,
-		Help: "HTTP request latency by route pattern.", Buckets: latencyBuckets}, []string{"route"})
-	reg.MustRegister(m.httpReqs, m.httpDur)
+	m.httpReqs = reg.counter(MetricHTTPRequests, "HTTP requests by route pattern and status code.", "route", "code")
+	m.httpDur = reg.histogram(MetricHTTPDuration, "HTTP request latency by route pattern.", latencyBuckets, "route")
 
 	m.throttles = counter(MetricDynamoThrottles, "DynamoDB request attempts throttled (the SDK retried them), cancellation reasons included.")
-	m.dynamoErrs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricDynamoErrors,
-		Help: "DynamoDB request attempts that failed, by operation and error code (ConditionalCheckFailedException and TransactionCanceledException are the store's contention)."},
-		[]string{"operation", "code"})
-	reg.MustRegister(m.dynamoErrs)
+	m.dynamoErrs = reg.counter(MetricDynamoErrors,
+		"DynamoDB request attempts that failed, by operation and error code (ConditionalCheckFailedException and TransactionCanceledException are the store's contention).",
+		"operation", "code")
 	return m
 }
 
-// Registry returns the registry (for tests and extra collectors).
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+// WritePrometheus writes the metrics in the Prometheus text exposition
+// format (version 0.0.4), families sorted by name.
+func (m *Metrics) WritePrometheus(w io.Writer) error { return writeText(w, m.reg.gather()) }
 
-// Handler serves the registry as Prometheus text (OpenMetrics when asked).
+// PrometheusContentType is the Content-Type of WritePrometheus's output.
+const PrometheusContentType = "text/plain; version=0.0.4; charset=utf-8"
+
+// Handler serves the metrics as Prometheus text (WritePrometheus).
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, EnableOpenMetrics: true})
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		var b bytes.Buffer
+		if err := m.WritePrometheus(&b); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", PrometheusContentType)
+		_, _ = w.Write(b.Bytes())
+	})
 }
 
 // --- store ---------------------------------------------------------------------
@@ -198,23 +188,23 @@ func (m *Metrics) StoreCommit(c store.Commit) {
 	if op >= len(m.commits) {
 		op = int(store.OpOther)
 	}
-	m.commitDur[op].Observe(c.Duration.Seconds())
-	m.commits[op][m.resultIndex[c.Result()]].Inc()
+	m.commitDur[op].observe(c.Duration.Seconds())
+	m.commits[op][m.resultIndex[c.Result()]].inc()
 	if c.Created > 0 {
-		m.created.Add(float64(c.Created))
+		m.created.add(float64(c.Created))
 	}
 	for o, n := range c.Finished {
 		if n > 0 {
-			m.finished[o].Add(float64(n))
+			m.finished[o].add(float64(n))
 		}
 	}
 }
 
 // LockCall records one lock request.
 func (m *Metrics) LockCall(_, granted int) {
-	m.lockBatch.Observe(float64(granted))
+	m.lockBatch.observe(float64(granted))
 	if granted > 0 {
-		m.lockGrants.Add(float64(granted))
+		m.lockGrants.add(float64(granted))
 	}
 }
 
@@ -252,8 +242,7 @@ func (m *Metrics) ObserveBackend(read func() BackendCounters) {
 			return last
 		}
 		add := func(name, help string, f func(BackendCounters) int64) {
-			m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
-				func() float64 { return float64(f(get())) }))
+			m.reg.counterFunc(name, help, func() float64 { return float64(f(get())) })
 		}
 		add(MetricBackendCommits, "Transactions the backend committed with writes.", func(c BackendCounters) int64 { return c.Commits })
 		add(MetricStoreRetries, "Transactions re-run after contention or a throttled / cancelled DynamoDB transaction.", func(c BackendCounters) int64 { return c.Retries })
@@ -267,14 +256,14 @@ func (m *Metrics) ObserveBackend(read func() BackendCounters) {
 // TimersPass records one timers pass.
 func (m *Metrics) TimersPass(p timers.Pass) {
 	if p.Err != nil {
-		m.passes[1].Inc()
+		m.passes[1].inc()
 	} else {
-		m.passes[0].Inc()
+		m.passes[0].inc()
 	}
-	m.passDur.Observe(p.Duration.Seconds())
-	add := func(c prometheus.Counter, n int) {
+	m.passDur.observe(p.Duration.Seconds())
+	add := func(c *series, n int) {
 		if n > 0 {
-			c.Add(float64(n))
+			c.add(float64(n))
 		}
 	}
 	add(m.fired, p.Sweep.ExpiredDelays)
@@ -289,15 +278,15 @@ func (m *Metrics) TimersPass(p timers.Pass) {
 // RetentionPass records one retention pass.
 func (m *Metrics) RetentionPass(p timers.RetentionPass) {
 	if p.Err != nil {
-		m.retPasses[1].Inc()
+		m.retPasses[1].inc()
 	} else {
-		m.retPasses[0].Inc()
+		m.retPasses[0].inc()
 	}
 	if n := p.Result.Expired; n > 0 {
-		m.retExpired.Add(float64(n))
+		m.retExpired.add(float64(n))
 	}
 	if n := p.Result.Items; n > 0 {
-		m.retItems.Add(float64(n))
+		m.retItems.add(float64(n))
 	}
 }
 
@@ -314,18 +303,17 @@ func (m *Metrics) SetLagProbe(probe func(ctx context.Context) (time.Duration, er
 // lagProbeTimeout bounds one probe of the sweep lag.
 const lagProbeTimeout = 5 * time.Second
 
-// lagCollector exposes the sweep lag: from the probe when one is set (its
-// failures expose nothing), else the largest lag a pass saw since the last
-// EMF flush (nothing when no pass ran since).
-type lagCollector struct {
-	desc  *prometheus.Desc
+// lagGauge is the sweep lag: from the probe when one is set (its failures
+// expose nothing), else the largest lag a pass saw since the last EMF
+// flush (nothing when no pass ran since).
+type lagGauge struct {
 	mu    sync.Mutex
 	probe func(ctx context.Context) (time.Duration, error)
 	max   time.Duration
 	seen  bool
 }
 
-func (l *lagCollector) observe(d time.Duration) {
+func (l *lagGauge) observe(d time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.seen || d > l.max {
@@ -334,15 +322,14 @@ func (l *lagCollector) observe(d time.Duration) {
 }
 
 // reset forgets the passes' lag (after an EMF flush).
-func (l *lagCollector) reset() {
+func (l *lagGauge) reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.max, l.seen = 0, false
 }
 
-func (l *lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- l.desc }
-
-func (l *lagCollector) Collect(ch chan<- prometheus.Metric) {
+// read is the gauge's value at a collection, in seconds.
+func (l *lagGauge) read() (float64, bool) {
 	l.mu.Lock()
 	probe, v, seen := l.probe, l.max, l.seen
 	l.mu.Unlock()
@@ -351,13 +338,11 @@ func (l *lagCollector) Collect(ch chan<- prometheus.Metric) {
 		d, err := probe(ctx)
 		cancel()
 		if err != nil {
-			return
+			return 0, false
 		}
 		v, seen = d, true
 	}
-	if seen {
-		ch <- prometheus.MustNewConstMetric(l.desc, prometheus.GaugeValue, v.Seconds())
-	}
+	return v.Seconds(), seen
 }
 
 // --- HTTP ----------------------------------------------------------------------
@@ -386,11 +371,11 @@ func (m *Metrics) HTTPRequest(route string, status int, d time.Duration) {
 		if status >= 0 && status < len(statusText) {
 			code = statusText[status]
 		}
-		s = httpSeries{reqs: m.httpReqs.WithLabelValues(route, code), dur: m.httpDur.WithLabelValues(route)}
+		s = httpSeries{reqs: m.httpReqs.with(route, code), dur: m.httpDur.with(route)}
 		m.httpMu.Lock()
 		m.httpCache[k] = s
 		m.httpMu.Unlock()
 	}
-	s.reqs.Inc()
-	s.dur.Observe(d.Seconds())
+	s.reqs.inc()
+	s.dur.observe(d.Seconds())
 }

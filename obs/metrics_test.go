@@ -57,7 +57,7 @@ func newRig(t *testing.T, tracing *obs.Tracing) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, ctx: context.Background(), clock: storetest.NewSimClock(t0), backend: b, m: obs.NewMetrics(false),
+	r := &rig{t: t, ctx: context.Background(), clock: storetest.NewSimClock(t0), backend: b, m: obs.NewMetrics(),
 		exr: must(t, core.ParseExecutorId, "Exr_01KBNJ2T3D8W7H3X6Q4M9R5V1A"),
 		run: must(t, core.ParseRunId, "Run_01KBNJ2V0P6C4Y8N2B7K3T5W9E")}
 	r.o = obs.NewObserver(r.m, tracing)

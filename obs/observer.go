@@ -5,14 +5,15 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/stela-dev/stela/httpapi"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/timers"
 )
 
 // Observer reports what the store, the HTTP handler and the timers loop
 // did to Metrics and Tracing, either of which may be nil (off). It
-// implements store.Observer, httpapi.Observer and timers.Observer.
+// implements store.Observer, httpapi.Observer and timers.Observer (obs
+// does not import httpapi, which imports obs/tracemeta: the httpapi check
+// is in observer_test.go).
 type Observer struct {
 	metrics *Metrics
 	tracing *Tracing
@@ -20,7 +21,6 @@ type Observer struct {
 
 var (
 	_ store.Observer           = (*Observer)(nil)
-	_ httpapi.Observer         = (*Observer)(nil)
 	_ timers.Observer          = (*Observer)(nil)
 	_ timers.RetentionObserver = (*Observer)(nil)
 )

@@ -4,23 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/stela-dev/stela/store"
 )
 
-// Environment variables of TracingFromEnv (the OpenTelemetry SDK's own;
-// the OTLP exporter also reads OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT,
-// _PROTOCOL… and the SDK OTEL_TRACES_SAMPLER, OTEL_SERVICE_NAME,
-// OTEL_RESOURCE_ATTRIBUTES).
+// Environment variables of TracingFromEnv (the OpenTelemetry
+// specification's; the exporter also reads the EnvOTLP* variables of
+// otlp.go, and the tracer those of tracer.go: OTEL_TRACES_SAMPLER,
+// OTEL_BSP_*, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES).
 const (
 	EnvSDKDisabled         = "OTEL_SDK_DISABLED"
 	EnvTracesExporter      = "OTEL_TRACES_EXPORTER"
@@ -48,13 +47,18 @@ type Tracing struct {
 	shutdown func(context.Context) error
 }
 
-// NewTracing traces with tp (tests pass an SDK provider with an in-memory
-// exporter); incoming requests are joined to their W3C `traceparent`.
+// NewTracing traces with tp (TracingFromEnv passes Stela's own provider,
+// tests the OpenTelemetry SDK's with an in-memory exporter); incoming
+// requests are joined to their W3C `traceparent`. Flush and Shutdown call
+// tp's ForceFlush and Shutdown when it has them.
 func NewTracing(tp trace.TracerProvider) *Tracing {
 	t := &Tracing{tracer: tp.Tracer(instrumentationName), prop: propagation.TraceContext{},
 		flush: func(context.Context) error { return nil }, shutdown: func(context.Context) error { return nil }}
-	if sdk, ok := tp.(*sdktrace.TracerProvider); ok {
-		t.flush, t.shutdown = sdk.ForceFlush, sdk.Shutdown
+	if p, ok := tp.(interface {
+		ForceFlush(context.Context) error
+		Shutdown(context.Context) error
+	}); ok {
+		t.flush, t.shutdown = p.ForceFlush, p.Shutdown
 	}
 	return t
 }
@@ -63,9 +67,11 @@ func NewTracing(tp trace.TracerProvider) *Tracing {
 // variables read through getenv: it is on when OTEL_TRACES_EXPORTER is
 // "otlp", or unset while OTEL_EXPORTER_OTLP_ENDPOINT or
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set; spans then go to that
-// collector over OTLP/HTTP in batches. It is off (nil, nil) otherwise, with
-// OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. serviceName is the
-// default service.name (OTEL_SERVICE_NAME wins).
+// collector over OTLP/HTTP (protobuf) in batches. It is off (nil, nil)
+// otherwise, with OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none.
+// serviceName is the default service.name (OTEL_SERVICE_NAME wins). A
+// configuration the exporter cannot honour (OTEL_EXPORTER_OTLP_PROTOCOL=grpc,
+// a malformed endpoint or header list…) is an error naming the variable.
 func TracingFromEnv(ctx context.Context, getenv func(string) string, serviceName string) (*Tracing, error) {
 	if strings.EqualFold(getenv(EnvSDKDisabled), "true") {
 		return nil, nil
@@ -81,18 +87,19 @@ func TracingFromEnv(ctx context.Context, getenv func(string) string, serviceName
 	default:
 		return nil, fmt.Errorf("obs: %s %s=%q (want otlp or none)", errUnsupportedExporter, EnvTracesExporter, exp)
 	}
-	exporter, err := newOTLPExporter(ctx)
+	exporter, err := newOTLPExporter(getenv)
 	if err != nil {
 		return nil, fmt.Errorf("obs: OTLP trace exporter: %w", err)
 	}
-	res, err := resource.New(ctx,
-		resource.WithAttributes(attribute.String("service.name", serviceName)),
-		resource.WithFromEnv(), resource.WithTelemetrySDK())
-	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
-		return nil, fmt.Errorf("obs: trace resource: %w", err)
+	smp, err1 := samplerFromEnv(getenv)
+	res, err2 := resourceFromEnv(getenv, serviceName)
+	bsp, err3 := batcherFromEnv(getenv, exporter, func(err error) {
+		slog.Default().Warn("trace export failed", "err", err)
+	})
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, fmt.Errorf("obs: tracing: %w", err)
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
-	return NewTracing(tp), nil
+	return NewTracing(&provider{res: res, sampler: smp, bsp: bsp.start()}), nil
 }
 
 // Flush exports the spans ended so far (a Lambda invocation calls it before

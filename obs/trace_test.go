@@ -1,17 +1,25 @@
 package obs_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/httpapi"
@@ -138,18 +146,100 @@ func TestTracingFromEnvIsOffByDefault(t *testing.T) {
 	tr, err = obs.TracingFromEnv(context.Background(), func(k string) string {
 		return map[string]string{obs.EnvOTLPEndpoint: "http://127.0.0.1:1"}[k]
 	}, "stela")
-	if !obs.HaveOTLP {
-		if err == nil || tr != nil {
-			t.Fatalf("built without the exporter: %v, %v; want an error", tr, err)
-		}
-		return
-	}
 	if err != nil || tr == nil {
 		t.Fatalf("endpoint set: %v, %v; want tracing on", tr, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_ = tr.Shutdown(ctx) // nothing listens: the error is the exporter's, not ours
+}
+
+// Tracing configured by the environment alone sends the request's and the
+// commit's spans to the collector it names, over OTLP/HTTP protobuf with
+// the headers it names, when the function flushes.
+func TestTracingFromEnvExportsToTheCollector(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		got    []*tracepb.TracesData
+		header http.Header
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var td tracepb.TracesData // ExportTraceServiceRequest's fields
+		if r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" || proto.Unmarshal(body, &td) != nil {
+			http.Error(w, "not an OTLP/HTTP protobuf export", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		got, header = append(got, &td), r.Header.Clone()
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	env := map[string]string{obs.EnvOTLPEndpoint: srv.URL, obs.EnvOTLPHeaders: "x-honeycomb-team=secret"}
+	tr, err := obs.TracingFromEnv(context.Background(), func(k string) string { return env[k] }, "stela-test")
+	if err != nil || tr == nil {
+		t.Fatalf("TracingFromEnv: %v, %v; want tracing on", tr, err)
+	}
+	r := newRig(t, tr)
+	r.submit("test:obs/act.work", "traceparent", clientTraceparent)
+	_ = r.svc.Close()
+	r.do("GET", "/v1/executions", "") // a 5xx: the store is closed
+	if err := tr.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if header.Get("X-Honeycomb-Team") != "secret" {
+		t.Errorf("headers %v, want the configured one", header)
+	}
+	spans := map[string]*tracepb.Span{}
+	for _, td := range got {
+		for _, rs := range td.ResourceSpans {
+			service := ""
+			for _, kv := range rs.GetResource().GetAttributes() {
+				if kv.Key == "service.name" {
+					service = kv.GetValue().GetStringValue()
+				}
+			}
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					if service != "stela-test" || ss.GetScope().GetName() != "github.com/stela-dev/stela" {
+						t.Errorf("span %q from service %q scope %q", s.Name, service, ss.GetScope().GetName())
+					}
+					spans[s.Name] = s
+				}
+			}
+		}
+	}
+	req, commit, failed := spans["POST /v1/executions"], spans["stela.store create"], spans["GET /v1/executions"]
+	if req == nil || commit == nil || failed == nil {
+		t.Fatalf("spans received: %v, want the request's and the commit's", spans)
+	}
+	if hex.EncodeToString(req.TraceId) != "4bf92f3577b34da6a3ce929d0e0e4736" || hex.EncodeToString(req.ParentSpanId) != "00f067aa0ba902b7" ||
+		req.Kind != tracepb.Span_SPAN_KIND_SERVER {
+		t.Errorf("request span trace %x parent %x kind %v, want the client's trace and span, server", req.TraceId, req.ParentSpanId, req.Kind)
+	}
+	if failed.GetStatus().GetCode() != tracepb.Status_STATUS_CODE_ERROR || len(failed.ParentSpanId) != 0 {
+		t.Errorf("failed request span: status %v parent %x, want an error at the root of its own trace", failed.GetStatus(), failed.ParentSpanId)
+	}
+	if !bytes.Equal(commit.ParentSpanId, req.SpanId) || !bytes.Equal(commit.TraceId, req.TraceId) {
+		t.Errorf("commit span parent %x, want the request span %x", commit.ParentSpanId, req.SpanId)
+	}
+	attrs := map[string]string{}
+	for _, kv := range append(req.Attributes, commit.Attributes...) {
+		v := kv.GetValue().GetStringValue()
+		if _, isInt := kv.GetValue().GetValue().(*commonpb.AnyValue_IntValue); isInt {
+			v = fmt.Sprintf("int %d", kv.GetValue().GetIntValue())
+		}
+		attrs[kv.Key] = v
+	}
+	for k, v := range map[string]string{"http.route": "POST /v1/executions", "http.response.status_code": "int 201",
+		"stela.store.result": "ok", "stela.executions.created": "int 1"} {
+		if attrs[k] != v {
+			t.Errorf("attribute %s = %q, want %q", k, attrs[k], v)
+		}
+	}
+	_ = tr.Shutdown(context.Background())
 }
 
 // hooks runs the hooks one request makes on o.
@@ -165,7 +255,7 @@ func TestHooksDoNotAllocateWithTracingOff(t *testing.T) {
 	req := httptest.NewRequest("POST", "/v1/worker/lock/pending-by-ffqns", nil)
 	c := store.Commit{Op: store.OpLock, Start: time.Now(), Duration: time.Millisecond}
 	for name, o := range map[string]*obs.Observer{
-		"MetricsOn":  obs.NewObserver(obs.NewMetrics(false), nil),
+		"MetricsOn":  obs.NewObserver(obs.NewMetrics(), nil),
 		"MetricsOff": obs.NewObserver(nil, nil),
 	} {
 		hooks(o, context.Background(), req, c) // resolves the series once
@@ -175,7 +265,28 @@ func TestHooksDoNotAllocateWithTracingOff(t *testing.T) {
 	}
 }
 
-// BenchmarkRequestHooks measures the hooks of one request.
+// stelaTracing is the tracing TracingFromEnv builds (Stela's tracer and
+// exporter), exporting to a collector that accepts everything.
+func stelaTracing(b *testing.B) *obs.Tracing {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
+	b.Cleanup(srv.Close)
+	// At a benchmark's rate the queue overflows; the warnings are not the figures.
+	def := slog.Default()
+	slog.SetDefault(slog.New(slog.DiscardHandler))
+	b.Cleanup(func() { slog.SetDefault(def) })
+	tr, err := obs.TracingFromEnv(context.Background(), func(k string) string {
+		return map[string]string{obs.EnvOTLPEndpoint: srv.URL}[k]
+	}, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	return tr
+}
+
+// BenchmarkRequestHooks measures the hooks of one request (tracing with
+// the SDK, as the tests make spans, and with Stela's tracer, as the
+// functions and `stela dev` do).
 //
 //	go test ./obs -run '^$' -bench RequestHooks -benchmem
 func BenchmarkRequestHooks(b *testing.B) {
@@ -187,9 +298,10 @@ func BenchmarkRequestHooks(b *testing.B) {
 		o    *obs.Observer
 	}{
 		{"TracingOffMetricsOff", obs.NewObserver(nil, nil)},
-		{"TracingOffMetricsOn", obs.NewObserver(obs.NewMetrics(false), nil)},
-		{"TracingOnMetricsOn", obs.NewObserver(obs.NewMetrics(false),
+		{"TracingOffMetricsOn", obs.NewObserver(obs.NewMetrics(), nil)},
+		{"TracingOnMetricsOn", obs.NewObserver(obs.NewMetrics(),
 			obs.NewTracing(sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))))},
+		{"StelaTracingOnMetricsOn", obs.NewObserver(obs.NewMetrics(), stelaTracing(b))},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -213,9 +325,10 @@ func BenchmarkHandler(b *testing.B) {
 		o    *obs.Observer
 	}{
 		{"NoObserver", nil},
-		{"TracingOffMetricsOn", obs.NewObserver(obs.NewMetrics(false), nil)},
-		{"TracingOnMetricsOn", obs.NewObserver(obs.NewMetrics(false),
+		{"TracingOffMetricsOn", obs.NewObserver(obs.NewMetrics(), nil)},
+		{"TracingOnMetricsOn", obs.NewObserver(obs.NewMetrics(),
 			obs.NewTracing(sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))))},
+		{"StelaTracingOnMetricsOn", obs.NewObserver(obs.NewMetrics(), stelaTracing(b))},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			opts := store.Options{Clock: clk, Logger: slog.New(slog.DiscardHandler)}

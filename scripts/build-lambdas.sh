@@ -9,9 +9,7 @@
 #
 # -tags lambda.norpc drops the legacy net/rpc runtime (not used by
 # provided.al2023); -trimpath and -s -w make the binaries smaller and
-# reproducible. TAGS adds build tags: TAGS=stela_nootlp leaves the OTLP trace
-# exporter out (~10 MB less per binary; tracing can then not be turned on,
-# docs/operations.md).
+# reproducible. TAGS adds build tags.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/infra/build}

@@ -60,6 +60,7 @@ import (
 
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/dynamo"
+	"github.com/stela-dev/stela/dynamo/dynamoenv"
 	"github.com/stela-dev/stela/functions/app"
 	"github.com/stela-dev/stela/store"
 )
@@ -378,7 +379,7 @@ func (c config) measure(ctx context.Context, spec layoutSpec, getenv func(string
 	}
 	opts.RetentionLag = time.Nanosecond // mark what finished at once (the functions wait 15 minutes)
 	meter := dynamo.NewCapacityMeter()
-	client, err := dynamo.NewClient(ctx, meter.Register)
+	client, err := dynamoenv.NewClient(ctx, meter.Register)
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/stela-dev/stela/cas"
@@ -176,8 +175,9 @@ func (c Config) DynamoOptions() dynamo.Options {
 // App is what a Lambda main wires together.
 type App struct {
 	Config Config
-	// AWS is the SDK configuration (config.LoadDefaultConfig, which honours
-	// AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>).
+	// AWS is the SDK configuration: WithAWS's, else AWSConfigFromEnv's
+	// (the Lambda environment, AWS_ENDPOINT_URL and
+	// AWS_ENDPOINT_URL_<SERVICE> included).
 	AWS aws.Config
 	// Dynamo is the DynamoDB client the store uses.
 	Dynamo *dynamodb.Client
@@ -199,6 +199,8 @@ type App struct {
 	Observer *obs.Observer
 	// Function is the Lambda function's name ("" outside Lambda).
 	Function string
+
+	haveAWS bool // AWS was given (WithAWS)
 }
 
 // Option adjusts NewWithLogger.
@@ -206,6 +208,10 @@ type Option func(*App)
 
 // WithTracing makes the store and the handlers trace with t (nil: off).
 func WithTracing(t *obs.Tracing) Option { return func(a *App) { a.Tracing = t } }
+
+// WithAWS uses cfg instead of AWSConfigFromEnv(os.Getenv): outside Lambda,
+// the result of config.LoadDefaultConfig (profiles, SSO, …).
+func WithAWS(cfg aws.Config) Option { return func(a *App) { a.AWS, a.haveAWS = cfg, true } }
 
 // WithMetrics reports to m instead of a fresh obs.Metrics (the dev server
 // passes the one it serves at /metrics).
@@ -240,19 +246,24 @@ func New(ctx context.Context, cfg Config, logOut io.Writer, opts ...Option) (*Ap
 	return NewWithLogger(ctx, cfg, slog.New(functions.WithRequestID(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))), opts...)
 }
 
-// NewWithLogger builds the App for cfg with logger (the dev server logs text).
+// NewWithLogger builds the App for cfg with logger (the dev server logs
+// text), on the AWS configuration WithAWS gives or, without it, the one
+// AWSConfigFromEnv reads from the process's environment.
 func NewWithLogger(ctx context.Context, cfg Config, logger *slog.Logger, options ...Option) (*App, error) {
 	a := &App{Config: cfg, Logger: logger, Clock: store.SystemClock{}}
 	for _, o := range options {
 		o(a)
 	}
 	if a.Metrics == nil {
-		a.Metrics = obs.NewMetrics(false)
+		a.Metrics = obs.NewMetrics()
 	}
 	a.Observer = obs.NewObserver(a.Metrics, a.Tracing)
-	awsCfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("app: load AWS config: %w", err)
+	awsCfg := a.AWS
+	if !a.haveAWS {
+		var err error
+		if awsCfg, err = AWSConfigFromEnv(os.Getenv); err != nil {
+			return nil, err
+		}
 	}
 	client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
 		// DynamoDB Local does not send the CRC32 of error responses.

@@ -96,6 +96,8 @@ func TestNew(t *testing.T) {
 	})
 	t.Run("WithoutBucketThereIsNoCAS", func(t *testing.T) {
 		t.Setenv("AWS_REGION", "us-east-1")
+		t.Setenv("AWS_ACCESS_KEY_ID", "test") // the Lambda environment has them (AWSConfigFromEnv)
+		t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 		a, err := app.New(context.Background(), app.Config{Table: "stela"}, &bytes.Buffer{})
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-// Command worker is the Lambda that runs worker passes (functions.WorkerPass)
+// Command worker is the Lambda that runs worker passes (workerpass.Pass)
 // over the example functions (examples/demo): an EventBridge schedule and
 // on-demand invocations each lock what is pending, run it and release what
 // does not fit in the invocation. It calls the store directly (DynamoDB),
@@ -16,6 +16,7 @@ import (
 	"github.com/stela-dev/stela/examples/demo"
 	"github.com/stela-dev/stela/functions"
 	"github.com/stela-dev/stela/functions/app"
+	"github.com/stela-dev/stela/functions/workerpass"
 	"github.com/stela-dev/stela/worker"
 )
 
@@ -27,5 +28,5 @@ func main() {
 	}
 	w := worker.New(a.Store, worker.Options{Name: "lambda-worker", Clock: a.Clock, Logger: a.Logger, ShutdownGrace: 2 * time.Second})
 	demo.Register(w)
-	lambda.Start(functions.Instrument(a.Telemetry(), functions.NewWorkerPass(w, functions.WorkerPassOptions{Logger: a.Logger}).Handle))
+	lambda.Start(functions.Instrument(a.Telemetry(), workerpass.New(w, workerpass.Options{Logger: a.Logger}).Handle))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/stela-dev/stela/dynamo"
+	"github.com/stela-dev/stela/dynamo/dynamoenv"
 )
 
 // goroutines race in each of rounds rounds, tries requests each.
@@ -61,7 +62,7 @@ func client(t *testing.T) (*dynamodb.Client, string) {
 	// Generous SDK retries without a retry quota: an emulator that answers
 	// 5xx under concurrency (moto does, from the same missing lock) must not
 	// end the test before the properties are checked.
-	c, err := dynamo.NewClient(ctx, func(o *dynamodb.Options) {
+	c, err := dynamoenv.NewClient(ctx, func(o *dynamodb.Options) {
 		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
 			so.MaxAttempts = 20
 			so.RateLimiter = ratelimit.None

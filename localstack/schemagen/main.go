@@ -24,6 +24,7 @@ import (
 	"os"
 
 	"github.com/stela-dev/stela/dynamo"
+	"github.com/stela-dev/stela/dynamo/dynamoenv"
 )
 
 // DefaultTable is the table name written into the JSON; the AWS CLI lets
@@ -47,7 +48,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if *create {
-		client, err := dynamo.NewClient(ctx)
+		client, err := dynamoenv.NewClient(ctx)
 		if err != nil {
 			return err
 		}

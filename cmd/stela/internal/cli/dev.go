@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
@@ -170,7 +171,7 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 			logger.Warn("trace exporter shutdown failed", core.LogKeyErr, err)
 		}
 	}()
-	tel := devTelemetry{metrics: obs.NewMetrics(true), tracing: tracing}
+	tel := devTelemetry{metrics: obs.NewMetrics(), tracing: tracing}
 	tel.observer = obs.NewObserver(tel.metrics, tracing)
 	var st *devStack
 	if mode == backendDynamo {
@@ -348,7 +349,12 @@ func openDynamo(ctx context.Context, e *Env, o *devOptions, logger *slog.Logger,
 	if o.retention.set || e.Getenv(app.EnvRetention) == "" {
 		cfg.Retention = o.retention.r
 	}
-	a, err := app.NewWithLogger(ctx, cfg, logger, app.WithMetrics(tel.metrics), app.WithTracing(tel.tracing))
+	// The SDK's whole chain (profiles, SSO, …): a laptop is not a Lambda.
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS config: %w", err)
+	}
+	a, err := app.NewWithLogger(ctx, cfg, logger, app.WithAWS(awsCfg), app.WithMetrics(tel.metrics), app.WithTracing(tel.tracing))
 	if err != nil {
 		return nil, err
 	}

@@ -71,7 +71,7 @@ const metricsPath = "/metrics"
 // Authorizer: with --token a scraper sends it as a bearer token; the web
 // console never calls them) and passes every other request to next.
 func withDevRoutes(next http.Handler, auth httpapi.Authorizer, st *devStack, mode string, metrics *obs.Metrics) http.Handler {
-	prom := metrics.Handler()
+	prom := devMetricsHandler(metrics)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if (r.URL.Path != devStatsPath && r.URL.Path != metricsPath) || r.Method != http.MethodGet {
 			next.ServeHTTP(w, r)

@@ -1,4 +1,4 @@
-package functions_test
+package workerpass_test
 
 import (
 	"context"
@@ -8,13 +8,17 @@ import (
 
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/examples/demo"
-	"github.com/stela-dev/stela/functions"
 	"github.com/stela-dev/stela/functions/lambdatest"
+	"github.com/stela-dev/stela/functions/workerpass"
+	"github.com/stela-dev/stela/store"
+	"github.com/stela-dev/stela/store/mem"
 	"github.com/stela-dev/stela/worker"
 )
 
+func newStore() *store.Service { return store.New(mem.New(), store.Options{}) }
+
 func TestWorkerFunction(t *testing.T) {
-	scheduled := lambdatest.MustReadEvent(t, "worker/testdata/scheduled-event.json")
+	scheduled := lambdatest.MustReadEvent(t, "../worker/testdata/scheduled-event.json")
 
 	t.Run("PassRunsWhatIsPendingAndStopsWhenIdle", func(t *testing.T) {
 		svc := newStore()
@@ -30,9 +34,9 @@ func TestWorkerFunction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := functions.NewWorkerPass(w, functions.WorkerPassOptions{})
+		h := workerpass.New(w, workerpass.Options{})
 		out := lambdatest.MustInvoke(t, lambdatest.Context(t, "lambda-worker", time.Minute), h.Handle, scheduled)
-		var res functions.WorkerPassResult
+		var res workerpass.Result
 		if err := json.Unmarshal(out, &res); err != nil {
 			t.Fatalf("decode result: %v\n%s", err, out)
 		}
@@ -64,10 +68,10 @@ func TestWorkerFunction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := functions.NewWorkerPass(w, functions.WorkerPassOptions{SafetyMargin: time.Second})
+		h := workerpass.New(w, workerpass.Options{SafetyMargin: time.Second})
 		// The invocation's deadline leaves a 100 ms pass before the margin.
 		out := lambdatest.MustInvoke(t, lambdatest.Context(t, "lambda-worker", 1100*time.Millisecond), h.Handle, scheduled)
-		var res functions.WorkerPassResult
+		var res workerpass.Result
 		if err := json.Unmarshal(out, &res); err != nil {
 			t.Fatalf("decode result: %v\n%s", err, out)
 		}

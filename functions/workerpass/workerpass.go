@@ -1,4 +1,9 @@
-package functions
+// Package workerpass is the `worker` Lambda function's handler: one pass of
+// an SDK worker (package worker) per invocation. It is not in package
+// functions so that the other functions, which link functions, do not link
+// the worker SDK (and, through its HTTP client, the AWS SDK's configuration
+// chain: docs/deploy.md, "What a function links").
+package workerpass
 
 import (
 	"context"
@@ -7,61 +12,62 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/stela-dev/stela/functions"
 	"github.com/stela-dev/stela/worker"
 )
 
-// Defaults of WorkerPassOptions.
+// Defaults of Options.
 const (
-	// DefaultWorkerMargin is the time kept free before the invocation's
+	// DefaultMargin is the time kept free before the invocation's
 	// deadline: the worker's shutdown grace plus the releases it writes.
-	DefaultWorkerMargin = 5 * time.Second
-	// DefaultWorkerMaxBudget caps one invocation (the schedule's period).
-	DefaultWorkerMaxBudget = time.Minute
+	DefaultMargin = 5 * time.Second
+	// DefaultMaxBudget caps one invocation (the schedule's period).
+	DefaultMaxBudget = time.Minute
 )
 
-// WorkerPassOptions configure the `worker` function.
-type WorkerPassOptions struct {
+// Options configure the `worker` function.
+type Options struct {
 	// SafetyMargin is subtracted from the time left before the deadline to
 	// get the pass's budget; it must exceed the worker's ShutdownGrace.
-	// Default DefaultWorkerMargin.
+	// Default DefaultMargin.
 	SafetyMargin time.Duration
 	// MaxBudget caps a pass (and is the budget without a deadline).
-	// Default DefaultWorkerMaxBudget.
+	// Default DefaultMaxBudget.
 	MaxBudget time.Duration
 	// Logger receives one line per invocation. Default slog.Default().
 	Logger *slog.Logger
 }
 
-// WorkerPass is the `worker` function: each invocation — from its
+// Pass is the `worker` function: each invocation — from its
 // EventBridge schedule or on demand (e.g. right after a submission) — runs
 // one worker pass: it locks the pending executions of the registered
 // functions, runs them and appends their outcomes until nothing is pending
 // or the budget ends; then it releases (Unlocked) what it could not finish,
 // so the next pass or any other worker takes it over at once. The event's
 // content is ignored: a pass is level-triggered, like the timers sweep.
-type WorkerPass struct {
+type Pass struct {
 	w    *worker.Worker
-	opts WorkerPassOptions
+	opts Options
 	log  *slog.Logger
 }
 
-// NewWorkerPass returns the handler running w.
-func NewWorkerPass(w *worker.Worker, opts WorkerPassOptions) *WorkerPass {
+// New returns the handler running w.
+func New(w *worker.Worker, opts Options) *Pass {
 	if opts.SafetyMargin <= 0 {
-		opts.SafetyMargin = DefaultWorkerMargin
+		opts.SafetyMargin = DefaultMargin
 	}
 	if opts.MaxBudget <= 0 {
-		opts.MaxBudget = DefaultWorkerMaxBudget
+		opts.MaxBudget = DefaultMaxBudget
 	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	return &WorkerPass{w: w, opts: opts, log: log}
+	return &Pass{w: w, opts: opts, log: log}
 }
 
-// WorkerPassResult is what an invocation did.
-type WorkerPassResult struct {
+// Result is what an invocation did.
+type Result struct {
 	// Activities and Workflows count the runs of this pass.
 	Activities int64 `json:"activities"`
 	Workflows  int64 `json:"workflows"`
@@ -75,22 +81,12 @@ type WorkerPassResult struct {
 }
 
 // Budget returns how long a pass whose invocation context is ctx may run.
-func (p *WorkerPass) Budget(ctx context.Context) time.Duration {
-	return invocationBudget(ctx, p.opts.MaxBudget, p.opts.SafetyMargin)
-}
-
-// invocationBudget is the time left before ctx's deadline minus margin,
-// capped at maxBudget (the budget when ctx has no deadline); at least 1 ns.
-func invocationBudget(ctx context.Context, maxBudget, margin time.Duration) time.Duration {
-	b := maxBudget
-	if dl, ok := ctx.Deadline(); ok {
-		b = min(b, time.Until(dl)-margin)
-	}
-	return max(b, time.Nanosecond)
+func (p *Pass) Budget(ctx context.Context) time.Duration {
+	return functions.InvocationBudget(ctx, p.opts.MaxBudget, p.opts.SafetyMargin)
 }
 
 // Handle runs one pass.
-func (p *WorkerPass) Handle(ctx context.Context, _ json.RawMessage) (WorkerPassResult, error) {
+func (p *Pass) Handle(ctx context.Context, _ json.RawMessage) (Result, error) {
 	budget := p.Budget(ctx)
 	before := p.w.Stats()
 	start := time.Now()
@@ -99,10 +95,10 @@ func (p *WorkerPass) Handle(ctx context.Context, _ json.RawMessage) (WorkerPassR
 	idle := pctx.Err() == nil
 	cancel()
 	after := p.w.Stats()
-	res := WorkerPassResult{Activities: after.Activities - before.Activities, Workflows: after.Workflows - before.Workflows,
+	res := Result{Activities: after.Activities - before.Activities, Workflows: after.Workflows - before.Workflows,
 		Idle: idle, Cached: after.Cached, Seconds: time.Since(start).Seconds(), BudgetMs: budget.Milliseconds()}
 	if err != nil {
-		return res, fmt.Errorf("functions: worker pass: %w", err)
+		return res, fmt.Errorf("workerpass: %w", err)
 	}
 	p.log.InfoContext(ctx, "worker pass", slog.Any("result", res))
 	return res, nil

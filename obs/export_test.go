@@ -1,4 +1,0 @@
-package obs
-
-// HaveOTLP reports whether this build links the OTLP exporter.
-const HaveOTLP = haveOTLP
