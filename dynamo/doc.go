@@ -486,8 +486,9 @@
 //
 // # Cost (cmd/stela-bench-cost on DynamoDB Local 3.3.1)
 //
-// Write units are billed by CapacityMeter from the image of each item before
-// and after each write, by AWS's published rules — not taken from DynamoDB
+// Write units are billed by the capacity meter (package dynamo/dynamometer)
+// from the image of each item before and after each write, by AWS's
+// published rules — not taken from DynamoDB
 // Local's ConsumedCapacity, which counts a transaction's index updates once
 // per index instead of once per entry (a 10-child submit changes 50 index
 // entries in 5 indexes; the emulator reports one write per index) and reports nothing for a cancelled
