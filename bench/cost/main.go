@@ -7,9 +7,9 @@
 // layout of the environment or for every layout (-layouts all).
 //
 //	eval "$(scripts/ci/start-dynamodb-local.sh)"
-//	go run ./cmd/stela-bench-cost                         # the layout of the environment (default: default)
-//	go run ./cmd/stela-bench-cost -layouts all            # default, each opt-out, lean
-//	go run ./cmd/stela-bench-cost -fanout 100 -workflows 0 -activities 0   # the fan-in contention figure
+//	go run ./bench/cost                  # the layout of the environment (default: default)
+//	go run ./bench/cost -layouts all     # default, each opt-out, lean
+//	go run ./bench/cost -fanout 100 -workflows 0 -activities 0   # the fan-in contention figure
 //
 // The table layout comes from the same environment variables as the Lambda
 // functions, read by the same code (functions/app.LoadConfig and
