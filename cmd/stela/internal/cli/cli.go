@@ -1,6 +1,7 @@
 // Package cli implements the `stela` command: the local dev server
 // (`stela dev`), the commands that operate executions, delays and
-// deployments through the HTTP API, and the benchmarks (`stela bench`).
+// deployments through the HTTP API, and `stela bench`, which registers the
+// benchmarks of package bench.
 //
 // Every command is a node of one tree whose leaves parse their own flags
 // with the standard library's flag package; flags may follow positional
