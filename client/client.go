@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
-	"github.com/stela-dev/stela/httpapi"
+	"github.com/stela-dev/stela/wire"
 )
 
 // Accept values of Do.
@@ -104,8 +104,8 @@ type directRoutes struct {
 	base     *url.URL
 }
 
-// WithFunctionURLs sends the worker lock routes (httpapi.WorkerLockRoutes)
-// to lockURL and the worker write routes (httpapi.WorkerWriteRoutes) to
+// WithFunctionURLs sends the worker lock routes (wire.WorkerLockRoutes)
+// to lockURL and the worker write routes (wire.WorkerWriteRoutes) to
 // appendURL: the Lambda function URLs of a deployment's lock and append
 // functions (infra outputs LockFunctionUrl and AppendFunctionUrl), which
 // cost no API Gateway request. With SigV4 (WithSigV4…) those requests are
@@ -116,7 +116,7 @@ func WithFunctionURLs(lockURL, appendURL string) Option {
 		for _, r := range []struct {
 			raw      string
 			prefixes []string
-		}{{lockURL, httpapi.WorkerLockRoutes}, {appendURL, httpapi.WorkerWriteRoutes}} {
+		}{{lockURL, wire.WorkerLockRoutes}, {appendURL, wire.WorkerWriteRoutes}} {
 			if r.raw == "" {
 				continue
 			}
@@ -416,20 +416,13 @@ type okMessage struct {
 
 // ExecPath returns /v1/executions/{id}[/suffix] with the id escaped.
 func ExecPath(id string, suffix string) string {
-	p := "/v1/executions/" + url.PathEscape(id)
+	p := wire.Path(wire.PathExecution, id)
 	if suffix != "" {
 		p += "/" + suffix
 	}
 	return p
 }
 
-func workerExecPath(id core.ExecutionId, suffix string) string {
-	return "/v1/worker/executions/" + url.PathEscape(id.String()) + "/" + suffix
-}
-
-func delayPath(d core.DelayId, action string) string {
-	return "/v1/delays/" + url.PathEscape(d.String()) + "/" + action
-}
 
 // --- waits ------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ type manyAppender interface {
 }
 
 // maxManyItems is the most items of one many-write. The server runs 8
-// items of a many-write at once (and accepts up to httpapi.MaxAppendMany):
+// items of a many-write at once (and accepts up to wire.MaxAppendMany):
 // in a larger request the first items would wait for the last ones' commits
 // (W1 measured: 100 items per request, 2 in flight, raised the activities'
 // p50 latency from 26 to 38 ms for no gain in throughput or CPU).

@@ -42,10 +42,10 @@ const (
 
 // MaxAppendItems is the largest append a worker sends: events plus created
 // children (each child counts twice: its request event and its creation),
-// the limit of the HTTP worker routes (httpapi.MaxAppendBatch).
+// the limit of the HTTP worker routes (wire.MaxAppendBatch).
 const MaxAppendItems = 90
 
-// maxLockBatch is the largest batch_size the HTTP lock routes accept (httpapi.MaxLockBatch).
+// maxLockBatch is the largest batch_size the HTTP lock routes accept (wire.MaxLockBatch).
 const maxLockBatch = 25
 
 // Options configure a Worker. The zero value is usable.
