@@ -68,10 +68,12 @@
 // # Auth
 //
 // WithToken sends a bearer token (`stela dev --token`, an API Gateway JWT
-// authorizer). WithSigV4 signs every attempt with AWS Signature Version 4 for
-// an IAM-authorised API Gateway (service execute-api), hashing the body;
-// credentials come from the SDK's default chain (WithSigV4DefaultCredentials),
-// an aws.Config or any aws.CredentialsProvider. WithFunctionURLs sends the
+// authorizer). WithSigner signs every attempt instead: package client/sigv4
+// signs with AWS Signature Version 4 for an IAM-authorised API Gateway
+// (service execute-api), hashing the body, with credentials from the AWS
+// SDK's default chain (sigv4.WithDefaultCredentials), an aws.Config or any
+// aws.CredentialsProvider; only programs that import it link the AWS SDK.
+// WithFunctionURLs sends the
 // worker lock and write routes to the Lambda function URLs of a deployment's
 // lock and append functions instead (no API Gateway request to pay), signed
 // for service lambda (docs/deploy.md).
