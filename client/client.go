@@ -53,6 +53,8 @@ type Client struct {
 	signer  Signer
 	retry   RetryPolicy
 	maxWait time.Duration
+	// writes coalesces the version-guarded writes (coalesce.go).
+	writes *coalescer
 }
 
 // Option configures New.
@@ -184,6 +186,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	t.MaxIdleConns = 256
 	t.MaxIdleConnsPerHost = 256
 	c := &Client{base: u, http: &http.Client{Transport: t}, retry: DefaultRetry, maxWait: DefaultMaxWait}
+	c.writes = newCoalescer(c)
 	for _, o := range opts {
 		if err := o(c); err != nil {
 			return nil, err

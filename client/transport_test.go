@@ -130,7 +130,7 @@ func faultyServer(t *testing.T, f http.Handler) *client.Client {
 }
 
 // lockedWorkflow creates and locks a workflow (next version 2).
-func lockedWorkflow(t *testing.T, s client.Store) core.ExecutionId {
+func lockedWorkflow(t *testing.T, s storeMethods) core.ExecutionId {
 	t.Helper()
 	ctx := context.Background()
 	now := core.TS(time.Now())

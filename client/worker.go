@@ -15,39 +15,9 @@ import (
 	"github.com/stela-dev/stela/wire"
 )
 
-// Store is the part of core.DbConnection that the worker routes serve, plus
-// ReadHistory: what an executor needs. *Client implements it over HTTP and
-// *store.Service in-process, with the same semantics and errors, so a worker
-// written against Store runs on either.
-type Store interface {
-	LockPendingByFFQNs(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn) ([]core.LockedExecution, error)
-	LockPendingByFFQNsAuto(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn) ([]core.LockedExecution, error)
-	LockPendingByComponentDigest(ctx context.Context, req core.LockRequest) ([]core.LockedExecution, error)
-	LockOne(ctx context.Context, req core.LockRequest, id core.ExecutionId, version core.Version) (core.LockedExecution, error)
-	Append(ctx context.Context, id core.ExecutionId, version core.Version, req core.AppendRequest) (core.Version, error)
-	AppendBatch(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version) (core.Version, error)
-	AppendBatchCreateNewExecution(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo) (core.Version, error)
-	AppendBatchRespondToParent(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, error)
-	AppendBatchWithDelayResponse(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, js core.JoinSetId, delay core.DelayId) (core.Version, error)
-	UpsertStubResponse(ctx context.Context, id core.ExecutionIdDerived, version core.Version, req core.AppendRequest, resp core.AppendResponseToExecution, currentTime core.Timestamp) error
-	Create(ctx context.Context, req core.CreateRequest) (core.Version, error)
-	Get(ctx context.Context, id core.ExecutionId) (*core.ExecutionLog, error)
-	GetExecutionEvent(ctx context.Context, id core.ExecutionId, version core.Version) (core.ExecutionEvent, error)
-	GetLastExecutionEvent(ctx context.Context, id core.ExecutionId) (core.ExecutionEvent, error)
-	GetCreateRequest(ctx context.Context, id core.ExecutionId) (core.CreateRequest, error)
-	GetPendingState(ctx context.Context, id core.ExecutionId) (core.ExecutionWithState, error)
-	GetExpiredTimers(ctx context.Context, at core.Timestamp) ([]core.ExpiredTimer, error)
-	GetCancelling(ctx context.Context, batchSize uint32) ([]core.ExecutionId, error)
-	SubscribeToNextResponses(ctx context.Context, id core.ExecutionId, lastResponse core.ResponseCursor) ([]core.ResponseWithCursor, error)
-	WaitForFinishedResult(ctx context.Context, id core.ExecutionId) (core.ReturnValue, error)
-	ReadHistory(ctx context.Context, id core.ExecutionId, fromVersion core.Version, afterCursor core.ResponseCursor) (core.HistoryDelta, error)
-	AppendBacktrace(ctx context.Context, bt core.BacktraceInfo) error
-	AppendBacktraceBatch(ctx context.Context, batch []core.BacktraceInfo) (int, error)
-	AppendLog(ctx context.Context, row core.LogInfoAppendRow) error
-	AppendLogBatch(ctx context.Context, rows []core.LogInfoAppendRow) error
-}
-
-var _ Store = (*Client)(nil)
+// Client is a whole core.WorkerConn over HTTP: workers run on it
+// (worker.New(c, …)) as on the in-process store.
+var _ core.WorkerConn = (*Client)(nil)
 
 // --- locks ----------------------------------------------------------------------------------
 
@@ -137,6 +107,12 @@ func (c *Client) LockPendingByComponentDigest(ctx context.Context, req core.Lock
 // req.LockExpiresAt with the wait in mind. An empty result after wait is not
 // an error.
 func (c *Client) LockPendingWait(ctx context.Context, req core.LockRequest, sel LockSelector, wait time.Duration) ([]core.LockedExecution, error) {
+	return c.lockPendingWait(ctx, ctx, req, sel, wait)
+}
+
+// lockPendingWait is LockPendingWait whose requests run under ctx; no new
+// request is sent once stop is done.
+func (c *Client) lockPendingWait(ctx, stop context.Context, req core.LockRequest, sel LockSelector, wait time.Duration) ([]core.LockedExecution, error) {
 	end := time.Now().Add(wait)
 	for {
 		slice, ok := waitSlice(ctx, min(time.Until(end), c.maxWait))
@@ -144,10 +120,29 @@ func (c *Client) LockPendingWait(ctx context.Context, req core.LockRequest, sel 
 			slice = 0
 		}
 		locked, err := c.lockPending(ctx, req, sel, slice)
-		if err != nil || len(locked) > 0 || time.Until(end) <= time.Millisecond || slice == 0 {
+		if err != nil || len(locked) > 0 || time.Until(end) <= time.Millisecond || slice == 0 || stop.Err() != nil {
 			return locked, err
 		}
 	}
+}
+
+// LockPending implements core.WorkerConn. With a wait, the server long-polls
+// (LockPendingWait) and stamps the lock when it takes it: req's created_at
+// and pending_at_or_sooner are left to its clock, and lock_expires_at is
+// moved by the wait so that a lock taken late still gets its lease. The
+// requests are not cancelled with ctx (an answer lost would leave its
+// executions locked until their lease ends): they run to their end,
+// bounded by the wait and the lease, and ctx only stops further requests.
+func (c *Client) LockPending(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn, wait time.Duration) ([]core.LockedExecution, error) {
+	lease := req.LockExpiresAt.Sub(req.CreatedAt.Time)
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(wait, 0)+lease)
+	defer cancel()
+	if wait <= 0 {
+		return c.LockPendingByFFQNs(lctx, req, ffqns)
+	}
+	req.CreatedAt, req.PendingAtOrSooner = core.Timestamp{}, core.Timestamp{}
+	req.LockExpiresAt = req.LockExpiresAt.Add(wait)
+	return c.lockPendingWait(lctx, ctx, req, ByFFQNs(ffqns...), wait)
 }
 
 // LockOne implements core.DbExecutor (a zero req.CreatedAt is the server's clock).
@@ -216,14 +211,28 @@ func batchBody(currentTime core.Timestamp, batch []core.AppendRequest, id core.E
 	return wire.AppendBatchBody{CurrentTime: timePtr(currentTime), Batch: batch, ExecutionID: id, Version: version}
 }
 
-// Append implements core.DbExecutor.
+// Append implements core.DbExecutor; like every version-guarded write it
+// may be coalesced with the client's other writes (see the package
+// documentation, "Coalesced writes").
 func (c *Client) Append(ctx context.Context, id core.ExecutionId, version core.Version, req core.AppendRequest) (core.Version, error) {
+	return c.writes.write(ctx, &pendingWrite{one: true,
+		item: AppendItem{ExecutionID: id, Version: version, Batch: []core.AppendRequest{req}, CurrentTime: req.CreatedAt}})
+}
+
+// appendRoute is Append by its own route.
+func (c *Client) appendRoute(ctx context.Context, id core.ExecutionId, version core.Version, req core.AppendRequest) (core.Version, error) {
 	return c.appendCall(ctx, wire.PathWorkerAppend, wire.AppendBody{ExecutionID: id, Version: version, Req: req},
 		id, version, []core.AppendRequest{req})
 }
 
-// AppendBatch implements core.DbConnection (a zero currentTime is the server's clock).
+// AppendBatch implements core.DbConnection (a zero currentTime is the
+// server's clock); it may be coalesced like Append.
 func (c *Client) AppendBatch(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version) (core.Version, error) {
+	return c.writes.write(ctx, &pendingWrite{item: AppendItem{ExecutionID: id, Version: version, Batch: batch, CurrentTime: currentTime}})
+}
+
+// appendBatchRoute is AppendBatch by its own route.
+func (c *Client) appendBatchRoute(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version) (core.Version, error) {
 	return c.appendCall(ctx, wire.PathWorkerAppendBatch, batchBody(currentTime, batch, id, version), id, version, batch)
 }
 
@@ -236,8 +245,15 @@ func (c *Client) AppendBatchCreateNewExecution(ctx context.Context, currentTime 
 		AppendBatchBody: batchBody(currentTime, batch, id, version), Children: children, Backtraces: backtraces}, id, version, batch)
 }
 
-// AppendBatchRespondToParent implements core.DbExecutor.
+// AppendBatchRespondToParent implements core.DbExecutor; it may be
+// coalesced like Append.
 func (c *Client) AppendBatchRespondToParent(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, error) {
+	return c.writes.write(ctx, &pendingWrite{item: AppendItem{ExecutionID: events.ExecutionID, Version: events.Version,
+		Batch: events.Batch, CurrentTime: currentTime, Response: &resp}})
+}
+
+// respondToParentRoute is AppendBatchRespondToParent by its own route.
+func (c *Client) respondToParentRoute(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, error) {
 	return c.appendCall(ctx, wire.PathWorkerRespondToParent, wire.RespondToParentBody{
 		Events: events, Response: resp, CurrentTime: timePtr(currentTime)}, events.ExecutionID, events.Version, events.Batch)
 }

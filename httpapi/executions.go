@@ -426,19 +426,7 @@ func (s *server) cancelExecution(c *call) error {
 	if err != nil {
 		return err
 	}
-	cr, err := s.db.GetCreateRequest(c.ctx(), id)
-	if err != nil {
-		return err
-	}
-	var out core.CancelOutcome
-	switch t := cr.ComponentID.ComponentType; {
-	case t.IsActivity():
-		out, err = core.CancelActivityWithRetries(c.ctx(), s.db, id, s.now())
-	case t == core.ComponentTypeWorkflow:
-		out, err = core.CancelWorkflowWithRetries(c.ctx(), s.db, id, s.now())
-	default:
-		return httpErr(http.StatusUnprocessableEntity, "cancelled execution must be an activity or cancellable workflow")
-	}
+	out, err := core.CancelExecution(c.ctx(), s.db, id, s.now())
 	if err != nil {
 		return err
 	}
