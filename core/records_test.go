@@ -127,13 +127,15 @@ func TestExecutionRecordDecodeIsStrict(t *testing.T) {
 // TestExecutionRecordValidate: an incomplete or inconsistent record is refused.
 func TestExecutionRecordValidate(t *testing.T) {
 	for name, mutate := range map[string]func(r *ExecutionRecord){
-		"event missing":        func(r *ExecutionRecord) { r.Events = r.Events[:3] },
-		"event out of place":   func(r *ExecutionRecord) { r.Events[2].Version = 7 },
-		"first not created":    func(r *ExecutionRecord) { r.Events[0].Event = &Paused{} },
-		"response missing":     func(r *ExecutionRecord) { r.Responses = nil },
-		"response cursor":      func(r *ExecutionRecord) { r.Responses[0].Cursor = 2 },
-		"foreign delay":        func(r *ExecutionRecord) { r.Delays[0].ExecutionID = mustParseExecID(t, "E_01KBNJ2V0P6C4Y8N2B7K3T5W9E") },
-		"foreign backtrace":    func(r *ExecutionRecord) { r.Backtraces[0].ExecutionID = mustParseExecID(t, "E_01KBNJ2V0P6C4Y8N2B7K3T5W9E") },
+		"event missing":      func(r *ExecutionRecord) { r.Events = r.Events[:3] },
+		"event out of place": func(r *ExecutionRecord) { r.Events[2].Version = 7 },
+		"first not created":  func(r *ExecutionRecord) { r.Events[0].Event = &Paused{} },
+		"response missing":   func(r *ExecutionRecord) { r.Responses = nil },
+		"response cursor":    func(r *ExecutionRecord) { r.Responses[0].Cursor = 2 },
+		"foreign delay":      func(r *ExecutionRecord) { r.Delays[0].ExecutionID = mustParseExecID(t, "E_01KBNJ2V0P6C4Y8N2B7K3T5W9E") },
+		"foreign backtrace": func(r *ExecutionRecord) {
+			r.Backtraces[0].ExecutionID = mustParseExecID(t, "E_01KBNJ2V0P6C4Y8N2B7K3T5W9E")
+		},
 		"empty backtrace":      func(r *ExecutionRecord) { r.Backtraces[0].VersionMaxExcluding = 2 },
 		"invalid state":        func(r *ExecutionRecord) { r.Head.JoinSetID = nil },
 		"finish time, running": func(r *ExecutionRecord) { at := r.Head.At; r.FinishRecordedAt = &at },
