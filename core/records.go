@@ -83,8 +83,8 @@ func (r *ExecutionRecord) Validate() error {
 		}
 	}
 	for _, d := range r.Delays {
-		if d.ExecutionID != id {
-			return bad("delay %s of another execution", d.DelayID)
+		if owner, js := d.DelayID.SplitToParts(); d.ExecutionID != id || owner != id || js != d.JoinSetID {
+			return bad("delay %s of another execution or join set", d.DelayID)
 		}
 	}
 	for _, bt := range r.Backtraces {
