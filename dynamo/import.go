@@ -1,0 +1,199 @@
+package dynamo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/store"
+)
+
+// Import (store.Importer): an execution is written as the commits that
+// made it would have left it, in three steps so that it becomes visible
+// only complete:
+//
+//  1. the items of its partition that no reader finds without the head —
+//     event pages, JoinNext counters, responses — with unconditional
+//     BatchWriteItems (an interrupted import of the same execution left
+//     at most the same items), and the uniqueness guard of each response
+//     (G#C#<child>, G#D#<delay>), conditional on being absent or being
+//     this very response (to, cursor: a resumed import);
+//  2. the head, attribute_not_exists (an existing execution is
+//     core.ErrConflict), with its timer rows in the same transaction (a
+//     timer row without its head would be found by the sweep);
+//  3. backtraces and logs are appended by the service afterwards.
+//
+// The head is encoded by the same code as the commit path (revision 1, a
+// fresh request id, inline events spilling to pages past HeadBudget, the
+// sparse index keys of its state, rs from the recorded finish, nc = its
+// ChildExecutionRequest events, the children its commits created). It has
+// no fan-in flag: its children's responses are applied to its head
+// directly until it requests a child in this table (doc.go, "Fan-in").
+// With an expiry (a finished tree, store.Retainer marks ahead) every item
+// carries the tree's time-to-live, as ExpireTree would have marked it.
+
+var _ store.Importer = (*Backend)(nil)
+
+// ImportExecutions implements store.Importer.
+func (b *Backend) ImportExecutions(ctx context.Context, recs []core.ExecutionRecord, expiresAt *core.Timestamp) error {
+	if err := b.checkOpen(); err != nil {
+		return err
+	}
+	var ttl int64
+	if expiresAt != nil {
+		ttl = ttlOf(*expiresAt)
+	}
+	for i := range recs {
+		if err := b.importExecution(ctx, &recs[i], ttl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// guardPut is a response guard to write before the head.
+type guardPut struct {
+	it     item
+	cursor core.ResponseCursor
+	what   string
+}
+
+func (b *Backend) importExecution(ctx context.Context, r *core.ExecutionRecord, ttl int64) error {
+	id := r.Head.ExecutionID
+	rq := newRequestID()
+	h := &headRec{st: cloneState(r.Head), rev: 1, rq: rq, cq: rq, ib: 1,
+		ret: headRetention{ttl: ttl, ncKnown: true}}
+	if r.FinishRecordedAt != nil {
+		h.ret.rs = r.FinishRecordedAt.SortableText() + "#" + id.String()
+	}
+	owner := ownerOf(id, h)
+	var before []item
+	joinNexts := map[string]uint32{}
+	for _, ev := range r.Events {
+		if isChildRequest(ev) {
+			h.ret.nc++
+		}
+		payload, err := b.encodeEvent(ctx, ev, owner)
+		if err != nil {
+			return err
+		}
+		ie := inlineEvent{v: ev.Version, e: payload, q: rq}
+		switch {
+		case ev.Version == 0 && len(payload) <= b.createdMax:
+			h.created = payload
+			continue
+		case ev.Version == 0:
+			before = append(before, pageItem(id, []inlineEvent{ie}, rq))
+			continue
+		}
+		if he, ok := ev.Event.(*core.HistoryEventRequest); ok {
+			if jn, ok := he.Event.(*core.JoinNext); ok {
+				ie.js = jn.JoinSetID.String()
+				joinNexts[ie.js]++
+				ie.ord = joinNexts[ie.js]
+			}
+		}
+		h.inline = append(h.inline, ie)
+	}
+	headItem, spilled := b.spill(h, id, rq)
+	if n := itemSize(headItem); n > maxItemBytes {
+		return fmt.Errorf("dynamo: import %s: head of %d bytes, over the item limit", id, n)
+	}
+	for _, o := range spilled {
+		before = append(before, o.put)
+	}
+	var guards []guardPut
+	responses := map[string]uint32{}
+	for _, resp := range r.Responses {
+		data, err := json.Marshal(resp.Event)
+		if err != nil {
+			return fmt.Errorf("dynamo: import %s: encode response %d: %w", id, resp.Cursor, err)
+		}
+		payload, err := b.putPayload(ctx, data, b.inline, owner)
+		if err != nil {
+			return err
+		}
+		js := resp.Event.Event.JoinSetID.String()
+		responses[js]++
+		before = append(before, item{AttrPK: avS(pkExec(id)), AttrSK: avS(skResponse(resp.Cursor)), aPayload: avS(payload),
+			AttrOrdinal: avS(ordinalKey(ordinalResponse, js, responses[js])), aReq: avS(rq)})
+		g := guardPut{cursor: resp.Cursor}
+		switch ev := resp.Event.Event.Event.(type) {
+		case *core.ChildExecutionFinished:
+			g.it = item{AttrPK: avS(prefixGuardChild + ev.ChildExecutionID.String())}
+			g.what = "child " + ev.ChildExecutionID.String()
+		case *core.DelayFinished:
+			g.it = item{AttrPK: avS(prefixGuardDelay + ev.DelayID.String()), "ok": avBool(bool(ev.Result))}
+			g.what = "delay " + ev.DelayID.String()
+		default:
+			return fmt.Errorf("dynamo: import %s: unsupported response %T", id, ev)
+		}
+		g.it[AttrSK], g.it["to"], g.it["c"], g.it[aReq] = avS(skGuard), avS(id.String()), avN(resp.Cursor), avS(rq)
+		guards = append(guards, g)
+	}
+	timers := make([]item, len(r.Delays))
+	for i, d := range r.Delays {
+		timers[i] = b.encodeDelay(d, rq)
+	}
+	if len(timers) >= maxTxActions {
+		// More than one transaction holds: the rest goes before the head.
+		before, timers = append(before, timers[maxTxActions-1:]...), timers[:maxTxActions-1]
+	}
+	if ttl > 0 {
+		for _, it := range before {
+			it[AttrTTL] = avN(ttl)
+		}
+		for _, g := range guards {
+			g.it[AttrTTL] = avN(ttl)
+		}
+		for _, it := range timers {
+			it[AttrTTL] = avN(ttl)
+		}
+	}
+	reqs := make([]types.WriteRequest, len(before))
+	for i, it := range before {
+		reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: it}}
+	}
+	if err := b.batchWrite(ctx, reqs); err != nil {
+		return fmt.Errorf("dynamo: import %s: %w", id, err)
+	}
+	for _, g := range guards {
+		if err := b.putGuard(ctx, id, g); err != nil {
+			return err
+		}
+	}
+	p := &plan{rq: rq, ops: []op{newPut(opHeadCreate, id, headItem, true, "execution "+id.String()+" already exists")}}
+	for _, it := range timers {
+		o := newPut(opDelayPut, id, it, false, "timer row of "+id.String())
+		o.cond, o.names = "", nil
+		p.ops = append(p.ops, o)
+	}
+	if err := b.execute(ctx, p); err != nil {
+		return fmt.Errorf("dynamo: import %s: %w", id, err)
+	}
+	b.stats.commits.Add(1)
+	return nil
+}
+
+// putGuard writes a response guard unless another response holds it.
+func (b *Backend) putGuard(ctx context.Context, id core.ExecutionId, g guardPut) error {
+	_, err := b.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: b.tableName(), Item: g.it,
+		ConditionExpression:       aws.String("attribute_not_exists(#pk) OR (#to = :to AND #c = :c)"),
+		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#to": "to", "#c": "c"},
+		ExpressionAttributeValues: item{":to": avS(id.String()), ":c": avN(g.cursor)},
+	}, b.optFns...)
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return conflict("import %s: a response for %s is stored already", id, g.what)
+	}
+	if err != nil {
+		return fmt.Errorf("dynamo: import %s: response guard of %s: %w", id, g.what, err)
+	}
+	return nil
+}
