@@ -208,6 +208,9 @@ func (t *exportTx) read(ids []core.ExecutionId) ([]*exported, error) {
 		return nil, err
 	}
 	out = slices.DeleteFunc(out, func(e *exported) bool { return e == nil })
+	if b.afterExportRead != nil {
+		b.afterExportRead(ids)
+	}
 	keys := make([]item, len(out))
 	for i, e := range out {
 		keys[i] = keyOf(pkExec(e.rec.Head.ExecutionID), skHead)

@@ -168,6 +168,11 @@ func (b *Backend) importExecution(ctx context.Context, r *core.ExecutionRecord, 
 			return err
 		}
 	}
+	if b.beforeImportHead != nil {
+		if err := b.beforeImportHead(id); err != nil {
+			return err
+		}
+	}
 	p := &plan{rq: rq, ops: []op{newPut(opHeadCreate, id, headItem, true, "execution "+id.String()+" already exists")}}
 	for _, it := range timers {
 		o := newPut(opDelayPut, id, it, false, "timer row of "+id.String())
