@@ -121,7 +121,7 @@ type Backend struct {
 	// change the store in between, or fail as a killed process would.
 	afterExportRead  func(ids []core.ExecutionId)
 	beforeImportHead func(id core.ExecutionId) error
-	undecodable   store.Undecodable
+	undecodable      store.Undecodable
 }
 
 type stats struct {
