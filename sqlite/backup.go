@@ -36,7 +36,7 @@ func (b *Backend) Backup(ctx context.Context, path string) error {
 	var suffix [6]byte
 	_, _ = crand.Read(suffix[:])
 	tmp := filepath.Join(dir, "."+filepath.Base(path)+".partial-"+hex.EncodeToString(suffix[:]))
-	defer os.Remove(tmp) // after a failure (renamed away otherwise)
+	defer os.Remove(tmp)                          // after a failure (renamed away otherwise)
 	db, err := openDB(b.dsn(roleCheckpointer), 1) // not query_only: VACUUM INTO writes the copy
 	if err != nil {
 		return fmt.Errorf("sqlite: backup: %w", err)
