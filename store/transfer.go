@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/stela-dev/stela/core"
@@ -314,7 +315,7 @@ func (s *Service) ImportTree(ctx context.Context, tree TreeRecord) (ImportResult
 	for i := range tree.Executions {
 		ids[i] = tree.Executions[i].Head.ExecutionID
 	}
-	dest, err := s.readTree(ctx, tree.Root, ids)
+	dest, err := s.readTree(ctx, tree.Root, ids, true)
 	if err != nil {
 		return ImportResult{}, err
 	}
@@ -368,8 +369,15 @@ type destTree struct {
 	logs    []core.LogInfoAppendRow
 }
 
-// readTree reads the records of ids, the tree's members and its logs.
-func (s *Service) readTree(ctx context.Context, root core.ExecutionId, ids []core.ExecutionId) (destTree, error) {
+// readTree reads the records of ids and, with extra, the tree's members
+// and logs. When the record has the tree's root and the store has not,
+// neither is read: an import writes parents first and logs last, so such a
+// tree holds nothing an import wrote (only executions created here under
+// derived ids of an absent root, which Create allows, or logs of executions
+// that do not exist), and reading them (on DynamoDB an index query per
+// shard and a query of the log partition) would double the cost of
+// importing a small tree.
+func (s *Service) readTree(ctx context.Context, root core.ExecutionId, ids []core.ExecutionId, extra bool) (destTree, error) {
 	dt := destTree{recs: map[core.ExecutionId]core.ExecutionRecord{}}
 	err := s.Export(ctx, func(r *ExportReader) error {
 		recs, err := r.executions(ids)
@@ -378,6 +386,9 @@ func (s *Service) readTree(ctx context.Context, root core.ExecutionId, ids []cor
 		}
 		for _, rec := range recs {
 			dt.recs[rec.Head.ExecutionID] = rec
+		}
+		if _, haveRoot := dt.recs[root]; !extra || (!haveRoot && slices.Contains(ids, root)) {
+			return nil
 		}
 		if dt.members, err = r.tx.TreeMembers(root); err != nil {
 			return err
@@ -566,9 +577,18 @@ func (s *Service) importExecutions(ctx context.Context, recs []core.ExecutionRec
 
 // verifyImport reads the tree back and compares it with the record.
 func (s *Service) verifyImport(ctx context.Context, tree *TreeRecord, ids []core.ExecutionId) error {
-	dest, err := s.readTree(ctx, tree.Root, ids)
+	dest, err := s.readTree(ctx, tree.Root, ids, false)
 	if err != nil {
 		return err
+	}
+	if len(tree.Logs.Rows) > 0 {
+		err := s.Export(ctx, func(r *ExportReader) (err error) {
+			dest.logs, err = r.tx.TreeLogs(tree.Root)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("store: import tree %s: read its logs back: %w", tree.Root, err)
+		}
 	}
 	var problems []string
 	for i := range tree.Executions {
