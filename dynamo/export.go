@@ -191,9 +191,31 @@ func (t *exportTx) Executions(ids []core.ExecutionId) ([]core.ExecutionRecord, e
 }
 
 // read reads the partitions of ids (absent and expired ones omitted),
-// then their heads again: store.ErrChanged if any moved meanwhile.
+// then their heads again: store.ErrChanged if any moved meanwhile. Of
+// more than two ids, the heads are read first (BatchGetItem, 100 a
+// request) and only the partitions of those present are queried: an
+// import's check of a tree it has not written yet costs a request per
+// 100 executions.
 func (t *exportTx) read(ids []core.ExecutionId) ([]*exported, error) {
 	b := t.b
+	if len(ids) > 2 {
+		keys := make([]item, len(ids))
+		for i, id := range ids {
+			keys[i] = keyOf(pkExec(id), skHead)
+		}
+		heads, err := b.batchGet(t.ctx, keys, true, AttrPK, AttrTTL)
+		if err != nil {
+			return nil, fmt.Errorf("dynamo: read heads: %w", err)
+		}
+		present := map[string]bool{}
+		for _, it := range heads {
+			if !b.expiredItem(it) {
+				pk, _ := getS(it, AttrPK)
+				present[pk] = true
+			}
+		}
+		ids = slices.DeleteFunc(slices.Clone(ids), func(id core.ExecutionId) bool { return !present[pkExec(id)] })
+	}
 	out := make([]*exported, len(ids))
 	g, gctx := errgroup.WithContext(t.ctx)
 	g.SetLimit(exportParallelism)

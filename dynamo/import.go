@@ -3,12 +3,10 @@ package dynamo
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/store"
@@ -21,13 +19,20 @@ import (
 //  1. the items of its partition that no reader finds without the head —
 //     event pages, JoinNext counters, responses — with unconditional
 //     BatchWriteItems (an interrupted import of the same execution left
-//     at most the same items), and the uniqueness guard of each response
-//     (G#C#<child>, G#D#<delay>), conditional on being absent or being
-//     this very response (to, cursor: a resumed import);
+//     at most the same items);
 //  2. the head, attribute_not_exists (an existing execution is
-//     core.ErrConflict), with its timer rows in the same transaction (a
-//     timer row without its head would be found by the sweep);
+//     core.ErrConflict), in one transaction with its timer rows (a timer
+//     row without its head would be found by the sweep) and the
+//     uniqueness guards of its responses (G#C#<child>, G#D#<delay>),
+//     each conditional on being absent or being this very response (to,
+//     cursor: a resumed import) — a guard another execution holds is
+//     core.ErrConflict. What does not fit the transaction's 100 actions
+//     goes before it: guards in transactions of their own, timer rows
+//     with the pages;
 //  3. backtraces and logs are appended by the service afterwards.
+//
+// The executions of a tree are written importParallelism at a time, each
+// once its parent is (a child never appears before its parent).
 //
 // The head is encoded by the same code as the commit path (revision 1, a
 // fresh request id, inline events spilling to pages past HeadBudget, the
@@ -49,19 +54,55 @@ func (b *Backend) ImportExecutions(ctx context.Context, recs []core.ExecutionRec
 	if expiresAt != nil {
 		ttl = ttlOf(*expiresAt)
 	}
+	// importParallelism executions at once, each after its parent (recs
+	// lists parents first, so a parent always got its turn before its
+	// children wait for it).
+	written := make(map[core.ExecutionId]chan struct{}, len(recs))
 	for i := range recs {
-		if err := b.importExecution(ctx, &recs[i], ttl); err != nil {
-			return err
-		}
+		written[recs[i].Head.ExecutionID] = make(chan struct{})
 	}
-	return nil
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(importParallelism)
+	for i := range recs {
+		r := &recs[i]
+		id := r.Head.ExecutionID
+		parent, _, _ := id.SplitToParts()
+		g.Go(func() error {
+			if wait := written[parent]; wait != nil {
+				select {
+				case <-wait:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+			}
+			if err := b.importExecution(gctx, r, ttl); err != nil {
+				return err
+			}
+			close(written[id])
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
-// guardPut is a response guard to write before the head.
+// importParallelism bounds the executions of one tree imported at once.
+const importParallelism = 8
+
+// guardPut is a response guard to write with (or before) the head.
 type guardPut struct {
 	it     item
 	cursor core.ResponseCursor
 	what   string
+}
+
+// op is the guard's action: a Put that fails (core.ErrConflict) when
+// another response holds it.
+func (g guardPut) op(id core.ExecutionId) op {
+	o := newPut(opGuard, id, g.it, true, "a response for "+g.what+" is stored already")
+	o.cond = "attribute_not_exists(#pk) OR (#to = :to AND #c = :c)"
+	o.names = map[string]string{"#pk": AttrPK, "#to": "to", "#c": "c"}
+	o.values = item{":to": avS(id.String()), ":c": avN(g.cursor)}
+	return o
 }
 
 func (b *Backend) importExecution(ctx context.Context, r *core.ExecutionRecord, ttl int64) error {
@@ -145,11 +186,14 @@ func (b *Backend) importExecution(ctx context.Context, r *core.ExecutionRecord, 
 		// More than one transaction holds: the rest goes before the head.
 		before, timers = append(before, timers[maxTxActions-1:]...), timers[:maxTxActions-1]
 	}
+	room := maxTxActions - 1 - len(timers) // beside the head and its timer rows
+	early := guards[:max(len(guards)-room, 0)]
+	guards = guards[len(early):]
 	if ttl > 0 {
 		for _, it := range before {
 			it[AttrTTL] = avN(ttl)
 		}
-		for _, g := range guards {
+		for _, g := range append(early, guards...) {
 			g.it[AttrTTL] = avN(ttl)
 		}
 		for _, it := range timers {
@@ -163,9 +207,13 @@ func (b *Backend) importExecution(ctx context.Context, r *core.ExecutionRecord, 
 	if err := b.batchWrite(ctx, reqs); err != nil {
 		return fmt.Errorf("dynamo: import %s: %w", id, err)
 	}
-	for _, g := range guards {
-		if err := b.putGuard(ctx, id, g); err != nil {
-			return err
+	for start := 0; start < len(early); start += maxTxActions {
+		p := &plan{rq: rq}
+		for _, g := range early[start:min(start+maxTxActions, len(early))] {
+			p.ops = append(p.ops, g.op(id))
+		}
+		if err := b.execute(ctx, p); err != nil {
+			return fmt.Errorf("dynamo: import %s: %w", id, err)
 		}
 	}
 	if b.beforeImportHead != nil {
@@ -179,26 +227,12 @@ func (b *Backend) importExecution(ctx context.Context, r *core.ExecutionRecord, 
 		o.cond, o.names = "", nil
 		p.ops = append(p.ops, o)
 	}
+	for _, g := range guards {
+		p.ops = append(p.ops, g.op(id))
+	}
 	if err := b.execute(ctx, p); err != nil {
 		return fmt.Errorf("dynamo: import %s: %w", id, err)
 	}
 	b.stats.commits.Add(1)
-	return nil
-}
-
-// putGuard writes a response guard unless another response holds it.
-func (b *Backend) putGuard(ctx context.Context, id core.ExecutionId, g guardPut) error {
-	_, err := b.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: b.tableName(), Item: g.it,
-		ConditionExpression:       aws.String("attribute_not_exists(#pk) OR (#to = :to AND #c = :c)"),
-		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#to": "to", "#c": "c"},
-		ExpressionAttributeValues: item{":to": avS(id.String()), ":c": avN(g.cursor)},
-	}, b.optFns...)
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return conflict("import %s: a response for %s is stored already", id, g.what)
-	}
-	if err != nil {
-		return fmt.Errorf("dynamo: import %s: response guard of %s: %w", id, g.what, err)
-	}
 	return nil
 }
