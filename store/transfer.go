@@ -307,8 +307,9 @@ const logChunk = 500
 // execution differs, or the store's tree has an execution the record has
 // not, or its logs are not a prefix of the record's (nor the reverse),
 // nothing is written and the error is a *ConflictError. After writing, the
-// tree is read back and must be identical (digests), else an error. A
-// finished tree already expired under this store's retention is skipped
+// tree is read back and must be identical (digests), else the error is a
+// *ConflictError too (the destination changed it at once). A finished
+// tree already expired under this store's retention is skipped
 // (ImportExpired).
 func (s *Service) ImportTree(ctx context.Context, tree TreeRecord) (ImportResult, error) {
 	ids := make([]core.ExecutionId, len(tree.Executions))
@@ -611,7 +612,11 @@ func (s *Service) verifyImport(ctx context.Context, tree *TreeRecord, ids []core
 		problems = append(problems, fmt.Sprintf("its logs read back differently (%d rows, %d in the record)", len(dest.logs), len(tree.Logs.Rows)))
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("store: import tree %s: verification failed: %s", tree.Root, strings.Join(problems, "; "))
+		// Written, but read back otherwise: the destination changed it at
+		// once (its timers or workers run) or lost it. Either way it is not
+		// what the record says: reported, like a conflict.
+		return &ConflictError{What: "tree " + tree.Root.String(),
+			Reason: "written, but read back differently (changed by the destination meanwhile?): " + strings.Join(problems, "; ")}
 	}
 	return nil
 }

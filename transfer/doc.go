@@ -101,7 +101,10 @@
 // same stream twice therefore changes nothing (every tree unchanged), and
 // importing it again after an interruption — a killed process, a
 // truncated file — writes exactly what is missing. Each tree written is
-// read back and must have the record's digests, or the import fails.
+// read back and must have the record's digests; one that does not (a
+// destination whose timers or workers run may change a tree at once, e.g.
+// expire a lock that had expired already) is reported as a conflict too.
+// Import into a quiet destination to have every tree verified as written.
 //
 // Deployments, component metadata and source mappings follow the same
 // rule (identical: kept; absent: written; different: a conflict); an
