@@ -213,8 +213,11 @@ func (r *ExecutionRecord) UnmarshalJSON(b []byte) error {
 // Digest is the SHA-256 of the record's canonical JSON (MarshalJSON): two
 // stores hold the same execution exactly when their records' digests are
 // equal.
-func (r *ExecutionRecord) Digest() (ContentDigest, error) {
-	b, err := r.MarshalJSON()
+func (r *ExecutionRecord) Digest() (ContentDigest, error) { return digestOf(r.MarshalJSON) }
+
+// digestOf is the SHA-256 of what marshal returns.
+func digestOf(marshal func() ([]byte, error)) (ContentDigest, error) {
+	b, err := marshal()
 	if err != nil {
 		return ContentDigest{}, err
 	}
@@ -300,13 +303,7 @@ func (l *TreeLogs) Validate() error {
 }
 
 // Digest is the SHA-256 of the logs' canonical JSON.
-func (l *TreeLogs) Digest() (ContentDigest, error) {
-	b, err := l.MarshalJSON()
-	if err != nil {
-		return ContentDigest{}, err
-	}
-	return ContentDigestOf(b), nil
-}
+func (l *TreeLogs) Digest() (ContentDigest, error) { return digestOf(l.MarshalJSON) }
 
 // SameLogRow reports whether a and b are the same log row as the export
 // format sees it (what TreeLogs' JSON keeps).

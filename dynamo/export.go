@@ -83,31 +83,18 @@ func (t *exportTx) TreeRoots() ([]core.ExecutionId, error) {
 // TreeMembers implements store.ExportTx: the root and the derived
 // executions the list-id index knows (eventually consistent).
 func (t *exportTx) TreeMembers(root core.ExecutionId) ([]core.ExecutionId, error) {
-	b := t.b
 	ids := []core.ExecutionId{root}
-	m := b.newMerger(t.ctx, dynamodb.QueryInput{
-		TableName: b.tableName(), IndexName: aws.String(IndexListByID),
-		KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#id, :pre)"),
-		ExpressionAttributeNames:  map[string]string{"#pk": AttrListPK, "#id": AttrPK},
-		ExpressionAttributeValues: item{":pre": avS(pkExec(root) + ".")},
-		Limit:                     aws.Int32(queryPageSize),
-	}, AttrPK, b.shardKeys(listDeriv))
-	for {
-		it, err := m.next(t.ctx)
-		if err != nil {
-			return nil, fmt.Errorf("dynamo: members of tree %s: %w", root, err)
-		}
-		if it == nil {
-			return ids, nil
-		}
+	err := t.b.eachDerived(t.ctx, root, func(it item) error {
 		pk, _ := getS(it, AttrPK)
 		id, err := parseExecPK(pk)
 		if err != nil {
-			b.undecodable.Skip(t.ctx, b.log, "list index entry", pk, err)
-			continue
+			t.b.undecodable.Skip(t.ctx, t.b.log, "list index entry", pk, err)
+			return nil
 		}
 		ids = append(ids, id)
-	}
+		return nil
+	})
+	return ids, err
 }
 
 // exported is one execution as read: its record and its head item.

@@ -45,15 +45,7 @@ func (b *Backend) Backup(ctx context.Context, path string) error {
 	if _, err := db.ExecContext(ctx, "VACUUM INTO ?", tmp); err != nil {
 		return fmt.Errorf("sqlite: backup to %s: %w", path, err)
 	}
-	f, err := os.Open(tmp)
-	if err != nil {
-		return fmt.Errorf("sqlite: backup: %w", err)
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := fsync(tmp); err != nil {
 		return fmt.Errorf("sqlite: backup: fsync the copy: %w", err)
 	}
 	if err := os.Link(tmp, path); err != nil { // fails if path appeared meanwhile
@@ -62,16 +54,21 @@ func (b *Backend) Backup(ctx context.Context, path string) error {
 	if err := os.Remove(tmp); err != nil {
 		return fmt.Errorf("sqlite: backup: %w", err)
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sqlite: backup: %w", err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := fsync(dir); err != nil {
 		return fmt.Errorf("sqlite: backup: fsync %s: %w", dir, err)
 	}
 	return nil
+}
+
+// fsync flushes a file or directory to stable storage.
+func fsync(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -42,32 +42,29 @@ type exportTx struct{ *readTx }
 
 // TreeRoots implements store.ExportTx.
 func (t *exportTx) TreeRoots() ([]core.ExecutionId, error) {
-	if err := t.check(); err != nil {
-		return nil, err
-	}
-	var out []core.ExecutionId
-	err := each(t.ctx, t.c, sqlTreeRoots, nil, func(rows *sql.Rows) error {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return err
-		}
-		id, err := core.ParseExecutionId(s)
-		out = append(out, id)
-		return err
-	})
+	ids, err := t.ids(sqlTreeRoots, nil)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: tree roots: %w", err)
 	}
-	return out, nil
+	return ids, nil
 }
 
 // TreeMembers implements store.ExportTx.
 func (t *exportTx) TreeMembers(root core.ExecutionId) ([]core.ExecutionId, error) {
+	ids, err := t.ids(sqlTreeMembers, treeArgs(root))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: members of tree %s: %w", root, err)
+	}
+	return ids, nil
+}
+
+// ids runs a query of execution ids.
+func (t *exportTx) ids(q string, args []any) ([]core.ExecutionId, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
 	var out []core.ExecutionId
-	err := each(t.ctx, t.c, sqlTreeMembers, treeArgs(root), func(rows *sql.Rows) error {
+	err := each(t.ctx, t.c, q, args, func(rows *sql.Rows) error {
 		var s string
 		if err := rows.Scan(&s); err != nil {
 			return err
@@ -76,10 +73,7 @@ func (t *exportTx) TreeMembers(root core.ExecutionId) ([]core.ExecutionId, error
 		out = append(out, id)
 		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: members of tree %s: %w", root, err)
-	}
-	return out, nil
+	return out, err
 }
 
 // Tree implements store.ExportTx: one range scan of the tree's heads,
@@ -225,17 +219,7 @@ func (t *exportTx) TreeLogs(root core.ExecutionId) ([]core.LogInfoAppendRow, err
 	}
 	var out []core.LogInfoAppendRow
 	err := each(t.ctx, t.c, sqlExportLogs, treeArgs(root), func(rows *sql.Rows) error {
-		var (
-			cursor              int64
-			eid, run, createdAt string
-			level, stream       sql.NullInt64
-			message             sql.NullString
-			payload             []byte
-		)
-		if err := rows.Scan(&cursor, &eid, &run, &createdAt, &level, &message, &stream, &payload); err != nil {
-			return err
-		}
-		row, err := decodeLog(cursor, eid, run, createdAt, level, message, stream, payload)
+		row, err := scanLog(rows)
 		out = append(out, core.LogInfoAppendRow{ExecutionID: row.ExecutionID, RunID: row.RunID, Entry: row.Entry})
 		return err
 	})

@@ -277,6 +277,16 @@ func (r *reader) line() (*lineJSON, error) {
 	return &l, nil
 }
 
+// more reads the next line of a record that must go on: the end of the
+// stream is ErrTruncated.
+func (r *reader) more() (*lineJSON, error) {
+	l, err := r.line()
+	if errors.Is(err, io.EOF) {
+		return nil, ErrTruncated
+	}
+	return l, err
+}
+
 func (l *lineJSON) keys() int {
 	n := 0
 	for _, set := range []bool{l.Header != nil, l.Tree != nil, l.Execution != nil, l.Logs != nil, l.Blob != nil,
@@ -339,10 +349,7 @@ func (r *reader) treeRecord(l *treeJSON) (*store.TreeRecord, error) {
 	}
 	t := &store.TreeRecord{Root: l.Root, Executions: make([]core.ExecutionRecord, 0, l.Executions)}
 	for range l.Executions {
-		x, err := r.line()
-		if errors.Is(err, io.EOF) {
-			return nil, ErrTruncated
-		}
+		x, err := r.more()
 		if err != nil {
 			return nil, err
 		}
@@ -358,10 +365,7 @@ func (r *reader) treeRecord(l *treeJSON) (*store.TreeRecord, error) {
 		}
 		t.Executions = append(t.Executions, rec)
 	}
-	x, err := r.line()
-	if errors.Is(err, io.EOF) {
-		return nil, ErrTruncated
-	}
+	x, err := r.more()
 	if err != nil {
 		return nil, err
 	}
@@ -407,10 +411,7 @@ func (r *reader) blobRecord(first *blobJSON) (*blobItem, error) {
 	data := make([]byte, 0, first.Size)
 	data = append(data, first.Data...)
 	for int64(len(data)) < first.Size {
-		l, err := r.line()
-		if errors.Is(err, io.EOF) {
-			return nil, ErrTruncated
-		}
+		l, err := r.more()
 		if err != nil {
 			return nil, err
 		}

@@ -386,11 +386,7 @@ func (im *importer) importTree(ctx context.Context, t store.TreeRecord) error {
 	res, err := im.dst.Service.ImportTree(ctx, t)
 	im.mu.Lock()
 	defer im.mu.Unlock()
-	var ce *store.ConflictError
-	switch {
-	case errors.As(err, &ce):
-		im.sum.Conflicts = append(im.sum.Conflicts, ce.Error())
-	case err != nil:
+	if err := im.conflict(err); err != nil {
 		return fmt.Errorf("transfer: import tree %s: %w", t.Root, err)
 	}
 	switch res.Outcome {
@@ -415,15 +411,23 @@ func (im *importer) close(context.Context) error {
 	return im.failed()
 }
 
+// conflict lists err in the summary when it is a conflict (nil then),
+// else returns it. im.mu is held.
+func (im *importer) conflict(err error) error {
+	var ce *store.ConflictError
+	if errors.As(err, &ce) {
+		im.sum.Conflicts = append(im.sum.Conflicts, ce.Error())
+		return nil
+	}
+	return err
+}
+
 func (im *importer) record(outcome store.ImportOutcome, err error) error {
 	im.mu.Lock()
 	defer im.mu.Unlock()
-	var ce *store.ConflictError
 	switch {
-	case errors.As(err, &ce):
-		im.sum.Conflicts = append(im.sum.Conflicts, ce.Error())
 	case err != nil:
-		return err
+		return im.conflict(err)
 	case outcome == store.ImportUnchanged:
 		im.sum.RecordsUnchanged++
 	default:

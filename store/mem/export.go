@@ -17,15 +17,7 @@ var _ store.Exporter = (*Backend)(nil)
 // ExportView implements store.Exporter: fn reads under the mutex, so
 // writers wait until it returns.
 func (b *Backend) ExportView(ctx context.Context, fn func(tx store.ExportTx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return core.ErrClosed
-	}
-	return fn(&exportTx{tx: &tx{b: b}})
+	return b.View(ctx, func(rt store.ReadTx) error { return fn(&exportTx{tx: rt.(*tx)}) })
 }
 
 type exportTx struct{ *tx }
