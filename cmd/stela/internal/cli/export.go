@@ -43,22 +43,34 @@ const transferDoc = "Copies every execution (events, responses, delays, logs, ba
 	"locks expire. See docs/cli.md."
 
 func exportCommand() *command {
-	return &command{
-		name: "export", summary: "copy every execution and deployment of a store to a stream file or another store", maxArgs: 0,
-		doc: transferDoc + "\n\nExamples:\n" +
-			"  stela export --to backup.jsonl                          # the embedded store in ./.stela to a file\n" +
+	return transferCommand("export", "copy every execution and deployment of a store to a stream file or another store",
+		"  stela export --to backup.jsonl                          # the embedded store in ./.stela to a file\n"+
 			"  stela export --from embedded:.stela --to dynamo:stela   # laptop to AWS, directly",
+		"the source store (default: the store stela dev uses, "+defaultStoreDoc+")",
+		"the destination (required): a stream file or a store", true)
+}
+
+// transferCommand is `stela export` (exporting: --from defaults to the
+// store stela dev uses, --to is required) or `stela import` (the reverse).
+func transferCommand(name, summary, examples, fromUsage, toUsage string, exporting bool) *command {
+	return &command{
+		name: name, summary: summary, maxArgs: 0,
+		doc: transferDoc + "\n\nExamples:\n" + examples,
 		flags: func(fs *flag.FlagSet, e *Env) func(context.Context, []string) error {
 			o := &transferOptions{retention: retentionFlag{r: core.RetainFor(core.DefaultRetentionPeriod)}}
-			fs.StringVar(&o.from, "from", "", "the source store (default: the store stela dev uses, "+defaultStoreDoc+")\n"+locationUsage)
-			fs.StringVar(&o.to, "to", "", "the destination (required): a stream file or a store")
+			fs.StringVar(&o.from, "from", "", fromUsage+"\n"+locationUsage)
+			fs.StringVar(&o.to, "to", "", toUsage)
 			o.register(fs)
 			return func(ctx context.Context, _ []string) error {
-				if o.from == "" {
-					o.from = defaultStore(e)
+				given, other, what := &o.to, &o.from, "--to" // the end that is required, the one that defaults
+				if !exporting {
+					given, other, what = &o.from, &o.to, "--from"
 				}
-				if o.to == "" {
-					return usagef("--to is required")
+				if *given == "" {
+					return usagef("%s is required", what)
+				}
+				if *other == "" {
+					*other = defaultStore(e)
 				}
 				return runTransfer(ctx, e, o)
 			}
