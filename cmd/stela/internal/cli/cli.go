@@ -1,6 +1,8 @@
 // Package cli implements the `stela` command: the local dev server
 // (`stela dev`), the commands that operate executions, delays and
-// deployments through the HTTP API, and the benchmarks (`stela bench`).
+// deployments through the HTTP API, the commands that move data between
+// stores (`stela export`, `stela import`: package transfer) and back up
+// the embedded store (`stela backup`), and the benchmarks (`stela bench`).
 //
 // Every command is a node of one tree whose leaves parse their own flags
 // with the standard library's flag package; flags may follow positional
@@ -234,6 +236,9 @@ func tree() *command {
 			executionCommand(),
 			delayCommand(),
 			deploymentCommand(),
+			exportCommand(),
+			importCommand(),
+			backupCommand(),
 			benchCommand(),
 			vetCommand(),
 		},
