@@ -184,8 +184,9 @@ func parseTS(s string) (core.Timestamp, error) {
 	return ts, nil
 }
 
-// itemSize estimates the billed size of an item (attribute names + values).
-func itemSize(it item) int {
+// ItemSize estimates the billed size of an item (attribute names + values):
+// what DynamoDB counts against its 400 KB item limit and bills by the KB.
+func ItemSize(it map[string]types.AttributeValue) int {
 	n := 0
 	for k, v := range it {
 		n += len(k) + avSize(v)

@@ -116,7 +116,7 @@ func keyOf(pk, sk string) item { return item{AttrPK: avS(pk), AttrSK: avS(sk)} }
 func newPut(kind opKind, exec core.ExecutionId, it item, unique bool, what string) op {
 	return op{kind: kind, exec: exec, key: item{AttrPK: it[AttrPK], AttrSK: it[AttrSK]}, put: it,
 		cond: condNotExists, names: map[string]string{"#pk": AttrPK}, unique: unique, what: what,
-		firstNew: -1, size: itemSize(it)}
+		firstNew: -1, size: ItemSize(it)}
 }
 
 // plan turns the buffered writes into a commit.
@@ -267,7 +267,7 @@ func (t *tx) planUpdate(ex *execTx) ([]op, error) {
 	it, spilled := b.spill(h, ex.id, t.rq)
 	head := op{kind: opHeadUpdate, exec: ex.id, key: keyOf(pkExec(ex.id), skHead), put: it,
 		cond: "#rv = :rv", names: map[string]string{"#rv": aRev}, values: item{":rv": avN(ex.head.rev)},
-		what: "head " + ex.id.String(), firstNew: firstNew, size: itemSize(it)}
+		what: "head " + ex.id.String(), firstNew: firstNew, size: ItemSize(it)}
 	if head.size > maxItemBytes {
 		return nil, fmt.Errorf("dynamo: head of %s is %d bytes, over the item limit", ex.id, head.size)
 	}
@@ -328,7 +328,7 @@ func (b *Backend) spill(h *headRec, id core.ExecutionId, rq string) (item, []op)
 	if h.st.State == core.StateFinished {
 		limit *= 16
 	}
-	if itemSize(it) <= limit || len(h.inline) == 0 {
+	if ItemSize(it) <= limit || len(h.inline) == 0 {
 		return it, nil
 	}
 	var ops []op

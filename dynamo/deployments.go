@@ -555,7 +555,7 @@ func (t *tx) planDeployments(p *plan) error {
 		if err != nil {
 			return err
 		}
-		if size := itemSize(it); size > maxItemBytes {
+		if size := ItemSize(it); size > maxItemBytes {
 			return &core.ValidationError{Reason: fmt.Sprintf(
 				"deployment %s is %d bytes, more than DynamoDB's item limit of %d (too many files or components)", id, size, maxItemBytes)}
 		}
@@ -627,7 +627,7 @@ func (t *tx) planDeployments(p *plan) error {
 // guardedPut is a put of an item read at revision rev.
 func (t *tx) guardedPut(kind opKind, it item, rev int64, what string) op {
 	return op{kind: kind, key: item{AttrPK: it[AttrPK], AttrSK: it[AttrSK]}, put: it, cond: "#rv = :rv",
-		names: map[string]string{"#rv": aRev}, values: item{":rv": avN(rev)}, what: what, firstNew: -1, size: itemSize(it)}
+		names: map[string]string{"#rv": aRev}, values: item{":rv": avN(rev)}, what: what, firstNew: -1, size: ItemSize(it)}
 }
 
 // encodeDeployment is the item of a row: the item as read with the changed

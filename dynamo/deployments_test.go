@@ -13,6 +13,7 @@ import (
 	"github.com/stela-dev/stela/cas"
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/dynamo"
+	"github.com/stela-dev/stela/dynamo/dynamometer"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/store/storetest"
 )
@@ -159,7 +160,7 @@ func TestDisabledDeploymentCountsFailInsteadOfReportingZero(t *testing.T) {
 // still counted.
 func TestDeploymentCountsMoveOnlyWhenFinishing(t *testing.T) {
 	ctx := context.Background()
-	meter := dynamo.NewCapacityMeter()
+	meter := dynamometer.NewCapacityMeter()
 	b, _ := newBackend(t, dynamo.Options{}, meter.Register)
 	svc := store.New(b, store.Options{Clock: &fixedClock{t0}})
 	dep := mustV(core.ParseDeploymentId("Dep_01KBNJ2T3D8W7H3X6Q4M9R5V1A"))
@@ -167,16 +168,16 @@ func TestDeploymentCountsMoveOnlyWhenFinishing(t *testing.T) {
 		id := newID()
 		req := createReq(id, ffqnAct, compAct, t0)
 		req.ScheduledAt, req.DeploymentID = at, dep
-		must(svc.Create(dynamo.WithMeterLabel(ctx, "create"), req))(t)
+		must(svc.Create(dynamometer.WithMeterLabel(ctx, "create"), req))(t)
 		return id
 	}
 	pending, scheduled, locked, done, legacy := create(t0), create(t0.Add(time.Hour)), create(t0), create(t0), create(t0)
 	for _, id := range []core.ExecutionId{locked, done} {
 		req := lockReq(t0, compAct)
 		req.DeploymentID = dep
-		le := must(svc.LockOne(dynamo.WithMeterLabel(ctx, "lock"), req, id, 1))(t)
+		le := must(svc.LockOne(dynamometer.WithMeterLabel(ctx, "lock"), req, id, 1))(t)
 		if id == done {
-			must(svc.Append(dynamo.WithMeterLabel(ctx, "finish"), id, le.NextVersion,
+			must(svc.Append(dynamometer.WithMeterLabel(ctx, "finish"), id, le.NextVersion,
 				core.AppendRequest{CreatedAt: t0, Event: &core.Finished{Retval: core.RetOk(nil)}}))(t)
 		}
 	}

@@ -461,7 +461,7 @@
 // whose transaction fails for another reason (version conflict, fenced
 // worker) settles the parent right away (store.Service, best effort).
 //
-// What it costs and saves (cmd/stela-bench-cost -fanout 100, see Cost): a
+// What it costs and saves (bench/cost -fanout 100, see Cost): a
 // deferred child finish is a PutItem of the child (1 WRU) and a registration
 // (1 WRU per KB of the inbox, which holds at most the keys of responses not
 // yet applied), plus 1 RRU to read the parent's fi; applying it later costs
@@ -484,10 +484,11 @@
 // parent (see Fan-in); they share its inbox item, which takes about 1,000
 // registrations per second per parent.
 //
-// # Cost (cmd/stela-bench-cost on DynamoDB Local 3.3.1)
+// # Cost (bench/cost on DynamoDB Local 3.3.1)
 //
-// Write units are billed by CapacityMeter from the image of each item before
-// and after each write, by AWS's published rules — not taken from DynamoDB
+// Write units are billed by the capacity meter (package dynamo/dynamometer)
+// from the image of each item before and after each write, by AWS's
+// published rules — not taken from DynamoDB
 // Local's ConsumedCapacity, which counts a transaction's index updates once
 // per index instead of once per entry (a 10-child submit changes 50 index
 // entries in 5 indexes; the emulator reports one write per index) and reports nothing for a cancelled
@@ -609,7 +610,7 @@
 // per million workflows.
 //
 // Retention. The figures above were measured without retention
-// (STELA_RETENTION=forever). With the default 30 days (cmd/stela-bench-cost,
+// (STELA_RETENTION=forever). With the default 30 days (bench/cost,
 // default layout, 8 clients, after fan-in): every finish writes one more
 // index entry (the retention index), +1 WRU per execution — an activity's
 // finish 5 instead of 4 WRU, 15 instead of 14 per activity ($11.20 all-in

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/dynamo"
+	"github.com/stela-dev/stela/dynamo/dynamometer"
 	"github.com/stela-dev/stela/store"
 )
 
@@ -98,7 +99,7 @@ func childIDs(ls []core.LockedExecution) []core.ExecutionId {
 // the parent's inbox with a single-item update.
 func TestFanInSiblingsFinishingTogetherNeverConflict(t *testing.T) {
 	ctx := context.Background()
-	meter := dynamo.NewCapacityMeter()
+	meter := dynamometer.NewCapacityMeter()
 	b, _ := newBackend(t, dynamo.Options{}, meter.Register)
 	svc := store.New(b, store.Options{Clock: &fixedClock{t0}})
 	const n = 24
@@ -108,7 +109,7 @@ func TestFanInSiblingsFinishingTogetherNeverConflict(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i, k := range kids {
-		wg.Go(func() { errs[i] = finish(dynamo.WithMeterLabel(ctx, "finish"), svc, k, fmt.Sprint(i)) })
+		wg.Go(func() { errs[i] = finish(dynamometer.WithMeterLabel(ctx, "finish"), svc, k, fmt.Sprint(i)) })
 	}
 	wg.Wait()
 	for i, err := range errs {

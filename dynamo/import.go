@@ -143,7 +143,7 @@ func (b *Backend) importExecution(ctx context.Context, r *core.ExecutionRecord, 
 		h.inline = append(h.inline, ie)
 	}
 	headItem, spilled := b.spill(h, id, rq)
-	if n := itemSize(headItem); n > maxItemBytes {
+	if n := ItemSize(headItem); n > maxItemBytes {
 		return fmt.Errorf("dynamo: import %s: head of %d bytes, over the item limit", id, n)
 	}
 	for _, o := range spilled {

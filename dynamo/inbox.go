@@ -421,7 +421,7 @@ func (t *tx) planInbox(ex *execTx) ([]op, error) {
 			it := t.b.encodeHead(f)
 			ops = append(ops, op{kind: opHeadUpdate, exec: f.st.ExecutionID, key: keyOf(pkExec(f.st.ExecutionID), skHead),
 				put: it, cond: "#rv = :rv", names: map[string]string{"#rv": aRev}, values: item{":rv": avN(h.rev)},
-				what: "head " + f.st.ExecutionID.String(), firstNew: -1, size: itemSize(it)})
+				what: "head " + f.st.ExecutionID.String(), firstNew: -1, size: ItemSize(it)})
 		}
 	} else {
 		// fi was unset when the head was read: no child could register

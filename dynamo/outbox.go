@@ -104,7 +104,7 @@ func (t *tx) fit(p *plan) error {
 	for i := range kept {
 		if kept[i].kind == opHeadUpdate && kept[i].exec == anchorID {
 			kept[i].put[aOutbox] = avS(p.rq)
-			kept[i].size = itemSize(kept[i].put)
+			kept[i].size = ItemSize(kept[i].put)
 		}
 	}
 	ob := item{AttrPK: avS(pkExec(anchorID)), AttrSK: avS(prefixOutbox + p.rq), aPayload: avS(payload), aReq: avS(p.rq)}

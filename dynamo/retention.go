@@ -202,7 +202,7 @@ func stampRetention(p *plan) {
 		}
 		if ttl, ok := ttls[o.exec]; ok {
 			o.put[AttrTTL] = ttl
-			o.size = itemSize(o.put)
+			o.size = ItemSize(o.put)
 		}
 	}
 }

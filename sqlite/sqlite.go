@@ -47,6 +47,12 @@ const (
 	DurabilityOSCrashUnsafeName = "os-crash-unsafe"
 )
 
+// DurabilityUsage describes the modes for the usage of a flag that names
+// one (`stela dev --durability`, `stela bench embedded --durability`).
+const DurabilityUsage = "embedded store: " + DurabilityFsyncName + " (every acknowledged write is fsynced first and survives\n" +
+	"an OS crash or power loss) or " + DurabilityOSCrashUnsafeName + " (faster: a crash of the process loses\n" +
+	"nothing, but an OS crash or power loss may lose the last acknowledged writes)"
+
 // String returns the mode's name (DurabilityFsyncName or
 // DurabilityOSCrashUnsafeName).
 func (d Durability) String() string {
@@ -447,6 +453,22 @@ func (b *Backend) Synchronous(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("sqlite: read PRAGMA synchronous: %w", err)
 	}
 	return v, nil
+}
+
+// DurabilityInForce reads the durability mode back from the writer
+// connection (Synchronous): the mode in force, whatever was asked for.
+func (b *Backend) DurabilityInForce(ctx context.Context) (Durability, error) {
+	v, err := b.Synchronous(ctx)
+	if err != nil {
+		return 0, err
+	}
+	switch v {
+	case 2, 3: // FULL, EXTRA
+		return DurabilityFsync, nil
+	case 1: // NORMAL
+		return DurabilityOSCrashUnsafe, nil
+	}
+	return 0, fmt.Errorf("sqlite store runs at PRAGMA synchronous=%d, which no durability mode uses", v)
 }
 
 // enqueue queues r for the writer and waits for its outcome. A panic in fn

@@ -166,7 +166,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 
 // DynamoOptions returns the dynamo.Options that c configures: table,
 // shards, inline threshold and index layout (Cas, Logger and Clock are left
-// to the caller). cmd/stela-bench-cost measures with the same options.
+// to the caller). bench/cost measures with the same options.
 func (c Config) DynamoOptions() dynamo.Options {
 	return dynamo.Options{Table: c.Table, Shards: c.Shards, InlineThreshold: c.InlineThreshold,
 		DisableDigestIndex: c.NoDigestIndex, DisableDeploymentCounts: c.NoDeploymentCounts}

@@ -2,7 +2,8 @@
 // (`stela dev`), the commands that operate executions, delays and
 // deployments through the HTTP API, the commands that move data between
 // stores (`stela export`, `stela import`: package transfer) and back up
-// the embedded store (`stela backup`), and the benchmarks (`stela bench`).
+// the embedded store (`stela backup`), and `stela bench`, which registers
+// the benchmarks of package bench.
 //
 // Every command is a node of one tree whose leaves parse their own flags
 // with the standard library's flag package; flags may follow positional

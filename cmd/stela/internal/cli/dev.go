@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/stela-dev/stela/bench"
 	"github.com/stela-dev/stela/cas"
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/dynamo"
@@ -76,11 +77,6 @@ const retentionUsage = "how long a finished execution (with all its child execut
 	"them finished: a number of days (30d), a Go duration (720h) or forever; then it is\n" +
 	"deleted (reads answer 404, lists no longer show it)"
 
-// durabilityUsage documents --durability (stela dev and stela bench embedded).
-const durabilityUsage = "embedded store: " + sqlite.DurabilityFsyncName + " (every acknowledged write is fsynced first and survives\n" +
-	"an OS crash or power loss) or " + sqlite.DurabilityOSCrashUnsafeName + " (faster: a crash of the process loses\n" +
-	"nothing, but an OS crash or power loss may lose the last acknowledged writes)"
-
 func devCommand() *command {
 	return &command{
 		name: "dev", summary: "run a local Stela server (HTTP API + timers) on the embedded store", maxArgs: 0,
@@ -105,7 +101,7 @@ func devCommand() *command {
 			fs.StringVar(&o.backend, "backend", backendAuto, "store: auto, embedded (SQLite) or dynamo (DynamoDB + S3)")
 			fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error (logs go to stderr)")
 			fs.DurationVar(&o.timersInterval, "timers-interval", timers.DefaultInterval, "safety sweep period (timers written through this server fire at their deadline)")
-			fs.StringVar(&o.durability, "durability", sqlite.DurabilityFsyncName, durabilityUsage)
+			fs.StringVar(&o.durability, "durability", sqlite.DurabilityFsyncName, sqlite.DurabilityUsage)
 			fs.Var(&o.retention, "retention", retentionUsage)
 			fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the server's CPU profile (pprof) to this file until it stops")
 			return func(ctx context.Context, _ []string) error { return runDev(ctx, e, o) }
@@ -134,7 +130,7 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 	}
 	logger := slog.New(slog.NewTextHandler(e.Stderr, &slog.HandlerOptions{Level: level}))
 	if o.cpuProfile != "" {
-		stop, err := startCPUProfile(o.cpuProfile)
+		stop, err := bench.StartCPUProfile(o.cpuProfile)
 		if err != nil {
 			return err
 		}
@@ -290,7 +286,7 @@ func openEmbedded(ctx context.Context, o *devOptions, durability sqlite.Durabili
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dbPath, err)
 	}
-	inForce, err := durabilityInForce(ctx, backend)
+	inForce, err := backend.DurabilityInForce(ctx)
 	if err != nil {
 		_ = backend.Close()
 		return nil, err
@@ -316,22 +312,6 @@ func openEmbedded(ctx context.Context, o *devOptions, durability sqlite.Durabili
 		sqlite:     backend,
 		durability: inForce.String(),
 	}, nil
-}
-
-// durabilityInForce reads the durability mode back from the store's writer
-// connection (PRAGMA synchronous), so that what is reported is what runs.
-func durabilityInForce(ctx context.Context, b *sqlite.Backend) (sqlite.Durability, error) {
-	v, err := b.Synchronous(ctx)
-	if err != nil {
-		return 0, err
-	}
-	switch v {
-	case 2, 3: // FULL, EXTRA
-		return sqlite.DurabilityFsync, nil
-	case 1: // NORMAL
-		return sqlite.DurabilityOSCrashUnsafe, nil
-	}
-	return 0, fmt.Errorf("sqlite store runs at PRAGMA synchronous=%d, which no durability mode uses", v)
 }
 
 func describeDurability(d sqlite.Durability) string {

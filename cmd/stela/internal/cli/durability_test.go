@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stela-dev/stela/bench"
 	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/sqlite"
 )
@@ -76,18 +78,25 @@ func TestDevDurability(t *testing.T) {
 			if want := "durability " + describeDurability(tc.want); !strings.Contains(banner, want) {
 				t.Errorf("banner does not say %q:\n%s", want, banner)
 			}
-			var st devStats
+			var st struct {
+				Durability string          `json:"durability"`
+				Store      json.RawMessage `json:"store"`
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			c, err := client.New(url)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := getDevStats(ctx, c, &st); err != nil {
+			resp, err := c.Call(ctx, http.MethodGet, bench.StatsPath, nil, nil, client.JSON)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Durability != tc.want.String() || st.Store == nil {
-				t.Errorf("stats report durability %q (store %v), want %q", st.Durability, st.Store, tc.want)
+			if err := json.Unmarshal(resp.Body, &st); err != nil {
+				t.Fatal(err)
+			}
+			if st.Durability != tc.want.String() || len(st.Store) == 0 {
+				t.Errorf("stats report durability %q (store %v), want %q", st.Durability, string(st.Store), tc.want)
 			}
 		})
 	}
@@ -105,28 +114,23 @@ func TestDevDurability(t *testing.T) {
 	})
 }
 
-// TestBenchStoreDurability proves the mode `stela bench embedded` opens its
-// store at, read back from the writer connection.
+// TestBenchStoreDurability proves `stela bench embedded` measures its
+// store at the durable mode by default.
 func TestBenchStoreDurability(t *testing.T) {
-	ctx := context.Background()
-	for _, d := range []sqlite.Durability{sqlite.DurabilityFsync, sqlite.DurabilityOSCrashUnsafe} {
-		b, err := openBenchStore(ctx, t.TempDir(), d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := map[sqlite.Durability]int{sqlite.DurabilityFsync: 2, sqlite.DurabilityOSCrashUnsafe: 1}[d]
-		if got, err := b.Synchronous(ctx); err != nil || got != want {
-			t.Errorf("%v: writer PRAGMA synchronous = %d (%v), want %d", d, got, err, want)
-		}
-		_ = b.Close()
-	}
-	// The command's default is the durable mode (openBenchStore refuses to
-	// run at another mode than the one asked for).
+	// The command's default is the durable mode (the benchmark refuses to
+	// run at another mode than the one asked for: bench's
+	// TestBenchStoreDurability).
 	code, out, errOut := run("bench", "embedded", "--executions", "20", "--json")
 	if code != ExitOK {
 		t.Fatalf("bench embedded: exit %d: %s", code, errOut)
 	}
-	var res roundTripResult
+	var res struct {
+		Cost struct {
+			Durability   string `json:"durability"`
+			Commits      int64  `json:"commits"`
+			Transactions int64  `json:"write_transactions"`
+		} `json:"cost"`
+	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/stela-dev/stela/dynamo"
+	"github.com/stela-dev/stela/dynamo/dynamometer"
 	"github.com/stela-dev/stela/functions/app"
 )
 
@@ -88,12 +88,12 @@ func (cfg config) reportWorkload(out io.Writer, title string, wl workload, unit,
 		labels = append(labels, l)
 	}
 	sort.Strings(labels)
-	var tot dynamo.Usage
+	var tot dynamometer.Usage
 	steps := 0
 	for _, l := range labels {
 		s, u := wl.Steps[l], wl.Usage[l]
 		n := float64(s.n)
-		one := cfg.costOf(workload{Usage: map[string]dynamo.Usage{l: u}, Steps: map[string]stepStat{l: s}})
+		one := cfg.costOf(workload{Usage: map[string]dynamometer.Usage{l: u}, Steps: map[string]stepStat{l: s}})
 		fmt.Fprintf(w, "%s\t%d\t%.2f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%d/%d\t%d\t%.3f\t\n",
 			l, s.n, s.requests/n, float64(s.transitions)/n, msPerStep(s), float64(u.Calls)/n, u.Read/n, u.WRU()/n,
 			u.Write/n, u.TxWrite/n, u.IndexWrite/n, (u.FailedWrite+u.CancelledWrite)/n, float64(u.IndexEntries)/n,
@@ -181,7 +181,7 @@ func reportRetention(out io.Writer, ru retentionUsage, wl workload, units int, u
 	}
 	n := float64(units)
 	u := ru.Usage
-	var tot dynamo.Usage
+	var tot dynamometer.Usage
 	for _, v := range wl.Usage {
 		tot.Add(v)
 	}

@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"bufio"
@@ -44,12 +44,12 @@ const (
 
 // sdkBenchCommands are the benchmarks that drive Stela through the worker
 // SDK (package worker), as an application would.
-func sdkBenchCommands() []*command {
+func sdkBenchCommands() []Command {
 	doc := "Runs against the server given by --url, or else against a `stela dev` it starts on a\n" +
 		"temporary data directory; --embedded runs the store in-process instead (no HTTP). Prints\n" +
 		"throughput, latency percentiles, CPU per execution (client + server, the server's read\n" +
 		"from `stela dev`'s stats) and the server's store, durability and fsyncs per commit."
-	return []*command{
+	return []Command{
 		sdkBenchLeaf("w1", "W1: executions through 8 SDK workers, as activities and as workflows calling one activity",
 			doc+"\n\nW1 submits --executions activities, then as many workflows that each call one activity,\n"+
 				"while --workers workers (one connection each) run them; latency is submit → Finished.", benchW1),
@@ -65,8 +65,8 @@ func sdkBenchCommands() []*command {
 
 // sdkBenchOptions are the flags of the SDK benchmarks.
 type sdkBenchOptions struct {
-	cf         *clientFlags
-	urlGiven   bool
+	readServer func() Server
+	server     Server
 	embedded   bool
 	asJSON     bool
 	devArgs    string
@@ -81,14 +81,14 @@ type sdkBenchOptions struct {
 	sleep      time.Duration
 }
 
-func sdkBenchLeaf(name, summary, doc string, fn func(ctx context.Context, e *Env, o *sdkBenchOptions, env *benchEnv) (any, error)) *command {
-	return &command{
-		name: name, summary: summary, doc: doc, maxArgs: 0,
-		flags: func(fs *flag.FlagSet, e *Env) func(context.Context, []string) error {
-			o := &sdkBenchOptions{cf: addClientFlags(fs, e)}
+func sdkBenchLeaf(name, summary, doc string, fn func(ctx context.Context, e *Env, o *sdkBenchOptions, env *benchEnv) (any, error)) Command {
+	return Command{
+		Name: name, Summary: summary, Doc: doc,
+		Flags: func(fs *flag.FlagSet, e *Env) func(context.Context) error {
+			o := &sdkBenchOptions{readServer: e.ServerFlags(fs)}
 			fs.BoolVar(&o.asJSON, "json", false, "print the results as JSON")
 			fs.BoolVar(&o.embedded, "embedded", false, "run the store in-process (SQLite in a temporary directory), without HTTP")
-			fs.StringVar(&o.durability, "durability", sqlite.DurabilityFsyncName, "with --embedded, "+durabilityUsage)
+			fs.StringVar(&o.durability, "durability", sqlite.DurabilityFsyncName, "with --embedded, "+sqlite.DurabilityUsage)
 			fs.StringVar(&o.devArgs, "dev-args", "", "extra flags of the `stela dev` the benchmark starts (space-separated)")
 			fs.IntVar(&o.workers, "workers", 8, "workers, each with its own connection")
 			fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the client's CPU profile (pprof) to this file")
@@ -104,11 +104,8 @@ func sdkBenchLeaf(name, summary, doc string, fn func(ctx context.Context, e *Env
 				fs.IntVar(&o.sleepers, "sleepers", 500, "concurrent sleeping workflows")
 				fs.DurationVar(&o.sleep, "sleep", time.Second, "how long each workflow sleeps")
 			}
-			return func(ctx context.Context, _ []string) error {
-				fs.Visit(func(f *flag.Flag) { o.urlGiven = o.urlGiven || f.Name == "url" })
-				if e.Getenv(envURL) != "" {
-					o.urlGiven = true
-				}
+			return func(ctx context.Context) error {
+				o.server = o.readServer()
 				ctx, cancel := context.WithTimeout(ctx, sdkBenchTimeout)
 				defer cancel()
 				env, err := newBenchEnv(ctx, e, o)
@@ -117,7 +114,7 @@ func sdkBenchLeaf(name, summary, doc string, fn func(ctx context.Context, e *Env
 				}
 				defer env.close()
 				if o.cpuProfile != "" {
-					stop, err := startCPUProfile(o.cpuProfile)
+					stop, err := StartCPUProfile(o.cpuProfile)
 					if err != nil {
 						return err
 					}
@@ -137,9 +134,9 @@ func sdkBenchLeaf(name, summary, doc string, fn func(ctx context.Context, e *Env
 	}
 }
 
-// startCPUProfile writes this process's CPU profile (pprof) to path until
+// StartCPUProfile writes this process's CPU profile (pprof) to path until
 // stop is called.
-func startCPUProfile(path string) (stop func(), err error) {
+func StartCPUProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
@@ -176,15 +173,15 @@ func newBenchEnv(ctx context.Context, e *Env, o *sdkBenchOptions) (*benchEnv, er
 	if o.embedded {
 		return embeddedBenchEnv(ctx, o)
 	}
-	url, server, stop := o.cf.url, "server given by --url", func() {}
-	if !o.urlGiven {
+	url, server, stop := o.server.URL, "server given by --url", func() {}
+	if !o.server.Given {
 		dev, err := startDevServer(ctx, o.devArgs)
 		if err != nil {
 			return nil, err
 		}
 		url, server, stop = dev.url, dev.store, dev.stop
 	}
-	env, err := httpBenchEnv(url, o.cf.token)
+	env, err := httpBenchEnv(url, o.server.Token)
 	if err != nil {
 		stop()
 		return nil, err

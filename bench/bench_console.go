@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -38,20 +38,20 @@ type consoleBenchMetric struct {
 	Gated   bool      `json:"gated"` // held to the target
 }
 
-func benchConsole() *command {
-	return &command{
-		name: "console", summary: "server time of the web console's list requests on an embedded store of N executions", maxArgs: 0,
-		doc: "Seeds a fresh SQLite store (in a temporary directory unless --data-dir is given) with --executions\n" +
+func benchConsole() Command {
+	return Command{
+		Name: "console", Summary: "server time of the web console's list requests on an embedded store of N executions",
+		Doc: "Seeds a fresh SQLite store (in a temporary directory unless --data-dir is given) with --executions\n" +
 			"executions in a mix of states, then serves the requests the console's executions page makes\n" +
 			"(a page of 100 newest, the next page, filtered pages, the counts per state) through the\n" +
 			"httpapi handler in-process, --iterations times each, and prints their server time. The pages\n" +
 			"are held to a 200 ms p99 target; the counts are reported.",
-		flags: func(fs *flag.FlagSet, e *Env) func(context.Context, []string) error {
+		Flags: func(fs *flag.FlagSet, e *Env) func(context.Context) error {
 			asJSON := fs.Bool("json", false, "print the results as JSON")
 			n := fs.Int("executions", 100000, "executions in the store")
 			iterations := fs.Int("iterations", 50, "requests of each kind")
 			dataDir := fs.String("data-dir", "", "directory of the SQLite file (default: a temporary one, removed after)")
-			return func(ctx context.Context, _ []string) error {
+			return func(ctx context.Context) error {
 				if *n < 200 || *iterations < 1 {
 					return usagef("--executions must be at least 200 and --iterations positive")
 				}

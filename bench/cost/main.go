@@ -7,9 +7,9 @@
 // layout of the environment or for every layout (-layouts all).
 //
 //	eval "$(scripts/ci/start-dynamodb-local.sh)"
-//	go run ./cmd/stela-bench-cost                         # the layout of the environment (default: default)
-//	go run ./cmd/stela-bench-cost -layouts all            # default, each opt-out, lean
-//	go run ./cmd/stela-bench-cost -fanout 100 -workflows 0 -activities 0   # the fan-in contention figure
+//	go run ./bench/cost                  # the layout of the environment (default: default)
+//	go run ./bench/cost -layouts all     # default, each opt-out, lean
+//	go run ./bench/cost -fanout 100 -workflows 0 -activities 0   # the fan-in contention figure
 //
 // The table layout comes from the same environment variables as the Lambda
 // functions, read by the same code (functions/app.LoadConfig and
@@ -25,7 +25,7 @@
 // expiry; their units are reported per tree, apart from the steps (the
 // timers function runs anyway, so its duration is not a cost per step).
 //
-// Write units are billed by dynamo.CapacityMeter from the item images, as
+// Write units are billed by dynamometer.CapacityMeter from the item images, as
 // AWS bills them (dynamo/doc.go, "Cost"); read units as the endpoint
 // reports them. Capacity units are deterministic for a layout, except the
 // cancelled share of the workflows run by -parallel clients (how they
@@ -61,6 +61,7 @@ import (
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/dynamo"
 	"github.com/stela-dev/stela/dynamo/dynamoenv"
+	"github.com/stela-dev/stela/dynamo/dynamometer"
 	"github.com/stela-dev/stela/functions/app"
 	"github.com/stela-dev/stela/store"
 )
@@ -172,7 +173,7 @@ type bench struct {
 	cfg   config
 	svc   *store.Service
 	b     *dynamo.Backend
-	meter *dynamo.CapacityMeter
+	meter *dynamometer.CapacityMeter
 	mu    sync.Mutex
 	steps map[string]*stepStat
 }
@@ -191,7 +192,7 @@ type stepStat struct {
 // appended, executions created or locked, responses recorded).
 func (bn *bench) step(ctx context.Context, label string, class priced, transitions int, fn func(ctx context.Context) error) error {
 	start := time.Now()
-	err := fn(dynamo.WithMeterLabel(ctx, label))
+	err := fn(dynamometer.WithMeterLabel(ctx, label))
 	d := time.Since(start)
 	_, perStep := bn.cfg.requestPrice(class)
 	bn.mu.Lock()
@@ -288,14 +289,14 @@ type result struct {
 
 // retentionUsage is what the retention passes after a workload used.
 type retentionUsage struct {
-	Usage dynamo.Usage
+	Usage dynamometer.Usage
 	Trees int // trees marked
 	Items int // items marked
 }
 
 // workload is the usage and step statistics of one workload.
 type workload struct {
-	Usage map[string]dynamo.Usage
+	Usage map[string]dynamometer.Usage
 	Steps map[string]stepStat
 	// Units is the number of activities or workflows it ran.
 	Units int
@@ -378,7 +379,7 @@ func (c config) measure(ctx context.Context, spec layoutSpec, getenv func(string
 		return nil, err
 	}
 	opts.RetentionLag = time.Nanosecond // mark what finished at once (the functions wait 15 minutes)
-	meter := dynamo.NewCapacityMeter()
+	meter := dynamometer.NewCapacityMeter()
 	client, err := dynamoenv.NewClient(ctx, meter.Register)
 	if err != nil {
 		return nil, err
@@ -438,7 +439,7 @@ func printAssumptions(out io.Writer, c config) {
 		door = "API Gateway HTTP API, like the public routes"
 	}
 	fmt.Fprintf(out, `Assumptions (list prices, us-east-1, on-demand):
-  DynamoDB: $%.3f per million WRU, $%.3f per million RRU. Write units billed by dynamo.CapacityMeter from item
+  DynamoDB: $%.3f per million WRU, $%.3f per million RRU. Write units billed by dynamometer.CapacityMeter from item
     images by AWS's rules (dynamo/doc.go, "Cost"): 1 WRU/KB single-item, 2 WRU/KB per transactional action
     (ConditionCheck included), every secondary-index entry that appears, goes or moves billed, cancelled
     transactions billed as if committed (an upper bound) and failed single-item conditions 1 WRU/KB; reads as
@@ -458,7 +459,7 @@ func printAssumptions(out io.Writer, c config) {
 // (none with retention forever) and returns what they used.
 func (bn *bench) retain(ctx context.Context) (retentionUsage, error) {
 	var ru retentionUsage
-	ctx = dynamo.WithMeterLabel(ctx, retentionLabel)
+	ctx = dynamometer.WithMeterLabel(ctx, retentionLabel)
 	for {
 		res, err := bn.svc.ApplyRetention(ctx, core.TS(time.Now()))
 		if err != nil {

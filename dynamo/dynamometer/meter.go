@@ -1,4 +1,8 @@
-package dynamo
+// Package dynamometer bills the DynamoDB calls of a client as AWS bills
+// them (CapacityMeter: write units from item images, by AWS's published
+// rules). It is a tool of the cost benchmark and of the adapter's tests,
+// kept out of package dynamo so that no program using the store links it.
+package dynamometer
 
 import (
 	"context"
@@ -13,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/stela-dev/stela/dynamo"
 )
 
 // CapacityMeter bills the DynamoDB calls of a client per label (set with
@@ -25,7 +31,7 @@ import (
 // reports nothing for cancelled transactions): the meter keeps the image of
 // every item it has seen written (or read whole) — every item of a table it
 // saw created is known, as absent until written — and bills each write from
-// the item's image before and after it, by AWS's rules (doc.go, "Cost"):
+// the item's image before and after it, by AWS's rules (package dynamo's documentation, "Cost"):
 //
 //   - table: 1 WRU per started KB of the larger of the two images (a delete:
 //     of the deleted item); 2 per KB inside a committed TransactWriteItems,
@@ -119,6 +125,9 @@ func (u *Usage) Add(v Usage) {
 	u.CancelledWrite += v.CancelledWrite
 	u.UnknownImages += v.UnknownImages
 }
+
+// item is a DynamoDB item, as package dynamo holds it.
+type item = map[string]types.AttributeValue
 
 type meterLabelKey struct{}
 
@@ -371,7 +380,7 @@ func (m *CapacityMeter) billTransaction(u *Usage, p *dynamodb.TransactWriteItems
 				after = ti.Put.Item
 			}
 			before, _ := m.image(table, key)
-			u.CancelledWrite += 2 * kb(max(itemSize(before), itemSize(after)))
+			u.CancelledWrite += 2 * kb(max(dynamo.ItemSize(before), dynamo.ItemSize(after)))
 		}
 		return
 	}
@@ -380,7 +389,7 @@ func (m *CapacityMeter) billTransaction(u *Usage, p *dynamodb.TransactWriteItems
 		switch {
 		case ti.ConditionCheck != nil:
 			before, _ := m.image(table, key)
-			u.TxWrite += 2 * kb(itemSize(before))
+			u.TxWrite += 2 * kb(dynamo.ItemSize(before))
 		case ti.Put != nil:
 			m.billWrite(u, table, key, ti.Put.Item, nil, false,
 				notExists(ti.Put.ConditionExpression, ti.Put.ExpressionAttributeNames), 2)
@@ -399,7 +408,7 @@ func (m *CapacityMeter) billTransaction(u *Usage, p *dynamodb.TransactWriteItems
 			if !known {
 				u.UnknownImages++
 			}
-			u.TxWrite += 2 * kb(itemSize(before))
+			u.TxWrite += 2 * kb(dynamo.ItemSize(before))
 			delete(m.images, imageKey(table, key))
 		}
 	}
@@ -420,7 +429,7 @@ func (m *CapacityMeter) billWrite(u *Usage, table string, key, after, old item, 
 	if !known {
 		u.UnknownImages++
 	}
-	size := max(itemSize(before), itemSize(after))
+	size := max(dynamo.ItemSize(before), dynamo.ItemSize(after))
 	if factor == 1 {
 		u.Write += kb(size)
 	} else {
@@ -459,7 +468,7 @@ func (m *CapacityMeter) billUpdate(u *Usage, table string, key item, rv types.Re
 	if after == nil {
 		// New image unknown: bill the old one, forget the item.
 		u.UnknownImages++
-		u.Write += kb(itemSize(before))
+		u.Write += kb(dynamo.ItemSize(before))
 		delete(m.images, imageKey(table, key))
 		return
 	}
@@ -475,7 +484,7 @@ func (m *CapacityMeter) billFailed(u *Usage, table string, key, current item) {
 	} else {
 		current, _ = m.image(table, key)
 	}
-	u.FailedWrite += kb(itemSize(current))
+	u.FailedWrite += kb(dynamo.ItemSize(current))
 }
 
 // learn records an image read from the table (or returned by a failed
@@ -504,26 +513,26 @@ func indexWrites(before, after item) (float64, int) {
 		switch {
 		case eb == nil && ea == nil:
 		case eb == nil:
-			wru, entries = wru+kb(itemSize(ea)), entries+1
+			wru, entries = wru+kb(dynamo.ItemSize(ea)), entries+1
 		case ea == nil:
-			wru, entries = wru+kb(itemSize(eb)), entries+1
-		case !sameAttrs(eb, ea, ix.keyAttrs()):
-			wru, entries = wru+kb(itemSize(eb))+kb(itemSize(ea)), entries+2
+			wru, entries = wru+kb(dynamo.ItemSize(eb)), entries+1
+		case !sameAttrs(eb, ea, keyAttrs(ix)):
+			wru, entries = wru+kb(dynamo.ItemSize(eb))+kb(dynamo.ItemSize(ea)), entries+2
 		case !reflect.DeepEqual(eb, ea):
-			wru, entries = wru+kb(itemSize(ea)), entries+1
+			wru, entries = wru+kb(dynamo.ItemSize(ea)), entries+1
 		}
 	}
 	return wru, entries
 }
 
-func allIndexes() []TableIndex {
-	return append(append([]TableIndex(nil), Schema.GlobalIndexes...), Schema.LocalIndexes...)
+func allIndexes() []dynamo.TableIndex {
+	return append(append([]dynamo.TableIndex(nil), dynamo.Schema.GlobalIndexes...), dynamo.Schema.LocalIndexes...)
 }
 
 // keyAttrs are the attributes that place an entry in the index: the index
 // key and the table key.
-func (ix TableIndex) keyAttrs() []string {
-	out := []string{Schema.Key.PartitionKey, Schema.Key.SortKey, ix.Key.PartitionKey}
+func keyAttrs(ix dynamo.TableIndex) []string {
+	out := []string{dynamo.Schema.Key.PartitionKey, dynamo.Schema.Key.SortKey, ix.Key.PartitionKey}
 	if ix.Key.SortKey != "" {
 		out = append(out, ix.Key.SortKey)
 	}
@@ -531,12 +540,12 @@ func (ix TableIndex) keyAttrs() []string {
 }
 
 // indexEntry is the entry it has in ix (nil when it has none: sparse index).
-func indexEntry(ix TableIndex, it item) item {
+func indexEntry(ix dynamo.TableIndex, it item) item {
 	if it == nil {
 		return nil
 	}
 	e := item{}
-	for _, a := range ix.keyAttrs() {
+	for _, a := range keyAttrs(ix) {
 		v, ok := it[a]
 		if !ok {
 			return nil
@@ -544,9 +553,9 @@ func indexEntry(ix TableIndex, it item) item {
 		e[a] = v
 	}
 	switch ix.Projection {
-	case ProjectionAll:
+	case dynamo.ProjectionAll:
 		return it
-	case ProjectionInclude:
+	case dynamo.ProjectionInclude:
 		for _, a := range ix.NonKeyAttributes {
 			if v, ok := it[a]; ok {
 				e[a] = v
@@ -579,11 +588,11 @@ func consumed(cc *types.ConsumedCapacity) float64 {
 // key: the write succeeding proves the item was absent.
 func notExists(cond *string, names map[string]string) bool {
 	c := strings.ReplaceAll(aws.ToString(cond), " ", "")
-	if c == "attribute_not_exists("+Schema.Key.PartitionKey+")" {
+	if c == "attribute_not_exists("+dynamo.Schema.Key.PartitionKey+")" {
 		return true
 	}
 	for alias, name := range names {
-		if name == Schema.Key.PartitionKey && c == "attribute_not_exists("+alias+")" {
+		if name == dynamo.Schema.Key.PartitionKey && c == "attribute_not_exists("+alias+")" {
 			return true
 		}
 	}
@@ -609,7 +618,7 @@ func actionKey(ti types.TransactWriteItem) (string, item) {
 func imageKey(table string, it item) string {
 	var b strings.Builder
 	b.WriteString(table)
-	for _, a := range []string{Schema.Key.PartitionKey, Schema.Key.SortKey} {
+	for _, a := range []string{dynamo.Schema.Key.PartitionKey, dynamo.Schema.Key.SortKey} {
 		b.WriteByte(0)
 		switch v := it[a].(type) {
 		case *types.AttributeValueMemberS:
