@@ -112,7 +112,13 @@ type Backend struct {
 	// afterRegister, when set, runs after a response is registered in an
 	// inbox, before its transaction commits (tests widen that window).
 	afterRegister func(child core.ExecutionId)
-	undecodable   store.Undecodable
+	// afterExportRead, when set, runs between an export's read of
+	// partitions and its second read of their heads (export.go); and
+	// beforeImportHead before an import writes a head (import.go): tests
+	// change the store in between, or fail as a killed process would.
+	afterExportRead  func(ids []core.ExecutionId)
+	beforeImportHead func(id core.ExecutionId) error
+	undecodable      store.Undecodable
 }
 
 type stats struct {

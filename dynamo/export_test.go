@@ -60,3 +60,20 @@ func (b *Backend) RegisterResponse(ctx context.Context, parent, child core.Execu
 // SetAfterRegister runs fn after a response is registered (and deferred),
 // before its transaction commits.
 func (b *Backend) SetAfterRegister(fn func(child core.ExecutionId)) { b.afterRegister = fn }
+
+// SetAfterExportRead runs fn between an export's read of partitions and
+// its second read of their heads.
+func (b *Backend) SetAfterExportRead(fn func(ids []core.ExecutionId)) { b.afterExportRead = fn }
+
+// SetBeforeImportHead runs fn before an import writes a head; an error
+// stops the import there (a killed process).
+func (b *Backend) SetBeforeImportHead(fn func(id core.ExecutionId) error) { b.beforeImportHead = fn }
+
+// RawPutGuard writes the uniqueness guard of child's response as if
+// recipient held it (tests of conflicting imports).
+func (b *Backend) RawPutGuard(ctx context.Context, child, recipient core.ExecutionId) error {
+	_, err := b.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: b.tableName(), Item: item{
+		AttrPK: avS(prefixGuardChild + child.String()), AttrSK: avS(skGuard), "to": avS(recipient.String()), "c": avN(1),
+		aReq: avS(newRequestID())}})
+	return err
+}

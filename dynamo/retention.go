@@ -340,23 +340,13 @@ func (b *Backend) RetentionTree(ctx context.Context, root core.ExecutionId) (sto
 	if !rh.st.IsFinished() || (rh.ret.ncKnown && rh.ret.nc == 0) {
 		return tree, nil
 	}
-	m := b.newMerger(ctx, dynamodb.QueryInput{
-		TableName: b.tableName(), IndexName: aws.String(IndexListByID),
-		KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#id, :pre)"),
-		ExpressionAttributeNames:  map[string]string{"#pk": AttrListPK, "#id": AttrPK},
-		ExpressionAttributeValues: item{":pre": avS(pkExec(root) + ".")},
-		Limit:                     aws.Int32(queryPageSize),
-	}, AttrPK, b.shardKeys(listDeriv))
 	var keys []item
-	for {
-		it, err := m.next(ctx)
-		if err != nil {
-			return tree, fmt.Errorf("dynamo: derived executions of %s: %w", root, err)
-		}
-		if it == nil {
-			break
-		}
+	err = b.eachDerived(ctx, root, func(it item) error {
 		keys = append(keys, item{AttrPK: it[AttrPK], AttrSK: avS(skHead)})
+		return nil
+	})
+	if err != nil {
+		return tree, err
 	}
 	items, err := b.batchGet(ctx, keys, true)
 	if err != nil {
@@ -393,6 +383,30 @@ func (b *Backend) RetentionTree(ctx context.Context, root core.ExecutionId) (sto
 		}
 	}
 	return tree, nil
+}
+
+// eachDerived calls fn with the entry of every execution derived from
+// root that the list-id index knows (eventually consistent), in id order.
+func (b *Backend) eachDerived(ctx context.Context, root core.ExecutionId, fn func(it item) error) error {
+	m := b.newMerger(ctx, dynamodb.QueryInput{
+		TableName: b.tableName(), IndexName: aws.String(IndexListByID),
+		KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#id, :pre)"),
+		ExpressionAttributeNames:  map[string]string{"#pk": AttrListPK, "#id": AttrPK},
+		ExpressionAttributeValues: item{":pre": avS(pkExec(root) + ".")},
+		Limit:                     aws.Int32(queryPageSize),
+	}, AttrPK, b.shardKeys(listDeriv))
+	for {
+		it, err := m.next(ctx)
+		if err != nil {
+			return fmt.Errorf("dynamo: derived executions of %s: %w", root, err)
+		}
+		if it == nil {
+			return nil
+		}
+		if err := fn(it); err != nil {
+			return err
+		}
+	}
 }
 
 func (h *headRec) member() core.RetentionMember {

@@ -38,13 +38,21 @@ type retentionEnv struct {
 
 func newRetentionEnv(t *testing.T, optFns ...func(*dynamodb.Options)) *retentionEnv {
 	t.Helper()
+	return newRetentionEnvWith(t, dynamo.Options{}, optFns...)
+}
+
+// newRetentionEnvWith is newRetentionEnv with the backend's options
+// (table, clock, CAS and inline threshold are set).
+func newRetentionEnvWith(t *testing.T, opts dynamo.Options, optFns ...func(*dynamodb.Options)) *retentionEnv {
+	t.Helper()
 	client := newClient(t, optFns...)
 	e := &retentionEnv{client: client, table: newTable(t, client), clock: storetest.NewSimClock(core.TS(time.Now()))}
 	var err error
 	if e.blobs, err = cas.NewDir(t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	b, err := dynamo.New(client, dynamo.Options{Table: e.table, Clock: e.clock, Cas: e.blobs, InlineThreshold: 1024})
+	opts.Table, opts.Clock, opts.Cas, opts.InlineThreshold = e.table, e.clock, e.blobs, 1024
+	b, err := dynamo.New(client, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

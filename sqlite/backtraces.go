@@ -91,22 +91,9 @@ func (b *Backend) GetBacktrace(ctx context.Context, id core.ExecutionId, filter 
 		if !rows.Next() {
 			return rows.Err()
 		}
-		var (
-			vmin, vmax int64
-			comp, body []byte
-		)
-		if err := rows.Scan(&vmin, &vmax, &comp, &body); err != nil {
-			return err
-		}
-		bt = core.BacktraceInfo{ExecutionID: id, VersionMinIncluding: core.Version(vmin), VersionMaxExcluding: core.Version(vmax)}
-		if err := json.Unmarshal(comp, &bt.ComponentID); err != nil {
-			return fmt.Errorf("decode component id: %w", err)
-		}
-		if err := json.Unmarshal(body, &bt.WasmBacktrace); err != nil {
-			return fmt.Errorf("decode backtrace: %w", err)
-		}
 		found = true
-		return nil
+		bt, err = scanBacktrace(rows, id)
+		return err
 	})
 	if err != nil {
 		return core.BacktraceInfo{}, fmt.Errorf("sqlite: get backtrace of %s: %w", id, err)
@@ -143,4 +130,23 @@ func scanRanges(rows *sql.Rows, out *[][2]core.Version) error {
 		*out = append(*out, [2]core.Version{core.Version(lo), core.Version(hi)})
 	}
 	return rows.Err()
+}
+
+// scanBacktrace reads one row of sqlBacktraceCols.
+func scanBacktrace(rows *sql.Rows, id core.ExecutionId) (core.BacktraceInfo, error) {
+	var (
+		vmin, vmax int64
+		comp, body []byte
+	)
+	if err := rows.Scan(&vmin, &vmax, &comp, &body); err != nil {
+		return core.BacktraceInfo{}, err
+	}
+	bt := core.BacktraceInfo{ExecutionID: id, VersionMinIncluding: core.Version(vmin), VersionMaxExcluding: core.Version(vmax)}
+	if err := json.Unmarshal(comp, &bt.ComponentID); err != nil {
+		return bt, fmt.Errorf("decode component id: %w", err)
+	}
+	if err := json.Unmarshal(body, &bt.WasmBacktrace); err != nil {
+		return bt, fmt.Errorf("decode backtrace: %w", err)
+	}
+	return bt, nil
 }

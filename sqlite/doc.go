@@ -191,6 +191,19 @@
 // purge before deciding anything else. The writer's caches forget the
 // purged heads. Measured: BenchmarkPurge (bench_test.go).
 //
+// # Export and backup
+//
+// An export (store.Exporter, export.go) reads the whole store in one read
+// transaction, a snapshot; writers go on, but checkpoints cannot reset
+// the WAL past that snapshot until the export ends, so a long export
+// while `stela dev` writes lets the WAL grow. Trees come by the insertion
+// order (seq) of their first execution, records by seq: an import into
+// this backend (through Update, one tree per transaction) reproduces the
+// source's insertion order, hence its ties in the pending and cancelling
+// orders. Backup (backup.go) copies the database with VACUUM INTO from one
+// read transaction of a connection of its own — consistent while writers
+// commit — to a file it fsyncs and renames into place.
+//
 // # Schema history
 //
 // The schema has one history: migrations (schema.go), applied in order in

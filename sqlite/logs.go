@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -113,19 +114,13 @@ func (b *Backend) ListLogs(ctx context.Context, id core.ExecutionId, showDerived
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var (
-				cursor              int64
-				eid, run, createdAt string
-				level, stream       sql.NullInt64
-				message             sql.NullString
-				payload             []byte
-			)
-			if err := rows.Scan(&cursor, &eid, &run, &createdAt, &level, &message, &stream, &payload); err != nil {
+			row, err := scanLog(rows)
+			var se scanError
+			switch {
+			case errors.As(err, &se):
 				return err
-			}
-			row, err := decodeLog(cursor, eid, run, createdAt, level, message, stream, payload)
-			if err != nil {
-				b.undecodable.Skip(ctx, b.log, "log", strconv.FormatInt(cursor, 10), err)
+			case err != nil:
+				b.undecodable.Skip(ctx, b.log, "log", strconv.FormatInt(int64(row.Cursor), 10), err)
 				continue
 			}
 			out = append(out, row)
@@ -136,6 +131,28 @@ func (b *Backend) ListLogs(ctx context.Context, id core.ExecutionId, showDerived
 		return nil, fmt.Errorf("sqlite: list logs of %s: %w", id, err)
 	}
 	return out, nil
+}
+
+// scanError is a failed Scan (as opposed to a row that does not decode).
+type scanError struct{ error }
+
+func (e scanError) Unwrap() error { return e.error }
+
+// scanLog reads one row of (id, execution_id, run_id, created_at, level,
+// message, stream_type, payload); a row that does not decode still returns
+// its cursor.
+func scanLog(rows *sql.Rows) (core.LogEntryRow, error) {
+	var (
+		cursor              int64
+		eid, run, createdAt string
+		level, stream       sql.NullInt64
+		message             sql.NullString
+		payload             []byte
+	)
+	if err := rows.Scan(&cursor, &eid, &run, &createdAt, &level, &message, &stream, &payload); err != nil {
+		return core.LogEntryRow{}, scanError{err}
+	}
+	return decodeLog(cursor, eid, run, createdAt, level, message, stream, payload)
 }
 
 func decodeLog(cursor int64, eid, run, createdAt string, level sql.NullInt64, message sql.NullString, stream sql.NullInt64, payload []byte) (core.LogEntryRow, error) {

@@ -220,9 +220,10 @@ type DeploymentTx interface {
 	// read in this transaction.
 	AddDeploymentComponents(id core.DeploymentId, records []core.DeploymentComponentRecord) error
 	// SetDeploymentStatus sets a deployment's status and, when lastActiveAt
-	// is not nil, its last_active_at. The service applies the changes of one
-	// switch in order (demotions first) after reading CurrentDeployments;
-	// at most one deployment is active and one enqueued after each commit.
+	// is not nil, its last_active_at; the deployment was read or inserted
+	// in this transaction. The service applies the changes of one switch
+	// in order (demotions first) after reading CurrentDeployments; at most
+	// one deployment is active and one enqueued after each commit.
 	SetDeploymentStatus(id core.DeploymentId, status core.DeploymentStatus, lastActiveAt *core.Timestamp) error
 	// InsertComponentMetadata inserts metadata this transaction read as
 	// absent (ComponentMetadata). A concurrent insert of the same digest

@@ -97,6 +97,10 @@ func (t *tx) InsertDeployment(d core.StoredDeployment) error {
 		return fmt.Errorf("mem: insert deployment %s: %w", id, core.ErrConflict)
 	}
 	d = d.Clone()
+	if t.newDeps == nil {
+		t.newDeps = map[core.DeploymentId]bool{}
+	}
+	t.newDeps[id] = true
 	t.writes = append(t.writes, func() { t.b.deps.byID[id] = &d })
 	return nil
 }
@@ -122,7 +126,7 @@ func (t *tx) SetDeploymentStatus(id core.DeploymentId, status core.DeploymentSta
 }
 
 func (t *tx) changeDeployment(id core.DeploymentId, change func(d *core.StoredDeployment)) error {
-	if _, ok := t.b.deps.byID[id]; !ok {
+	if _, ok := t.b.deps.byID[id]; !ok && !t.newDeps[id] {
 		return fmt.Errorf("mem: deployment %s: %w", id, core.ErrNotFound)
 	}
 	t.writes = append(t.writes, func() { change(t.b.deps.byID[id]) })

@@ -118,6 +118,7 @@ type tx struct {
 	checks  []func() error
 	newIDs  map[core.ExecutionId]bool
 	newResp map[string]bool
+	newDeps map[core.DeploymentId]bool // deployments inserted by this transaction
 }
 
 func (t *tx) check() error {

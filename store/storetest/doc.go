@@ -75,6 +75,19 @@
 //     a scheduled top-level execution is a tree of its own, forever keeps
 //     everything, overlapping passes are safe. What is physically left is
 //     checked per backend with BuildTree (sqlite, dynamo).
+//   - Transfer/X0x_…: moving data between stores (store.Exporter,
+//     store.Service.ImportTree, package transfer; transfer.go):
+//     BuildDataSet's data set — executions in every state, workflow trees
+//     with children, delays, responses, logs, backtraces, 100 KB payloads,
+//     deployments with blobs — goes through a stream into the in-memory
+//     backend and from there into a fresh backend under test; every
+//     store holds the same records (digests), answers every read alike and
+//     takes the same next steps (a lock, a child finishing, a sweep).
+//     Importing again changes nothing, a destination that moved on is
+//     reported (not overwritten), an interrupted import resumes, retention
+//     is the destination's, a live source exports consistent trees.
+//     RunTransferChain runs the same checks along a chain of backends
+//     (package transfer: embedded → DynamoDB Local → embedded).
 //   - Model/seed=N: the randomized model test (model.go, modeltest.go).
 //
 // # Scenarios not ported

@@ -103,6 +103,7 @@ func RunWith(t *testing.T, newBackend NewBackend, opts RunOptions) {
 		runGroup(t, g.name, g.tests, newBackend, opts)
 	}
 	runRetention(t, newBackend, opts)
+	runTransfer(t, newBackend, opts)
 	t.Run("Model", func(t *testing.T) { runModel(t, newBackend, opts) })
 }
 

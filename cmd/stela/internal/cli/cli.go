@@ -1,7 +1,9 @@
 // Package cli implements the `stela` command: the local dev server
 // (`stela dev`), the commands that operate executions, delays and
-// deployments through the HTTP API, and `stela bench`, which registers the
-// benchmarks of package bench.
+// deployments through the HTTP API, the commands that move data between
+// stores (`stela export`, `stela import`: package transfer) and back up
+// the embedded store (`stela backup`), and `stela bench`, which registers
+// the benchmarks of package bench.
 //
 // Every command is a node of one tree whose leaves parse their own flags
 // with the standard library's flag package; flags may follow positional
@@ -235,6 +237,9 @@ func tree() *command {
 			executionCommand(),
 			delayCommand(),
 			deploymentCommand(),
+			exportCommand(),
+			importCommand(),
+			backupCommand(),
 			benchCommand(),
 			vetCommand(),
 		},

@@ -53,6 +53,9 @@ type devOptions struct {
 	durability, cpuProfile                  string
 	timersInterval                          time.Duration
 	retention                               retentionFlag
+	// existing refuses to create a store that does not exist (the source
+	// of an export or a backup) instead of creating it.
+	existing bool
 }
 
 // retentionFlag is --retention: a core.Retention that remembers whether
@@ -272,6 +275,9 @@ func openEmbedded(ctx context.Context, o *devOptions, durability sqlite.Durabili
 	if err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
+	if _, err := os.Stat(filepath.Join(dir, "stela.db")); o.existing && err != nil {
+		return nil, fmt.Errorf("no embedded store in %s: %w", dir, err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
@@ -338,7 +344,11 @@ func openDynamo(ctx context.Context, e *Env, o *devOptions, logger *slog.Logger,
 	if err != nil {
 		return nil, err
 	}
-	if err := dynamo.CreateTable(ctx, a.Dynamo, cfg.Table); err != nil {
+	if o.existing {
+		if err := a.Store.Ready(ctx); err != nil {
+			return nil, fmt.Errorf("DynamoDB table %q: %w", cfg.Table, err)
+		}
+	} else if err := dynamo.CreateTable(ctx, a.Dynamo, cfg.Table); err != nil {
 		return nil, err
 	}
 	endpoint := "AWS"

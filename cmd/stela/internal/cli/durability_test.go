@@ -35,7 +35,14 @@ func startDevInProcess(t *testing.T, extra ...string) (url, banner string) {
 			t.Errorf("stela dev exited with %d", code)
 		}
 	})
-	sc := bufio.NewScanner(pr)
+	return waitForBanner(t, pr)
+}
+
+// waitForBanner reads `stela dev`'s output until its banner is complete,
+// then discards the rest; it returns the server's URL and the banner.
+func waitForBanner(t *testing.T, r io.Reader) (url, banner string) {
+	t.Helper()
+	sc := bufio.NewScanner(r)
 	var b strings.Builder
 	for sc.Scan() {
 		line := sc.Text()
@@ -44,7 +51,7 @@ func startDevInProcess(t *testing.T, extra ...string) (url, banner string) {
 			url = strings.Fields(rest)[0]
 		}
 		if strings.HasPrefix(line, "Press Ctrl-C") {
-			go func() { _, _ = io.Copy(io.Discard, pr) }()
+			go func() { _, _ = io.Copy(io.Discard, r) }()
 			return url, b.String()
 		}
 	}
