@@ -20,9 +20,9 @@ import (
 
 	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/core"
-	"github.com/stela-dev/stela/httpapi"
 	"github.com/stela-dev/stela/sqlite"
 	"github.com/stela-dev/stela/store"
+	"github.com/stela-dev/stela/wire"
 )
 
 // Targets of the benchmarks on a 2-core machine (printed next to the result).
@@ -193,12 +193,12 @@ func (b *benchRun) ffqn(kind string) core.FunctionFqn {
 	return f
 }
 
-func (b *benchRun) lockParams(ct core.ComponentType) httpapi.LockParams {
+func (b *benchRun) lockParams(ct core.ComponentType) wire.LockParams {
 	retry := core.RetryConfigZero()
 	if ct == core.ComponentTypeWorkflow {
 		retry = core.ComponentRetryConfig{}
 	}
-	return httpapi.LockParams{ComponentID: core.ComponentId{ComponentType: ct, Name: "bench"},
+	return wire.LockParams{ComponentID: core.ComponentId{ComponentType: ct, Name: "bench"},
 		ExecutorID: b.executor, RunID: b.run, LockExpiresAt: now().Add(time.Minute), RetryConfig: retry}
 }
 
@@ -545,7 +545,7 @@ func benchFanOut(ctx context.Context, e *Env, o *benchOptions) (any, error) {
 		children.Go(func() error {
 			for cctx.Err() == nil {
 				childLocks.Add(1)
-				locked, err := run.lockWait(cctx, c, core.ComponentTypeActivity, httpapi.MaxLockBatch, childF, 200*time.Millisecond)
+				locked, err := run.lockWait(cctx, c, core.ComponentTypeActivity, wire.MaxLockBatch, childF, 200*time.Millisecond)
 				if err != nil {
 					if cctx.Err() != nil {
 						return nil
@@ -651,7 +651,7 @@ func fanOutOnce(ctx context.Context, c *client.Client, run *benchRun, parentF, c
 		if created == 0 {
 			batch = append(batch, historyEvent(t, &core.JoinSetCreate{JoinSetID: js}))
 		}
-		for created < n && len(batch)+len(reqs)+2 <= httpapi.MaxAppendBatch-1 {
+		for created < n && len(batch)+len(reqs)+2 <= wire.MaxAppendBatch-1 {
 			batch = append(batch, historyEvent(t, &core.JoinSetRequestEvent{JoinSetID: js, Request: &core.ChildExecutionRequest{
 				ChildExecutionID: core.ExecutionIdDerived{ExecutionId: child}, TargetFFQN: childF, Params: core.Params{}}}))
 			reqs = append(reqs, core.CreateRequest{CreatedAt: t, ExecutionID: child, FFQN: childF, Params: core.Params{},
@@ -681,7 +681,7 @@ func fanOutOnce(ctx context.Context, c *client.Client, run *benchRun, parentF, c
 		t := now()
 		have := len(locked.Responses)
 		var batch []core.AppendRequest
-		for awaited < n && awaited < have+1 && len(batch) < httpapi.MaxAppendBatch-1 {
+		for awaited < n && awaited < have+1 && len(batch) < wire.MaxAppendBatch-1 {
 			batch = append(batch, historyEvent(t, &core.JoinNext{JoinSetID: js, RunExpiresAt: t}))
 			awaited++
 		}
@@ -760,7 +760,7 @@ func benchDelays(ctx context.Context, e *Env, o *benchOptions) (any, error) {
 	}
 	var locked []core.LockedExecution
 	for len(locked) < o.delays {
-		batch, err := run.lockWait(ctx, c, core.ComponentTypeWorkflow, httpapi.MaxLockBatch, f, time.Second)
+		batch, err := run.lockWait(ctx, c, core.ComponentTypeWorkflow, wire.MaxLockBatch, f, time.Second)
 		if err != nil {
 			return nil, fmt.Errorf("lock: %w", err)
 		}

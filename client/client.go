@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
-	"github.com/stela-dev/stela/httpapi"
+	"github.com/stela-dev/stela/wire"
 )
 
 // Accept values of Do.
@@ -50,9 +50,11 @@ type Client struct {
 	direct  []directRoutes
 	http    *http.Client
 	token   string
-	signer  *sigV4
+	signer  Signer
 	retry   RetryPolicy
 	maxWait time.Duration
+	// writes coalesces the version-guarded writes (coalesce.go).
+	writes *coalescer
 }
 
 // Option configures New.
@@ -61,6 +63,37 @@ type Option func(*Client) error
 // WithToken sends `Authorization: Bearer <token>` (no header when empty).
 func WithToken(token string) Option {
 	return func(c *Client) error { c.token = token; return nil }
+}
+
+// SigV4Service is the AWS signing name of API Gateway's IAM authorization:
+// the service a Signer signs requests to the base URL for.
+const SigV4Service = "execute-api"
+
+// FunctionURLService is the AWS signing name of a Lambda function URL's IAM
+// authorization: the service a Signer signs requests for that
+// WithFunctionURLs sends to a function URL.
+const FunctionURLService = "lambda"
+
+// Signer authenticates each attempt of a request before it is sent
+// (WithSigner). Package client/sigv4 implements it with AWS Signature
+// Version 4 for IAM-authorised deployments.
+type Signer interface {
+	// Sign adds the request's credentials to req; body is its body (nil:
+	// none) and service the AWS signing name of the endpoint it goes to
+	// (SigV4Service, or FunctionURLService for a function URL).
+	Sign(ctx context.Context, req *http.Request, body []byte, service string) error
+}
+
+// WithSigner signs every attempt with s (client/sigv4 for IAM). It excludes
+// WithToken: both use the Authorization header.
+func WithSigner(s Signer) Option {
+	return func(c *Client) error {
+		if s == nil {
+			return errors.New("client: nil Signer")
+		}
+		c.signer = s
+		return nil
+	}
 }
 
 // WithHTTPClient sends the requests with h (default: a client with a
@@ -104,19 +137,19 @@ type directRoutes struct {
 	base     *url.URL
 }
 
-// WithFunctionURLs sends the worker lock routes (httpapi.WorkerLockRoutes)
-// to lockURL and the worker write routes (httpapi.WorkerWriteRoutes) to
+// WithFunctionURLs sends the worker lock routes (wire.WorkerLockRoutes)
+// to lockURL and the worker write routes (wire.WorkerWriteRoutes) to
 // appendURL: the Lambda function URLs of a deployment's lock and append
 // functions (infra outputs LockFunctionUrl and AppendFunctionUrl), which
-// cost no API Gateway request. With SigV4 (WithSigV4…) those requests are
-// signed for service "lambda" (FunctionURLService), the others for API
+// cost no API Gateway request. With a Signer (client/sigv4) those requests
+// are signed for service "lambda" (FunctionURLService), the others for API
 // Gateway. An empty URL leaves its routes on the base URL.
 func WithFunctionURLs(lockURL, appendURL string) Option {
 	return func(c *Client) error {
 		for _, r := range []struct {
 			raw      string
 			prefixes []string
-		}{{lockURL, httpapi.WorkerLockRoutes}, {appendURL, httpapi.WorkerWriteRoutes}} {
+		}{{lockURL, wire.WorkerLockRoutes}, {appendURL, wire.WorkerWriteRoutes}} {
 			if r.raw == "" {
 				continue
 			}
@@ -153,13 +186,14 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	t.MaxIdleConns = 256
 	t.MaxIdleConnsPerHost = 256
 	c := &Client{base: u, http: &http.Client{Transport: t}, retry: DefaultRetry, maxWait: DefaultMaxWait}
+	c.writes = newCoalescer(c)
 	for _, o := range opts {
 		if err := o(c); err != nil {
 			return nil, err
 		}
 	}
 	if c.signer != nil && c.token != "" {
-		return nil, errors.New("client: WithToken and WithSigV4 are exclusive (both use the Authorization header)")
+		return nil, errors.New("client: WithToken and a Signer (SigV4) are exclusive (both use the Authorization header)")
 	}
 	return c, nil
 }
@@ -358,7 +392,7 @@ func (c *Client) attempt(ctx context.Context, r *request) (*Response, error) {
 	case c.token != "":
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	case c.signer != nil:
-		if err := c.signer.sign(ctx, req, r.body, service); err != nil {
+		if err := c.signer.Sign(ctx, req, r.body, service); err != nil {
 			return nil, err
 		}
 	}
@@ -416,19 +450,11 @@ type okMessage struct {
 
 // ExecPath returns /v1/executions/{id}[/suffix] with the id escaped.
 func ExecPath(id string, suffix string) string {
-	p := "/v1/executions/" + url.PathEscape(id)
+	p := wire.Path(wire.PathExecution, id)
 	if suffix != "" {
 		p += "/" + suffix
 	}
 	return p
-}
-
-func workerExecPath(id core.ExecutionId, suffix string) string {
-	return "/v1/worker/executions/" + url.PathEscape(id.String()) + "/" + suffix
-}
-
-func delayPath(d core.DelayId, action string) string {
-	return "/v1/delays/" + url.PathEscape(d.String()) + "/" + action
 }
 
 // --- waits ------------------------------------------------------------------------------

@@ -14,9 +14,25 @@
 // AppendBatchCreateNewExecution, AppendBatchRespondToParent, Get,
 // SubscribeToNextResponses, WaitForFinishedResult, Create, …) and return the
 // same errors, so code written against the in-process store (*store.Service)
-// runs unchanged over HTTP: Store lists them and both *Client and
-// *store.Service implement it. The HTTP-only additions are LockPendingWait
-// (a long-polled lock) and the public routes' methods.
+// runs unchanged over HTTP. Both *Client and *store.Service implement
+// core.WorkerConn, the SDK's executor contract (package worker runs on
+// either): its LockPending is a long poll here (LockPendingWait), Cancel and
+// CancelDelay the public cancel routes, FunctionComponent two reads of the
+// deployment. The other additions are the public routes' methods.
+//
+// # Coalesced writes
+//
+// The version-guarded writes Append, AppendBatch and
+// AppendBatchRespondToParent go alone, by their own route, while fewer than
+// 8 of the client's write requests are on the wire; the ones that arrive
+// meanwhile queue, and each request that returns takes the queue along (up
+// to 8 writes) as one POST /v1/worker/append-batch/many (AppendMany). A
+// busy worker thus pays one request for many executions' writes; each
+// caller still gets the outcome its own route would have answered (a server
+// without the many route is asked one write at a time). A write on the wire
+// is not cancelled with its caller's context, whose deadline still bounds
+// it: the caller stops waiting, and the write's outcome is unknown to it,
+// as after a timeout.
 //
 // Errors: a non-2xx answer is an *Error (Status, Message) that unwraps to the
 // core error the server mapped to that status — core.ErrNotFound (404),
@@ -68,10 +84,12 @@
 // # Auth
 //
 // WithToken sends a bearer token (`stela dev --token`, an API Gateway JWT
-// authorizer). WithSigV4 signs every attempt with AWS Signature Version 4 for
-// an IAM-authorised API Gateway (service execute-api), hashing the body;
-// credentials come from the SDK's default chain (WithSigV4DefaultCredentials),
-// an aws.Config or any aws.CredentialsProvider. WithFunctionURLs sends the
+// authorizer). WithSigner signs every attempt instead: package client/sigv4
+// signs with AWS Signature Version 4 for an IAM-authorised API Gateway
+// (service execute-api), hashing the body, with credentials from the AWS
+// SDK's default chain (sigv4.WithDefaultCredentials), an aws.Config or any
+// aws.CredentialsProvider; only programs that import it link the AWS SDK.
+// WithFunctionURLs sends the
 // worker lock and write routes to the Lambda function URLs of a deployment's
 // lock and append functions instead (no API Gateway request to pay), signed
 // for service lambda (docs/deploy.md).

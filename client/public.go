@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
-	"github.com/stela-dev/stela/httpapi"
+	"github.com/stela-dev/stela/wire"
 )
 
 // --- submit and results -------------------------------------------------------------------
@@ -39,7 +39,7 @@ func (c *Client) Submit(ctx context.Context, id core.ExecutionId, req SubmitRequ
 	if req.Params == nil {
 		req.Params = core.Params{}
 	}
-	resp, err := c.post(ctx, http.MethodPut, ExecPath(id.String(), ""), req, idempotent, nil)
+	resp, err := c.post(ctx, http.MethodPut, wire.Path(wire.PathExecution, id.String()), req, idempotent, nil)
 	if err != nil {
 		return false, err
 	}
@@ -60,7 +60,7 @@ func (c *Client) SubmitNew(ctx context.Context, req SubmitRequest) (core.Executi
 // GenerateExecutionID asks the server for a new top-level id (GET /v1/execution-id).
 func (c *Client) GenerateExecutionID(ctx context.Context) (core.ExecutionId, error) {
 	var id core.ExecutionId
-	err := c.get(ctx, "/v1/execution-id", nil, &id)
+	err := c.get(ctx, wire.PathExecutionID, nil, &id)
 	return id, err
 }
 
@@ -70,7 +70,7 @@ func (c *Client) GenerateExecutionID(ctx context.Context) (core.ExecutionId, err
 // WaitForFinishedResult returns the typed core.ReturnValue instead.
 func (c *Client) Result(ctx context.Context, id core.ExecutionId) (json.RawMessage, error) {
 	var out json.RawMessage
-	if err := c.get(ctx, ExecPath(id.String(), ""), nil, &out); err != nil {
+	if err := c.get(ctx, wire.Path(wire.PathExecution, id.String()), nil, &out); err != nil {
 		return nil, err
 	}
 	var b bytes.Buffer
@@ -103,7 +103,7 @@ func pageQuery(dir core.Direction, length uint16, including bool) url.Values {
 // prefix, digest and deployment; other filters are a *core.ValidationError.
 // A CreatedBy cursor with CreatedByID is sent as the position
 // (cursor, cursor_execution_id); an ExecutionID pagination as
-// order=execution_id. Pages hold at most httpapi.MaxPageLength executions.
+// order=execution_id. Pages hold at most wire.MaxPageLength executions.
 func (c *Client) ListExecutions(ctx context.Context, filter core.ListExecutionsFilter, p core.ExecutionListPagination) ([]core.ExecutionWithState, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -170,7 +170,7 @@ func listQuery(filter core.ListExecutionsFilter) (url.Values, error) {
 // the answer's Link: <?…>; rel="next" (nil after the last page).
 func (c *Client) listExecutionsPage(ctx context.Context, q url.Values) ([]core.ExecutionWithState, url.Values, error) {
 	var out []core.ExecutionWithState
-	resp, err := c.call(ctx, &request{method: http.MethodGet, path: "/v1/executions", query: q, accept: JSON, safety: idempotent}, &out)
+	resp, err := c.call(ctx, &request{method: http.MethodGet, path: wire.PathExecutions, query: q, accept: JSON, safety: idempotent}, &out)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -213,7 +213,7 @@ func nextLink(values []string) (url.Values, error) {
 
 // Executions iterates over every execution matching filter, newest first by
 // creation time (ties by execution id), fetching pages of pageSize
-// (1…httpapi.MaxPageLength): the first without a cursor, each next one as
+// (1…wire.MaxPageLength): the first without a cursor, each next one as
 // the server's Link: rel="next" says, so that executions created in the same
 // instant are seen exactly once. Iteration stops at the first error, which
 // it yields.
@@ -244,7 +244,7 @@ func (c *Client) Executions(ctx context.Context, filter core.ListExecutionsFilte
 }
 
 // ListExecutionEvents implements core.DbExternalApi's method over
-// GET /v1/executions/{id}/events (pages of at most httpapi.MaxPageLength).
+// GET /v1/executions/{id}/events (pages of at most wire.MaxPageLength).
 func (c *Client) ListExecutionEvents(ctx context.Context, id core.ExecutionId, p core.Pagination[core.Version], includeBacktraceID bool) (core.ListExecutionEventsResponse, error) {
 	if err := p.Validate(); err != nil {
 		return core.ListExecutionEventsResponse{}, err
@@ -255,7 +255,7 @@ func (c *Client) ListExecutionEvents(ctx context.Context, id core.ExecutionId, p
 		q.Set("include_backtrace_id", "true")
 	}
 	var out core.ListExecutionEventsResponse
-	err := c.get(ctx, ExecPath(id.String(), "events"), q, &out)
+	err := c.get(ctx, wire.Path(wire.PathExecutionEvents, id.String()), q, &out)
 	return out, err
 }
 
@@ -275,7 +275,7 @@ func (c *Client) ListResponses(ctx context.Context, id core.ExecutionId, p core.
 		q.Set("join_set", js.Name)
 	}
 	var out core.ListResponsesResponse
-	err := c.get(ctx, ExecPath(id.String(), "responses"), q, &out)
+	err := c.get(ctx, wire.Path(wire.PathExecutionResponses, id.String()), q, &out)
 	return out, err
 }
 
@@ -291,19 +291,19 @@ func (c *Client) ListLogs(ctx context.Context, id core.ExecutionId, showDerived 
 	}
 	q := pageQuery(p.Direction, p.Length, p.IncludingCursor)
 	if p.Cursor != core.LogCursorMin && p.Cursor != core.LogCursorMax {
-		q.Set("cursor", httpapi.EncodeLogCursor(p.Cursor))
+		q.Set("cursor", wire.EncodeLogCursor(p.Cursor))
 	}
 	q.Set("show_logs", strconv.FormatBool(filter.ShowLogs))
 	q.Set("show_streams", strconv.FormatBool(filter.ShowStreams))
 	for _, l := range filter.Levels {
-		name, ok := httpapi.LogLevelName(l)
+		name, ok := wire.LogLevelName(l)
 		if !ok {
 			return core.ListLogsResponse{}, &core.ValidationError{Reason: fmt.Sprintf("client: unknown log level %d", l)}
 		}
 		q.Add("level", name)
 	}
 	for _, s := range filter.StreamTypes {
-		name, ok := httpapi.StreamTypeName(s)
+		name, ok := wire.StreamTypeName(s)
 		if !ok {
 			return core.ListLogsResponse{}, &core.ValidationError{Reason: fmt.Sprintf("client: unknown stream type %d", s)}
 		}
@@ -315,8 +315,8 @@ func (c *Client) ListLogs(ctx context.Context, id core.ExecutionId, showDerived 
 	if filter.CreatedAfter != nil {
 		q.Set("after", filter.CreatedAfter.String())
 	}
-	var items []httpapi.LogEntryJSON
-	if err := c.get(ctx, ExecPath(id.String(), "logs"), q, &items); err != nil {
+	var items []wire.LogEntryJSON
+	if err := c.get(ctx, wire.Path(wire.PathExecutionLogs, id.String()), q, &items); err != nil {
 		return core.ListLogsResponse{}, err
 	}
 	rows := make([]core.LogEntryRow, len(items))
@@ -337,7 +337,7 @@ func (c *Client) ListLogs(ctx context.Context, id core.ExecutionId, showDerived 
 // core.CancelAlreadyFinished / core.CancelAlreadyCancelling (not errors).
 // Anything else that cannot be cancelled is a *core.IllegalStateError.
 func (c *Client) Cancel(ctx context.Context, id core.ExecutionId) (core.CancelOutcome, error) {
-	_, err := c.post(ctx, http.MethodPut, ExecPath(id.String(), "cancel"), nil, idempotent, nil)
+	_, err := c.post(ctx, http.MethodPut, wire.Path(wire.PathExecutionCancel, id.String()), nil, idempotent, nil)
 	switch {
 	case err == nil:
 		return core.CancelRequested, nil
@@ -352,13 +352,13 @@ func (c *Client) Cancel(ctx context.Context, id core.ExecutionId) (core.CancelOu
 // Pause pauses an execution (PUT …/pause). Not retried after an ambiguous
 // failure: a repeat of a pause that committed is a *core.IllegalStateError.
 func (c *Client) Pause(ctx context.Context, id core.ExecutionId) error {
-	_, err := c.post(ctx, http.MethodPut, ExecPath(id.String(), "pause"), nil, unsafe, nil)
+	_, err := c.post(ctx, http.MethodPut, wire.Path(wire.PathExecutionPause, id.String()), nil, unsafe, nil)
 	return err
 }
 
 // Unpause unpauses an execution (PUT …/unpause); retried like Pause.
 func (c *Client) Unpause(ctx context.Context, id core.ExecutionId) error {
-	_, err := c.post(ctx, http.MethodPut, ExecPath(id.String(), "unpause"), nil, unsafe, nil)
+	_, err := c.post(ctx, http.MethodPut, wire.Path(wire.PathExecutionUnpause, id.String()), nil, unsafe, nil)
 	return err
 }
 
@@ -366,7 +366,7 @@ func (c *Client) Unpause(ctx context.Context, id core.ExecutionId) error {
 // value (PUT …/stub), idempotently: the same value again succeeds, another is
 // core.ErrConflict.
 func (c *Client) Stub(ctx context.Context, id core.ExecutionIdDerived, rv core.ReturnValue) error {
-	_, err := c.post(ctx, http.MethodPut, ExecPath(id.String(), "stub"), rv, idempotent, nil)
+	_, err := c.post(ctx, http.MethodPut, wire.Path(wire.PathExecutionStub, id.String()), rv, idempotent, nil)
 	return err
 }
 
@@ -374,14 +374,14 @@ func (c *Client) Stub(ctx context.Context, id core.ExecutionIdDerived, rv core.R
 // determinism check (PUT …/upgrade with skip_determinism_check).
 func (c *Client) Upgrade(ctx context.Context, id core.ExecutionId, old, new core.ComponentDigest) error {
 	body := map[string]any{"old": old, "new": new, "skip_determinism_check": true}
-	_, err := c.post(ctx, http.MethodPut, ExecPath(id.String(), "upgrade"), body, idempotent, nil)
+	_, err := c.post(ctx, http.MethodPut, wire.Path(wire.PathExecutionUpgrade, id.String()), body, idempotent, nil)
 	return err
 }
 
 // CancelDelay cancels a delay (PUT /v1/delays/{id}/cancel), idempotently:
 // core.DelayCancelled, or core.DelayAlreadyFinished when it already fired.
 func (c *Client) CancelDelay(ctx context.Context, delay core.DelayId) (core.DelayCancelOutcome, error) {
-	_, err := c.post(ctx, http.MethodPut, delayPath(delay, "cancel"), nil, idempotent, nil)
+	_, err := c.post(ctx, http.MethodPut, wire.Path(wire.PathDelayCancel, delay.String()), nil, idempotent, nil)
 	switch {
 	case err == nil:
 		return core.DelayCancelled, nil
@@ -393,13 +393,13 @@ func (c *Client) CancelDelay(ctx context.Context, delay core.DelayId) (core.Dela
 
 // PauseDelay implements core.DbExternalApi's method (PUT /v1/delays/{id}/pause).
 func (c *Client) PauseDelay(ctx context.Context, delay core.DelayId) error {
-	_, err := c.post(ctx, http.MethodPut, delayPath(delay, "pause"), nil, idempotent, nil)
+	_, err := c.post(ctx, http.MethodPut, wire.Path(wire.PathDelayPause, delay.String()), nil, idempotent, nil)
 	return err
 }
 
 // UnpauseDelay implements core.DbExternalApi's method (PUT /v1/delays/{id}/unpause).
 func (c *Client) UnpauseDelay(ctx context.Context, delay core.DelayId) error {
-	_, err := c.post(ctx, http.MethodPut, delayPath(delay, "unpause"), nil, idempotent, nil)
+	_, err := c.post(ctx, http.MethodPut, wire.Path(wire.PathDelayUnpause, delay.String()), nil, idempotent, nil)
 	return err
 }
 
@@ -419,7 +419,7 @@ func backtraceQuery(filter core.BacktraceFilter) url.Values {
 // GetBacktrace implements core.DbExternalApi's method (GET …/backtrace).
 func (c *Client) GetBacktrace(ctx context.Context, id core.ExecutionId, filter core.BacktraceFilter) (core.BacktraceInfo, error) {
 	var out core.BacktraceInfo
-	err := c.get(ctx, ExecPath(id.String(), "backtrace"), backtraceQuery(filter), &out)
+	err := c.get(ctx, wire.Path(wire.PathBacktrace, id.String()), backtraceQuery(filter), &out)
 	return out, err
 }
 
@@ -428,7 +428,7 @@ func (c *Client) GetBacktraceSource(ctx context.Context, id core.ExecutionId, fi
 	q := backtraceQuery(filter)
 	q.Set("file", file)
 	var out string
-	err := c.get(ctx, ExecPath(id.String(), "backtrace/source"), q, &out)
+	err := c.get(ctx, wire.Path(wire.PathBacktraceSource, id.String()), q, &out)
 	return out, err
 }
 
@@ -448,7 +448,7 @@ type ComponentQuery struct {
 }
 
 // ListComponents lists the components of a deployment (GET /v1/components).
-func (c *Client) ListComponents(ctx context.Context, cq ComponentQuery) ([]httpapi.ComponentJSON, error) {
+func (c *Client) ListComponents(ctx context.Context, cq ComponentQuery) ([]wire.ComponentJSON, error) {
 	q := url.Values{}
 	if cq.DeploymentID != nil {
 		q.Set("deployment_id", cq.DeploymentID.String())
@@ -473,8 +473,8 @@ func (c *Client) ListComponents(ctx context.Context, cq ComponentQuery) ([]httpa
 	if cq.Submittable != nil {
 		q.Set("submittable", strconv.FormatBool(*cq.Submittable))
 	}
-	var out []httpapi.ComponentJSON
-	err := c.get(ctx, "/v1/components", q, &out)
+	var out []wire.ComponentJSON
+	err := c.get(ctx, wire.PathComponents, q, &out)
 	return out, err
 }
 
@@ -485,7 +485,7 @@ func (c *Client) GetComponentWit(ctx context.Context, digest core.ComponentDiges
 	if dep != nil {
 		q = url.Values{"deployment_id": {dep.String()}}
 	}
-	resp, err := c.call(ctx, &request{method: http.MethodGet, path: "/v1/components/" + url.PathEscape(digest.String()) + "/wit",
+	resp, err := c.call(ctx, &request{method: http.MethodGet, path: wire.Path(wire.PathComponentWit, digest.String()),
 		query: q, accept: Text, safety: idempotent}, nil)
 	if err != nil {
 		return "", err
@@ -495,7 +495,7 @@ func (c *Client) GetComponentWit(ctx context.Context, digest core.ComponentDiges
 
 // GetFile reads a blob of the content-addressed store (GET /v1/files/{digest}).
 func (c *Client) GetFile(ctx context.Context, digest core.ContentDigest) ([]byte, error) {
-	resp, err := c.call(ctx, &request{method: http.MethodGet, path: "/v1/files/" + url.PathEscape(digest.String()), safety: idempotent}, nil)
+	resp, err := c.call(ctx, &request{method: http.MethodGet, path: wire.Path(wire.PathFile, digest.String()), safety: idempotent}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -516,7 +516,7 @@ type DeploymentQuery struct {
 
 // ListDeployments lists deployments with execution counts, descending by id
 // (GET /v1/deployments).
-func (c *Client) ListDeployments(ctx context.Context, dq DeploymentQuery) ([]httpapi.DeploymentStateJSON, error) {
+func (c *Client) ListDeployments(ctx context.Context, dq DeploymentQuery) ([]wire.DeploymentStateJSON, error) {
 	q := url.Values{}
 	if dq.Cursor != nil {
 		q.Set("cursor_from", dq.Cursor.String())
@@ -533,15 +533,15 @@ func (c *Client) ListDeployments(ctx context.Context, dq DeploymentQuery) ([]htt
 	if dq.IncludeComponentSummary {
 		q.Set("include_component_summary", "true")
 	}
-	var out []httpapi.DeploymentStateJSON
-	err := c.get(ctx, "/v1/deployments", q, &out)
+	var out []wire.DeploymentStateJSON
+	err := c.get(ctx, wire.PathDeployments, q, &out)
 	return out, err
 }
 
 // GetDeployment implements core.DbExternalApi's method (GET /v1/deployments/{id}).
 func (c *Client) GetDeployment(ctx context.Context, dep core.DeploymentId) (core.DeploymentRecord, error) {
-	var out httpapi.DeploymentJSON
-	if err := c.get(ctx, "/v1/deployments/"+url.PathEscape(dep.String()), nil, &out); err != nil {
+	var out wire.DeploymentJSON
+	if err := c.get(ctx, wire.Path(wire.PathDeployment, dep.String()), nil, &out); err != nil {
 		return core.DeploymentRecord{}, err
 	}
 	return out.Core(), nil
@@ -551,13 +551,13 @@ func (c *Client) GetDeployment(ctx context.Context, dep core.DeploymentId) (core
 // (GET /v1/deployment-id); none is core.ErrNotFound.
 func (c *Client) GetCurrentDeploymentID(ctx context.Context) (core.DeploymentId, error) {
 	var out core.DeploymentId
-	err := c.get(ctx, "/v1/deployment-id", nil, &out)
+	err := c.get(ctx, wire.PathDeploymentID, nil, &out)
 	return out, err
 }
 
 // OpenAPI returns the server's OpenAPI 3.1 document.
 func (c *Client) OpenAPI(ctx context.Context) (json.RawMessage, error) {
 	var out json.RawMessage
-	err := c.get(ctx, "/openapi.json", nil, &out)
+	err := c.get(ctx, wire.PathOpenAPI, nil, &out)
 	return out, err
 }

@@ -21,6 +21,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/stela-dev/stela/client"
+	"github.com/stela-dev/stela/client/sigv4"
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/httpapi"
 )
@@ -129,7 +130,7 @@ func faultyServer(t *testing.T, f http.Handler) *client.Client {
 }
 
 // lockedWorkflow creates and locks a workflow (next version 2).
-func lockedWorkflow(t *testing.T, s client.Store) core.ExecutionId {
+func lockedWorkflow(t *testing.T, s storeMethods) core.ExecutionId {
 	t.Helper()
 	ctx := context.Background()
 	now := core.TS(time.Now())
@@ -393,7 +394,7 @@ func TestSigV4(t *testing.T) {
 	defer srv.Close()
 	provider := static(creds)
 
-	c := newClient(t, srv.URL, client.WithSigV4(aws.Config{Credentials: provider, Region: "eu-west-1"}, ""))
+	c := newClient(t, srv.URL, sigv4.With(aws.Config{Credentials: provider, Region: "eu-west-1"}, ""))
 	id := lockedWorkflow(t, svc)
 	// A GET with a query and a derived id in the path, and POSTs with bodies.
 	js := core.GeneratedJoinSetId(1)
@@ -416,7 +417,7 @@ func TestSigV4(t *testing.T) {
 	}
 
 	// The verifier rejects a wrong secret, and retries are signed afresh.
-	wrong := newClient(t, srv.URL, client.WithSigV4Credentials(static(aws.Credentials{AccessKeyID: creds.AccessKeyID, SecretAccessKey: "not-the-secret", SessionToken: creds.SessionToken}), "eu-west-1"))
+	wrong := newClient(t, srv.URL, sigv4.WithCredentials(static(aws.Credentials{AccessKeyID: creds.AccessKeyID, SecretAccessKey: "not-the-secret", SessionToken: creds.SessionToken}), "eu-west-1"))
 	if _, err := wrong.GetPendingState(ctx, id); !errors.Is(err, client.ErrUnauthorized) || client.StatusOf(err) != http.StatusForbidden {
 		t.Fatalf("wrong secret: %v, want 403", err)
 	}
@@ -427,14 +428,14 @@ func TestSigV4(t *testing.T) {
 	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
 	t.Setenv("AWS_PROFILE", "")
-	chain := newClient(t, srv.URL, client.WithSigV4DefaultCredentials("eu-west-1"))
+	chain := newClient(t, srv.URL, sigv4.WithDefaultCredentials("eu-west-1"))
 	if st, err := chain.GetPendingState(ctx, id); err != nil || st.ExecutionID != id {
 		t.Fatalf("default chain: %+v, %v", st, err)
 	}
-	if _, err := client.New(srv.URL, client.WithSigV4(aws.Config{}, "eu-west-1")); err == nil {
+	if _, err := client.New(srv.URL, sigv4.With(aws.Config{}, "eu-west-1")); err == nil {
 		t.Fatal("SigV4 without credentials must be rejected")
 	}
-	if _, err := client.New(srv.URL, client.WithToken("t"), client.WithSigV4Credentials(provider, "eu-west-1")); err == nil {
+	if _, err := client.New(srv.URL, client.WithToken("t"), sigv4.WithCredentials(provider, "eu-west-1")); err == nil {
 		t.Fatal("a token and SigV4 together must be rejected")
 	}
 }
@@ -457,7 +458,7 @@ func TestFunctionURLs(t *testing.T) {
 		t.Cleanup(srv.Close)
 		servers[name], urls[name] = v, srv.URL
 	}
-	c := newClient(t, urls["api"], client.WithSigV4Credentials(static(creds), "eu-west-1"),
+	c := newClient(t, urls["api"], sigv4.WithCredentials(static(creds), "eu-west-1"),
 		client.WithFunctionURLs(urls["lock"], urls["append"]+"/"))
 	id := newID(t)
 	now := core.TS(time.Now())

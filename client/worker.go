@@ -12,42 +12,12 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
-	"github.com/stela-dev/stela/httpapi"
+	"github.com/stela-dev/stela/wire"
 )
 
-// Store is the part of core.DbConnection that the worker routes serve, plus
-// ReadHistory: what an executor needs. *Client implements it over HTTP and
-// *store.Service in-process, with the same semantics and errors, so a worker
-// written against Store runs on either.
-type Store interface {
-	LockPendingByFFQNs(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn) ([]core.LockedExecution, error)
-	LockPendingByFFQNsAuto(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn) ([]core.LockedExecution, error)
-	LockPendingByComponentDigest(ctx context.Context, req core.LockRequest) ([]core.LockedExecution, error)
-	LockOne(ctx context.Context, req core.LockRequest, id core.ExecutionId, version core.Version) (core.LockedExecution, error)
-	Append(ctx context.Context, id core.ExecutionId, version core.Version, req core.AppendRequest) (core.Version, error)
-	AppendBatch(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version) (core.Version, error)
-	AppendBatchCreateNewExecution(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo) (core.Version, error)
-	AppendBatchRespondToParent(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, error)
-	AppendBatchWithDelayResponse(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, js core.JoinSetId, delay core.DelayId) (core.Version, error)
-	UpsertStubResponse(ctx context.Context, id core.ExecutionIdDerived, version core.Version, req core.AppendRequest, resp core.AppendResponseToExecution, currentTime core.Timestamp) error
-	Create(ctx context.Context, req core.CreateRequest) (core.Version, error)
-	Get(ctx context.Context, id core.ExecutionId) (*core.ExecutionLog, error)
-	GetExecutionEvent(ctx context.Context, id core.ExecutionId, version core.Version) (core.ExecutionEvent, error)
-	GetLastExecutionEvent(ctx context.Context, id core.ExecutionId) (core.ExecutionEvent, error)
-	GetCreateRequest(ctx context.Context, id core.ExecutionId) (core.CreateRequest, error)
-	GetPendingState(ctx context.Context, id core.ExecutionId) (core.ExecutionWithState, error)
-	GetExpiredTimers(ctx context.Context, at core.Timestamp) ([]core.ExpiredTimer, error)
-	GetCancelling(ctx context.Context, batchSize uint32) ([]core.ExecutionId, error)
-	SubscribeToNextResponses(ctx context.Context, id core.ExecutionId, lastResponse core.ResponseCursor) ([]core.ResponseWithCursor, error)
-	WaitForFinishedResult(ctx context.Context, id core.ExecutionId) (core.ReturnValue, error)
-	ReadHistory(ctx context.Context, id core.ExecutionId, fromVersion core.Version, afterCursor core.ResponseCursor) (core.HistoryDelta, error)
-	AppendBacktrace(ctx context.Context, bt core.BacktraceInfo) error
-	AppendBacktraceBatch(ctx context.Context, batch []core.BacktraceInfo) (int, error)
-	AppendLog(ctx context.Context, row core.LogInfoAppendRow) error
-	AppendLogBatch(ctx context.Context, rows []core.LogInfoAppendRow) error
-}
-
-var _ Store = (*Client)(nil)
+// Client is a whole core.WorkerConn over HTTP: workers run on it
+// (worker.New(c, …)) as on the in-process store.
+var _ core.WorkerConn = (*Client)(nil)
 
 // --- locks ----------------------------------------------------------------------------------
 
@@ -59,23 +29,23 @@ type LockSelector struct {
 
 // ByFFQNs selects executions of ffqns (LockPendingByFFQNs).
 func ByFFQNs(ffqns ...core.FunctionFqn) LockSelector {
-	return LockSelector{path: "/v1/worker/lock/pending-by-ffqns", ffqns: ffqns}
+	return LockSelector{path: wire.PathWorkerLockPendingByFFQNs, ffqns: ffqns}
 }
 
 // ByFFQNsAuto selects executions of ffqns for an auto-upgrading workflow
 // component (LockPendingByFFQNsAuto).
 func ByFFQNsAuto(ffqns ...core.FunctionFqn) LockSelector {
-	return LockSelector{path: "/v1/worker/lock/pending-by-ffqns-auto", ffqns: ffqns}
+	return LockSelector{path: wire.PathWorkerLockPendingByFFQNsAuto, ffqns: ffqns}
 }
 
 // ByComponentDigest selects executions whose current digest is the lock
 // request's req.ComponentID.ComponentDigest (LockPendingByComponentDigest).
 func ByComponentDigest() LockSelector {
-	return LockSelector{path: "/v1/worker/lock/pending-by-component-digest"}
+	return LockSelector{path: wire.PathWorkerLockPendingByComponentDigest}
 }
 
-func lockParams(req core.LockRequest) httpapi.LockParams {
-	p := httpapi.LockParams{ComponentID: req.ComponentID, DeploymentID: req.DeploymentID, ExecutorID: req.ExecutorID,
+func lockParams(req core.LockRequest) wire.LockParams {
+	p := wire.LockParams{ComponentID: req.ComponentID, DeploymentID: req.DeploymentID, ExecutorID: req.ExecutorID,
 		RunID: req.RunID, LockExpiresAt: req.LockExpiresAt, RetryConfig: req.RetryConfig, SkipHistory: req.SkipHistory}
 	p.CreatedAt = timePtr(req.CreatedAt)
 	return p
@@ -89,7 +59,7 @@ func timePtr(t core.Timestamp) *core.Timestamp {
 	return &t
 }
 
-func lockedOf(js []httpapi.LockedExecutionJSON) []core.LockedExecution {
+func lockedOf(js []wire.LockedExecutionJSON) []core.LockedExecution {
 	out := make([]core.LockedExecution, len(js))
 	for i, l := range js {
 		out[i] = l.Core()
@@ -102,9 +72,9 @@ func (c *Client) lockPending(ctx context.Context, req core.LockRequest, sel Lock
 	if req.BatchSize == 0 || (sel.ffqns != nil && len(sel.ffqns) == 0) {
 		return []core.LockedExecution{}, nil // as in-process: nothing to lock
 	}
-	b := httpapi.LockPendingBody{LockParams: lockParams(req), BatchSize: min(req.BatchSize, httpapi.MaxLockBatch),
+	b := wire.LockPendingBody{LockParams: lockParams(req), BatchSize: min(req.BatchSize, wire.MaxLockBatch),
 		PendingAtOrSooner: timePtr(req.PendingAtOrSooner), FFQNs: sel.ffqns, WaitMs: uint64(wait.Milliseconds())}
-	var out []httpapi.LockedExecutionJSON
+	var out []wire.LockedExecutionJSON
 	if _, err := c.post(ctx, http.MethodPost, sel.path, b, unsafe, &out); err != nil {
 		return []core.LockedExecution{}, err
 	}
@@ -113,7 +83,7 @@ func (c *Client) lockPending(ctx context.Context, req core.LockRequest, sel Lock
 
 // LockPendingByFFQNs implements core.DbExecutor. A zero req.CreatedAt or
 // req.PendingAtOrSooner means "now" on the server's clock; BatchSize is
-// capped at httpapi.MaxLockBatch (fewer locked is allowed by the contract).
+// capped at wire.MaxLockBatch (fewer locked is allowed by the contract).
 func (c *Client) LockPendingByFFQNs(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn) ([]core.LockedExecution, error) {
 	return c.lockPending(ctx, req, ByFFQNs(ffqns...), 0)
 }
@@ -137,6 +107,12 @@ func (c *Client) LockPendingByComponentDigest(ctx context.Context, req core.Lock
 // req.LockExpiresAt with the wait in mind. An empty result after wait is not
 // an error.
 func (c *Client) LockPendingWait(ctx context.Context, req core.LockRequest, sel LockSelector, wait time.Duration) ([]core.LockedExecution, error) {
+	return c.lockPendingWait(ctx, ctx, req, sel, wait)
+}
+
+// lockPendingWait is LockPendingWait whose requests run under ctx; no new
+// request is sent once stop is done.
+func (c *Client) lockPendingWait(ctx, stop context.Context, req core.LockRequest, sel LockSelector, wait time.Duration) ([]core.LockedExecution, error) {
 	end := time.Now().Add(wait)
 	for {
 		slice, ok := waitSlice(ctx, min(time.Until(end), c.maxWait))
@@ -144,17 +120,36 @@ func (c *Client) LockPendingWait(ctx context.Context, req core.LockRequest, sel 
 			slice = 0
 		}
 		locked, err := c.lockPending(ctx, req, sel, slice)
-		if err != nil || len(locked) > 0 || time.Until(end) <= time.Millisecond || slice == 0 {
+		if err != nil || len(locked) > 0 || time.Until(end) <= time.Millisecond || slice == 0 || stop.Err() != nil {
 			return locked, err
 		}
 	}
 }
 
+// LockPending implements core.WorkerConn. With a wait, the server long-polls
+// (LockPendingWait) and stamps the lock when it takes it: req's created_at
+// and pending_at_or_sooner are left to its clock, and lock_expires_at is
+// moved by the wait so that a lock taken late still gets its lease. The
+// requests are not cancelled with ctx (an answer lost would leave its
+// executions locked until their lease ends): they run to their end,
+// bounded by the wait and the lease, and ctx only stops further requests.
+func (c *Client) LockPending(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn, wait time.Duration) ([]core.LockedExecution, error) {
+	lease := req.LockExpiresAt.Sub(req.CreatedAt.Time)
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(wait, 0)+lease)
+	defer cancel()
+	if wait <= 0 {
+		return c.LockPendingByFFQNs(lctx, req, ffqns)
+	}
+	req.CreatedAt, req.PendingAtOrSooner = core.Timestamp{}, core.Timestamp{}
+	req.LockExpiresAt = req.LockExpiresAt.Add(wait)
+	return c.lockPendingWait(lctx, ctx, req, ByFFQNs(ffqns...), wait)
+}
+
 // LockOne implements core.DbExecutor (a zero req.CreatedAt is the server's clock).
 func (c *Client) LockOne(ctx context.Context, req core.LockRequest, id core.ExecutionId, version core.Version) (core.LockedExecution, error) {
-	var out httpapi.LockedExecutionJSON
-	if _, err := c.post(ctx, http.MethodPost, "/v1/worker/lock/one",
-		httpapi.LockOneBody{LockParams: lockParams(req), ExecutionID: id, Version: version}, unsafe, &out); err != nil {
+	var out wire.LockedExecutionJSON
+	if _, err := c.post(ctx, http.MethodPost, wire.PathWorkerLockOne,
+		wire.LockOneBody{LockParams: lockParams(req), ExecutionID: id, Version: version}, unsafe, &out); err != nil {
 		return core.LockedExecution{}, err
 	}
 	return out.Core(), nil
@@ -167,7 +162,7 @@ func (c *Client) LockOne(ctx context.Context, req core.LockRequest, id core.Exec
 // failure is resolved by reading the events back (see the package
 // documentation).
 func (c *Client) appendCall(ctx context.Context, path string, body any, id core.ExecutionId, version core.Version, batch []core.AppendRequest) (core.Version, error) {
-	var out httpapi.NextVersionJSON
+	var out wire.NextVersionJSON
 	resp, err := c.post(ctx, http.MethodPost, path, body, idempotent, &out)
 	if err == nil {
 		return out.NextVersion, nil
@@ -185,7 +180,7 @@ func (c *Client) appendCall(ctx context.Context, path string, body any, id core.
 // write of a lost answer committed) and, if so, the version the write
 // returned: after the batch, or the Finished event's own version.
 func (c *Client) committed(ctx context.Context, id core.ExecutionId, version core.Version, batch []core.AppendRequest) (core.Version, bool) {
-	if len(batch) == 0 || len(batch) > httpapi.MaxPageLength {
+	if len(batch) == 0 || len(batch) > wire.MaxPageLength {
 		return 0, false
 	}
 	page, err := c.ListExecutionEvents(ctx, id, core.Pagination[core.Version]{Direction: core.NewerThan,
@@ -212,19 +207,33 @@ func sameRequest(a, b core.AppendRequest) bool {
 	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
 }
 
-func batchBody(currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version) httpapi.AppendBatchBody {
-	return httpapi.AppendBatchBody{CurrentTime: timePtr(currentTime), Batch: batch, ExecutionID: id, Version: version}
+func batchBody(currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version) wire.AppendBatchBody {
+	return wire.AppendBatchBody{CurrentTime: timePtr(currentTime), Batch: batch, ExecutionID: id, Version: version}
 }
 
-// Append implements core.DbExecutor.
+// Append implements core.DbExecutor; like every version-guarded write it
+// may be coalesced with the client's other writes (see the package
+// documentation, "Coalesced writes").
 func (c *Client) Append(ctx context.Context, id core.ExecutionId, version core.Version, req core.AppendRequest) (core.Version, error) {
-	return c.appendCall(ctx, "/v1/worker/append", httpapi.AppendBody{ExecutionID: id, Version: version, Req: req},
+	return c.writes.write(ctx, &pendingWrite{one: true,
+		item: AppendItem{ExecutionID: id, Version: version, Batch: []core.AppendRequest{req}, CurrentTime: req.CreatedAt}})
+}
+
+// appendRoute is Append by its own route.
+func (c *Client) appendRoute(ctx context.Context, id core.ExecutionId, version core.Version, req core.AppendRequest) (core.Version, error) {
+	return c.appendCall(ctx, wire.PathWorkerAppend, wire.AppendBody{ExecutionID: id, Version: version, Req: req},
 		id, version, []core.AppendRequest{req})
 }
 
-// AppendBatch implements core.DbConnection (a zero currentTime is the server's clock).
+// AppendBatch implements core.DbConnection (a zero currentTime is the
+// server's clock); it may be coalesced like Append.
 func (c *Client) AppendBatch(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version) (core.Version, error) {
-	return c.appendCall(ctx, "/v1/worker/append-batch", batchBody(currentTime, batch, id, version), id, version, batch)
+	return c.writes.write(ctx, &pendingWrite{item: AppendItem{ExecutionID: id, Version: version, Batch: batch, CurrentTime: currentTime}})
+}
+
+// appendBatchRoute is AppendBatch by its own route.
+func (c *Client) appendBatchRoute(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version) (core.Version, error) {
+	return c.appendCall(ctx, wire.PathWorkerAppendBatch, batchBody(currentTime, batch, id, version), id, version, batch)
 }
 
 // AppendBatchCreateNewExecution implements core.DbConnection.
@@ -232,13 +241,20 @@ func (c *Client) AppendBatchCreateNewExecution(ctx context.Context, currentTime 
 	if children == nil {
 		children = []core.CreateRequest{}
 	}
-	return c.appendCall(ctx, "/v1/worker/append-batch/create-children", httpapi.CreateChildrenBody{
+	return c.appendCall(ctx, wire.PathWorkerCreateChildren, wire.CreateChildrenBody{
 		AppendBatchBody: batchBody(currentTime, batch, id, version), Children: children, Backtraces: backtraces}, id, version, batch)
 }
 
-// AppendBatchRespondToParent implements core.DbExecutor.
+// AppendBatchRespondToParent implements core.DbExecutor; it may be
+// coalesced like Append.
 func (c *Client) AppendBatchRespondToParent(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, error) {
-	return c.appendCall(ctx, "/v1/worker/append-batch/respond-to-parent", httpapi.RespondToParentBody{
+	return c.writes.write(ctx, &pendingWrite{item: AppendItem{ExecutionID: events.ExecutionID, Version: events.Version,
+		Batch: events.Batch, CurrentTime: currentTime, Response: &resp}})
+}
+
+// respondToParentRoute is AppendBatchRespondToParent by its own route.
+func (c *Client) respondToParentRoute(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, error) {
+	return c.appendCall(ctx, wire.PathWorkerRespondToParent, wire.RespondToParentBody{
 		Events: events, Response: resp, CurrentTime: timePtr(currentTime)}, events.ExecutionID, events.Version, events.Batch)
 }
 
@@ -261,9 +277,6 @@ type AppendResult struct {
 	Err         error
 }
 
-// appendManyPath is the route of AppendMany.
-const appendManyPath = "/v1/worker/append-batch/many"
-
 // AppendMany writes items, to different executions, in one request
 // (POST /v1/worker/append-batch/many): each item is atomic on its own and
 // answered on its own, so a worker finishing many executions pays one
@@ -272,23 +285,23 @@ const appendManyPath = "/v1/worker/append-batch/many"
 // answered 409 after an ambiguous failure is resolved by reading its events
 // back.
 func (c *Client) AppendMany(ctx context.Context, items []AppendItem) ([]AppendResult, error) {
-	body := httpapi.AppendManyBody{Items: make([]httpapi.AppendManyItem, len(items))}
+	body := wire.AppendManyBody{Items: make([]wire.AppendManyItem, len(items))}
 	for i, it := range items {
 		if it.Response != nil {
-			body.Items[i].RespondToParent = &httpapi.RespondToParentBody{Events: core.AppendEventsToExecution{
+			body.Items[i].RespondToParent = &wire.RespondToParentBody{Events: core.AppendEventsToExecution{
 				ExecutionID: it.ExecutionID, Version: it.Version, Batch: it.Batch}, Response: *it.Response, CurrentTime: timePtr(it.CurrentTime)}
 		} else {
 			b := batchBody(it.CurrentTime, it.Batch, it.ExecutionID, it.Version)
 			body.Items[i].Append = &b
 		}
 	}
-	var out httpapi.AppendManyJSON
-	resp, err := c.post(ctx, http.MethodPost, appendManyPath, body, idempotent, &out)
+	var out wire.AppendManyJSON
+	resp, err := c.post(ctx, http.MethodPost, wire.PathWorkerAppendMany, body, idempotent, &out)
 	if err != nil {
 		return nil, err
 	}
 	if len(out.Results) != len(items) {
-		return nil, fmt.Errorf("client: POST %s: %d results for %d items", appendManyPath, len(out.Results), len(items))
+		return nil, fmt.Errorf("client: POST %s: %d results for %d items", wire.PathWorkerAppendMany, len(out.Results), len(items))
 	}
 	results := make([]AppendResult, len(items))
 	for i, r := range out.Results {
@@ -296,7 +309,7 @@ func (c *Client) AppendMany(ctx context.Context, items []AppendItem) ([]AppendRe
 			results[i].NextVersion = *r.NextVersion
 			continue
 		}
-		results[i].Err = &Error{Status: r.Status, Message: r.Err, Method: http.MethodPost, Path: appendManyPath,
+		results[i].Err = &Error{Status: r.Status, Message: r.Err, Method: http.MethodPost, Path: wire.PathWorkerAppendMany,
 			cause: causeOf(r.Status, r.Err)}
 		if resp.Ambiguous && r.Status == http.StatusConflict {
 			if next, ok := c.committed(ctx, items[i].ExecutionID, items[i].Version, items[i].Batch); ok {
@@ -309,14 +322,14 @@ func (c *Client) AppendMany(ctx context.Context, items []AppendItem) ([]AppendRe
 
 // AppendBatchWithDelayResponse implements core.DbConnection.
 func (c *Client) AppendBatchWithDelayResponse(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, js core.JoinSetId, delay core.DelayId) (core.Version, error) {
-	return c.appendCall(ctx, "/v1/worker/append-batch/delay-response", httpapi.DelayResponseBody{
+	return c.appendCall(ctx, wire.PathWorkerDelayResponse, wire.DelayResponseBody{
 		AppendBatchBody: batchBody(currentTime, batch, id, version), JoinSetID: js, DelayID: delay}, id, version, batch)
 }
 
 // UpsertStubResponse implements core.DbConnection: an equal return value
 // already stored succeeds, a different one is core.ErrStubConflict.
 func (c *Client) UpsertStubResponse(ctx context.Context, id core.ExecutionIdDerived, version core.Version, req core.AppendRequest, resp core.AppendResponseToExecution, currentTime core.Timestamp) error {
-	_, err := c.post(ctx, http.MethodPost, "/v1/worker/stub-response", httpapi.StubResponseBody{
+	_, err := c.post(ctx, http.MethodPost, wire.PathWorkerStubResponse, wire.StubResponseBody{
 		ExecutionID: id, Version: version, Req: req, Response: resp, CurrentTime: timePtr(currentTime)}, idempotent, nil)
 	var e *Error
 	if errors.As(err, &e) && errors.Is(e.cause, core.ErrConflict) {
@@ -329,8 +342,8 @@ func (c *Client) UpsertStubResponse(ctx context.Context, id core.ExecutionIdDeri
 // or 2 when req.Paused. An id that exists is core.ErrConflict, unless the
 // answer of an earlier attempt was lost and the stored creation equals req.
 func (c *Client) Create(ctx context.Context, req core.CreateRequest) (core.Version, error) {
-	var out httpapi.NextVersionJSON
-	resp, err := c.post(ctx, http.MethodPost, "/v1/worker/create", req, idempotent, &out)
+	var out wire.NextVersionJSON
+	resp, err := c.post(ctx, http.MethodPost, wire.PathWorkerCreate, req, idempotent, &out)
 	if err == nil {
 		return out.NextVersion, nil
 	}
@@ -354,8 +367,8 @@ func (c *Client) Create(ctx context.Context, req core.CreateRequest) (core.Versi
 
 // Get implements core.DbConnection (GET /v1/worker/executions/{id}/log).
 func (c *Client) Get(ctx context.Context, id core.ExecutionId) (*core.ExecutionLog, error) {
-	var out httpapi.ExecutionLogJSON
-	if err := c.get(ctx, workerExecPath(id, "log"), nil, &out); err != nil {
+	var out wire.ExecutionLogJSON
+	if err := c.get(ctx, wire.Path(wire.PathWorkerExecutionLog, id.String()), nil, &out); err != nil {
 		return nil, err
 	}
 	l := out.Core()
@@ -368,8 +381,8 @@ func (c *Client) Get(ctx context.Context, id core.ExecutionId) (*core.ExecutionL
 // core.DbConnection.
 func (c *Client) ReadHistory(ctx context.Context, id core.ExecutionId, fromVersion core.Version, afterCursor core.ResponseCursor) (core.HistoryDelta, error) {
 	q := url.Values{"from_version": {strconv.FormatUint(uint64(fromVersion), 10)}, "after_cursor": {strconv.FormatUint(uint64(afterCursor), 10)}}
-	var out httpapi.HistoryDeltaJSON
-	if err := c.get(ctx, workerExecPath(id, "history"), q, &out); err != nil {
+	var out wire.HistoryDeltaJSON
+	if err := c.get(ctx, wire.Path(wire.PathWorkerHistory, id.String()), q, &out); err != nil {
 		return core.HistoryDelta{}, err
 	}
 	return out.Core(), nil
@@ -417,7 +430,7 @@ func (c *Client) GetCreateRequest(ctx context.Context, id core.ExecutionId) (cor
 // GetPendingState implements core.DbConnection (GET /v1/executions/{id}/status).
 func (c *Client) GetPendingState(ctx context.Context, id core.ExecutionId) (core.ExecutionWithState, error) {
 	var out core.ExecutionWithState
-	err := c.get(ctx, ExecPath(id.String(), "status"), nil, &out)
+	err := c.get(ctx, wire.Path(wire.PathExecutionStatus, id.String()), nil, &out)
 	return out, err
 }
 
@@ -427,8 +440,8 @@ func (c *Client) GetExpiredTimers(ctx context.Context, at core.Timestamp) ([]cor
 	if !at.IsZero() {
 		q = url.Values{"at": {at.String()}}
 	}
-	var out []httpapi.ExpiredTimerJSON
-	if err := c.get(ctx, "/v1/worker/expired-timers", q, &out); err != nil {
+	var out []wire.ExpiredTimerJSON
+	if err := c.get(ctx, wire.PathWorkerExpiredTimers, q, &out); err != nil {
 		return nil, err
 	}
 	timers := make([]core.ExpiredTimer, len(out))
@@ -439,14 +452,14 @@ func (c *Client) GetExpiredTimers(ctx context.Context, at core.Timestamp) ([]cor
 }
 
 // GetCancelling implements core.DbConnection (GET /v1/worker/cancelling;
-// batchSize is capped at httpapi.MaxCancellingBatch).
+// batchSize is capped at wire.MaxCancellingBatch).
 func (c *Client) GetCancelling(ctx context.Context, batchSize uint32) ([]core.ExecutionId, error) {
 	if batchSize == 0 {
 		return []core.ExecutionId{}, nil
 	}
-	q := url.Values{"batch_size": {strconv.Itoa(int(min(batchSize, httpapi.MaxCancellingBatch)))}}
+	q := url.Values{"batch_size": {strconv.Itoa(int(min(batchSize, wire.MaxCancellingBatch)))}}
 	var out []core.ExecutionId
-	err := c.get(ctx, "/v1/worker/cancelling", q, &out)
+	err := c.get(ctx, wire.PathWorkerCancelling, q, &out)
 	return out, err
 }
 
@@ -462,8 +475,8 @@ func (c *Client) SubscribeToNextResponses(ctx context.Context, id core.Execution
 			return nil, timeoutErr(ctx)
 		}
 		q := url.Values{"last_response": {strconv.FormatUint(uint64(lastResponse), 10)}, "wait_ms": {strconv.FormatInt(wait.Milliseconds(), 10)}}
-		var out httpapi.ResponsesJSON
-		if err := c.get(ctx, workerExecPath(id, "next-responses"), q, &out); err != nil {
+		var out wire.ResponsesJSON
+		if err := c.get(ctx, wire.Path(wire.PathWorkerNextResponses, id.String()), q, &out); err != nil {
 			if ctx.Err() != nil {
 				return nil, timeoutErr(ctx)
 			}
@@ -486,7 +499,7 @@ func (c *Client) WaitForFinishedResult(ctx context.Context, id core.ExecutionId)
 			return core.ReturnValue{}, timeoutErr(ctx)
 		}
 		var rv core.ReturnValue
-		err := c.get(ctx, workerExecPath(id, "result"), url.Values{"wait_ms": {strconv.FormatInt(wait.Milliseconds(), 10)}}, &rv)
+		err := c.get(ctx, wire.Path(wire.PathWorkerResult, id.String()), url.Values{"wait_ms": {strconv.FormatInt(wait.Milliseconds(), 10)}}, &rv)
 		switch {
 		case err == nil:
 			return rv, nil
@@ -513,8 +526,8 @@ func (c *Client) AppendBacktraceBatch(ctx context.Context, batch []core.Backtrac
 	if len(batch) == 0 {
 		return 0, nil
 	}
-	var out httpapi.InsertedJSON
-	_, err := c.post(ctx, http.MethodPost, "/v1/worker/backtraces", httpapi.AppendBacktracesBody{Backtraces: batch}, idempotent, &out)
+	var out wire.InsertedJSON
+	_, err := c.post(ctx, http.MethodPost, wire.PathWorkerBacktraces, wire.AppendBacktracesBody{Backtraces: batch}, idempotent, &out)
 	return out.Inserted, err
 }
 
@@ -528,11 +541,11 @@ func (c *Client) AppendLogBatch(ctx context.Context, rows []core.LogInfoAppendRo
 	if len(rows) == 0 {
 		return nil
 	}
-	body := httpapi.AppendLogsBody{Logs: make([]httpapi.LogRowJSON, len(rows))}
+	body := wire.AppendLogsBody{Logs: make([]wire.LogRowJSON, len(rows))}
 	for i, r := range rows {
-		body.Logs[i] = httpapi.NewLogRowJSON(r)
+		body.Logs[i] = wire.NewLogRowJSON(r)
 	}
-	_, err := c.post(ctx, http.MethodPost, "/v1/worker/logs", body, unsafe, nil)
+	_, err := c.post(ctx, http.MethodPost, wire.PathWorkerLogs, body, unsafe, nil)
 	return err
 }
 
@@ -544,7 +557,7 @@ func (c *Client) AppendLogBatch(ctx context.Context, rows []core.LogInfoAppendRo
 // *core.ValidationError (docs/http-api.md §1, "Event times").
 func (c *Client) Sweep(ctx context.Context, at core.Timestamp) (json.RawMessage, error) {
 	var out json.RawMessage
-	_, err := c.post(ctx, http.MethodPost, "/v1/worker/sweep", httpapi.SweepBody{At: timePtr(at)}, idempotent, &out)
+	_, err := c.post(ctx, http.MethodPost, wire.PathWorkerSweep, wire.SweepBody{At: timePtr(at)}, idempotent, &out)
 	return out, err
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/examples/demo"
-	"github.com/stela-dev/stela/httpapi"
+	"github.com/stela-dev/stela/wire"
 	sdk "github.com/stela-dev/stela/worker"
 )
 
@@ -38,7 +38,7 @@ func seedConsole(t *testing.T, d *devServer) consoleSeed {
 	t.Helper()
 	w := newWorker(t, d)
 	var s consoleSeed
-	var next httpapi.NextVersionJSON
+	var next wire.NextVersionJSON
 	submit := func(ffqn core.FunctionFqn, ct core.ComponentType, params string) core.ExecutionId {
 		t.Helper()
 		var ok struct {
@@ -51,7 +51,7 @@ func seedConsole(t *testing.T, d *devServer) consoleSeed {
 		}
 		return id
 	}
-	lockOne := func(ffqn core.FunctionFqn, ct core.ComponentType, want core.ExecutionId) httpapi.LockedExecutionJSON {
+	lockOne := func(ffqn core.FunctionFqn, ct core.ComponentType, want core.ExecutionId) wire.LockedExecutionJSON {
 		t.Helper()
 		l := w.lock(t, ffqn, ct, 1)[0]
 		if l.ExecutionID != want {
@@ -62,7 +62,7 @@ func seedConsole(t *testing.T, d *devServer) consoleSeed {
 	logLine := func(id core.ExecutionId, msg string) {
 		t.Helper()
 		info := "info"
-		if got := d.call(t, http.MethodPost, "/v1/worker/logs", httpapi.AppendLogsBody{Logs: []httpapi.LogRowJSON{
+		if got := d.call(t, http.MethodPost, "/v1/worker/logs", wire.AppendLogsBody{Logs: []wire.LogRowJSON{
 			{ExecutionID: id, RunID: w.run, CreatedAt: now(), Type: "log", Level: &info, Message: &msg},
 		}}, nil); got != http.StatusNoContent {
 			t.Fatalf("POST /v1/worker/logs = %d", got)
@@ -79,8 +79,8 @@ func seedConsole(t *testing.T, d *devServer) consoleSeed {
 	s.child = s.parent.NextLevel(jsChild)
 	nap := core.NewDelayId(s.parent, jsSleep, 1)
 	t1 := now()
-	d.call(t, http.MethodPost, "/v1/worker/append-batch/create-children", httpapi.CreateChildrenBody{
-		AppendBatchBody: httpapi.AppendBatchBody{ExecutionID: s.parent, Version: l.NextVersion, Batch: []core.AppendRequest{
+	d.call(t, http.MethodPost, "/v1/worker/append-batch/create-children", wire.CreateChildrenBody{
+		AppendBatchBody: wire.AppendBatchBody{ExecutionID: s.parent, Version: l.NextVersion, Batch: []core.AppendRequest{
 			history(&core.JoinSetCreate{JoinSetID: jsChild}),
 			history(&core.JoinSetRequestEvent{JoinSetID: jsChild, Request: &core.ChildExecutionRequest{
 				ChildExecutionID: core.ExecutionIdDerived{ExecutionId: s.child}, TargetFFQN: s.childF, Params: core.Params{}}}),
@@ -95,22 +95,22 @@ func seedConsole(t *testing.T, d *devServer) consoleSeed {
 	}, &next)
 	logLine(s.parent, "started the child and a nap")
 	c := lockOne(s.childF, core.ComponentTypeActivity, s.child)
-	d.call(t, http.MethodPost, "/v1/worker/append-batch/respond-to-parent", httpapi.RespondToParentBody{
+	d.call(t, http.MethodPost, "/v1/worker/append-batch/respond-to-parent", wire.RespondToParentBody{
 		Events: core.AppendEventsToExecution{ExecutionID: s.child, Version: c.NextVersion, Batch: []core.AppendRequest{finished("string", `"child done"`)}},
 		Response: core.AppendResponseToExecution{ParentExecutionID: s.parent, CreatedAt: now(), JoinSetID: jsChild,
 			ChildExecutionID: core.ExecutionIdDerived{ExecutionId: s.child}, FinishedVersion: c.NextVersion,
 			Result: finished("string", `"child done"`).Event.(*core.Finished).Retval},
 	}, &next)
 	p := lockOne(s.parentF, core.ComponentTypeWorkflow, s.parent)
-	d.call(t, http.MethodPost, "/v1/worker/append", httpapi.AppendBody{ExecutionID: s.parent, Version: p.NextVersion,
+	d.call(t, http.MethodPost, "/v1/worker/append", wire.AppendBody{ExecutionID: s.parent, Version: p.NextVersion,
 		Req: history(&core.JoinNext{JoinSetID: jsSleep, RunExpiresAt: now()})}, &next)
 	p = lockOne(s.parentF, core.ComponentTypeWorkflow, s.parent) // resumed once the timers fired the nap
-	d.call(t, http.MethodPost, "/v1/worker/append", httpapi.AppendBody{ExecutionID: s.parent, Version: p.NextVersion,
+	d.call(t, http.MethodPost, "/v1/worker/append", wire.AppendBody{ExecutionID: s.parent, Version: p.NextVersion,
 		Req: finished("string", `"parent done"`)}, &next)
-	var inserted httpapi.InsertedJSON
+	var inserted wire.InsertedJSON
 	line := uint32(12)
 	file, fn := "src/workflow.rs", "parent"
-	d.call(t, http.MethodPost, "/v1/worker/backtraces", httpapi.AppendBacktracesBody{Backtraces: []core.BacktraceInfo{{
+	d.call(t, http.MethodPost, "/v1/worker/backtraces", wire.AppendBacktracesBody{Backtraces: []core.BacktraceInfo{{
 		ExecutionID: s.parent, ComponentID: core.ComponentId{ComponentType: core.ComponentTypeWorkflow},
 		VersionMinIncluding: 2, VersionMaxExcluding: 7,
 		WasmBacktrace: core.WasmBacktrace{Frames: []core.FrameInfo{{Module: "workflow.wasm", FuncName: "parent",
@@ -122,7 +122,7 @@ func seedConsole(t *testing.T, d *devServer) consoleSeed {
 	s.failed = submit(failF, core.ComponentTypeActivity, `[]`)
 	l = lockOne(failF, core.ComponentTypeActivity, s.failed)
 	errVal, _ := json.Marshal(xssScript)
-	d.call(t, http.MethodPost, "/v1/worker/append", httpapi.AppendBody{ExecutionID: s.failed, Version: l.NextVersion,
+	d.call(t, http.MethodPost, "/v1/worker/append", wire.AppendBody{ExecutionID: s.failed, Version: l.NextVersion,
 		Req: core.AppendRequest{CreatedAt: now(), Event: &core.Finished{Retval: core.RetErr(&core.WastValWithType{Type: "string", Value: errVal})}}}, &next)
 
 	// A paused one.
@@ -145,8 +145,8 @@ func seedConsole(t *testing.T, d *devServer) consoleSeed {
 	s.delay = core.NewDelayId(s.sleeper, jsLong, 1)
 	s.stub = s.sleeper.NextLevel(jsStub)
 	t1 = now()
-	d.call(t, http.MethodPost, "/v1/worker/append-batch/create-children", httpapi.CreateChildrenBody{
-		AppendBatchBody: httpapi.AppendBatchBody{ExecutionID: s.sleeper, Version: l.NextVersion, Batch: []core.AppendRequest{
+	d.call(t, http.MethodPost, "/v1/worker/append-batch/create-children", wire.CreateChildrenBody{
+		AppendBatchBody: wire.AppendBatchBody{ExecutionID: s.sleeper, Version: l.NextVersion, Batch: []core.AppendRequest{
 			history(&core.JoinSetCreate{JoinSetID: jsStub}),
 			history(&core.JoinSetRequestEvent{JoinSetID: jsStub, Request: &core.ChildExecutionRequest{
 				ChildExecutionID: core.ExecutionIdDerived{ExecutionId: s.stub}, TargetFFQN: stubF, Params: core.Params{}}}),
@@ -281,8 +281,8 @@ func TestConsoleInTheBrowser(t *testing.T) {
 		b.waitFor("the log line", `[...document.querySelectorAll('#logs pre')].some((p) => p.textContent.includes('working on it'))`)
 		b.eval(`window.__marker = 'still here'`, nil)
 		// The worker finishes it while the page is open.
-		var next httpapi.NextVersionJSON
-		d.call(t, http.MethodPost, "/v1/worker/append", httpapi.AppendBody{ExecutionID: s.running, Version: s.runningNext,
+		var next wire.NextVersionJSON
+		d.call(t, http.MethodPost, "/v1/worker/append", wire.AppendBody{ExecutionID: s.running, Version: s.runningNext,
 			Req: finished("string", `"slow but done"`)}, &next)
 		b.waitFor("the finished state", `document.querySelector('.title-row .state-finished_ok')`)
 		b.waitFor("the result", `document.querySelector('.result-ok') && document.querySelector('.result-ok').textContent.includes('slow but done')`)

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
-	"github.com/stela-dev/stela/httpapi"
+	"github.com/stela-dev/stela/wire"
 )
 
 // deadline bounds every wait of these tests; it is a failure limit, never a
@@ -284,7 +284,7 @@ func mustFFQN(t *testing.T, s string) core.FunctionFqn {
 
 // lock locks up to batch pending executions of ffqn, long-polling until at
 // least one is locked or the deadline passes.
-func (w *worker) lock(t *testing.T, ffqn core.FunctionFqn, ct core.ComponentType, batch uint32) []httpapi.LockedExecutionJSON {
+func (w *worker) lock(t *testing.T, ffqn core.FunctionFqn, ct core.ComponentType, batch uint32) []wire.LockedExecutionJSON {
 	t.Helper()
 	retry := core.RetryConfigZero()
 	if ct == core.ComponentTypeWorkflow {
@@ -294,9 +294,9 @@ func (w *worker) lock(t *testing.T, ffqn core.FunctionFqn, ct core.ComponentType
 	for time.Now().Before(end) {
 		wait := 2 * time.Second
 		until := now().Add(wait) // wake up for anything due before the wait ends
-		var locked []httpapi.LockedExecutionJSON
-		w.d.call(t, http.MethodPost, "/v1/worker/lock/pending-by-ffqns", httpapi.LockPendingBody{
-			LockParams: httpapi.LockParams{ComponentID: core.ComponentId{ComponentType: ct, Name: "e2e"},
+		var locked []wire.LockedExecutionJSON
+		w.d.call(t, http.MethodPost, "/v1/worker/lock/pending-by-ffqns", wire.LockPendingBody{
+			LockParams: wire.LockParams{ComponentID: core.ComponentId{ComponentType: ct, Name: "e2e"},
 				ExecutorID: w.exr, RunID: w.run, LockExpiresAt: now().Add(time.Minute), RetryConfig: retry},
 			BatchSize: batch, FFQNs: []core.FunctionFqn{ffqn}, WaitMs: uint64(wait.Milliseconds()), PendingAtOrSooner: &until,
 		}, &locked)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
-	"github.com/stela-dev/stela/httpapi"
+	"github.com/stela-dev/stela/wire"
 )
 
 func TestDevServerWithToken(t *testing.T) {
@@ -98,8 +98,8 @@ func TestDevServer(t *testing.T) {
 				if l.ExecutionID.String() == viaHTTP {
 					sum = "3"
 				}
-				var next httpapi.NextVersionJSON
-				d.call(t, http.MethodPost, "/v1/worker/append", httpapi.AppendBody{ExecutionID: l.ExecutionID,
+				var next wire.NextVersionJSON
+				d.call(t, http.MethodPost, "/v1/worker/append", wire.AppendBody{ExecutionID: l.ExecutionID,
 					Version: l.NextVersion, Req: finished("u64", sum)}, &next)
 				done[l.ExecutionID.String()] = true
 			}
@@ -121,7 +121,7 @@ func TestDevServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		info, msg, stream := "info", "adding 3 and 5", "stdout"
-		if got := d.call(t, http.MethodPost, "/v1/worker/logs", httpapi.AppendLogsBody{Logs: []httpapi.LogRowJSON{
+		if got := d.call(t, http.MethodPost, "/v1/worker/logs", wire.AppendLogsBody{Logs: []wire.LogRowJSON{
 			{ExecutionID: id, RunID: w.run, CreatedAt: now(), Type: "log", Level: &info, Message: &msg},
 			{ExecutionID: id, RunID: w.run, CreatedAt: now(), Type: "stream", StreamType: &stream, Payload: []byte("hello from stdout\n")},
 		}}, nil); got != http.StatusNoContent {
@@ -156,9 +156,9 @@ func TestDevServer(t *testing.T) {
 		childID := parent.NextLevel(jsChild)
 		delayID := core.NewDelayId(parent, jsSleep, 1)
 		t1 := now()
-		var next httpapi.NextVersionJSON
-		d.call(t, http.MethodPost, "/v1/worker/append-batch/create-children", httpapi.CreateChildrenBody{
-			AppendBatchBody: httpapi.AppendBatchBody{ExecutionID: parent, Version: locked.NextVersion, Batch: []core.AppendRequest{
+		var next wire.NextVersionJSON
+		d.call(t, http.MethodPost, "/v1/worker/append-batch/create-children", wire.CreateChildrenBody{
+			AppendBatchBody: wire.AppendBatchBody{ExecutionID: parent, Version: locked.NextVersion, Batch: []core.AppendRequest{
 				history(&core.JoinSetCreate{JoinSetID: jsChild}),
 				history(&core.JoinSetRequestEvent{JoinSetID: jsChild, Request: &core.ChildExecutionRequest{
 					ChildExecutionID: core.ExecutionIdDerived{ExecutionId: childID}, TargetFFQN: child, Params: core.Params{}}}),
@@ -184,7 +184,7 @@ func TestDevServer(t *testing.T) {
 				return
 			}
 			t1 := now()
-			d.call(t, http.MethodPost, "/v1/worker/append-batch/respond-to-parent", httpapi.RespondToParentBody{
+			d.call(t, http.MethodPost, "/v1/worker/append-batch/respond-to-parent", wire.RespondToParentBody{
 				Events: core.AppendEventsToExecution{ExecutionID: c.ExecutionID, Version: c.NextVersion,
 					Batch: []core.AppendRequest{finished("string", `"child done"`)}},
 				Response: core.AppendResponseToExecution{ParentExecutionID: parent, CreatedAt: t1, JoinSetID: jsChild,
@@ -193,14 +193,14 @@ func TestDevServer(t *testing.T) {
 			}, &next)
 			// Resumed by the child's response: await the delay.
 			p := w.lock(t, wf, core.ComponentTypeWorkflow, 1)[0]
-			d.call(t, http.MethodPost, "/v1/worker/append", httpapi.AppendBody{ExecutionID: parent, Version: p.NextVersion,
+			d.call(t, http.MethodPost, "/v1/worker/append", wire.AppendBody{ExecutionID: parent, Version: p.NextVersion,
 				Req: history(&core.JoinNext{JoinSetID: jsSleep, RunExpiresAt: now()})}, &next)
 			// Resumed by the delay, fired by the server's timers.
 			p = w.lock(t, wf, core.ComponentTypeWorkflow, 1)[0]
 			if len(p.Responses) != 2 {
 				t.Errorf("parent resumed with %d responses, want 2", len(p.Responses))
 			}
-			d.call(t, http.MethodPost, "/v1/worker/append", httpapi.AppendBody{ExecutionID: parent, Version: p.NextVersion,
+			d.call(t, http.MethodPost, "/v1/worker/append", wire.AppendBody{ExecutionID: parent, Version: p.NextVersion,
 				Req: finished("string", `"parent done"`)}, &next)
 		})
 		out := d.mustCLI(t, "execution", "status", parent.String(), "--follow")
@@ -268,8 +268,8 @@ func TestDevServer(t *testing.T) {
 		l := w.lock(t, wf, core.ComponentTypeWorkflow, 1)[0]
 		js, _ := core.NewJoinSetId(core.JoinSetKindOneOff, "nap")
 		delay := core.NewDelayId(id, js, 1)
-		var next httpapi.NextVersionJSON
-		d.call(t, http.MethodPost, "/v1/worker/append-batch", httpapi.AppendBatchBody{ExecutionID: id, Version: l.NextVersion,
+		var next wire.NextVersionJSON
+		d.call(t, http.MethodPost, "/v1/worker/append-batch", wire.AppendBatchBody{ExecutionID: id, Version: l.NextVersion,
 			Batch: []core.AppendRequest{
 				history(&core.JoinSetCreate{JoinSetID: js}),
 				history(&core.JoinSetRequestEvent{JoinSetID: js, Request: &core.DelayRequest{DelayID: delay,

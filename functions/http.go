@@ -12,6 +12,7 @@ import (
 
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/httpapi"
+	"github.com/stela-dev/stela/wire"
 )
 
 // headerRequestID is the request-id header httpapi honours and echoes.
@@ -20,10 +21,10 @@ const headerRequestID = "X-Request-Id"
 // Route subsets served by the worker-facing functions.
 var (
 	// LockRoutes are the path prefixes the `lock` function serves.
-	LockRoutes = httpapi.WorkerLockRoutes
+	LockRoutes = wire.WorkerLockRoutes
 	// AppendRoutes are the path prefixes the `append` function serves: every
 	// worker write.
-	AppendRoutes = httpapi.WorkerWriteRoutes
+	AppendRoutes = wire.WorkerWriteRoutes
 )
 
 // HTTP serves an http.Handler to API Gateway HTTP API (payload format 2.0)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/wire"
 )
 
 // testBadInput sends the bad input of issue 24 (items 1–5, 7 and 9) to the
@@ -187,7 +188,7 @@ func testBadInput(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 			want(http.StatusOK)
 	})
 	t.Run("ThePendingExecutionIsStillLockable", func(t *testing.T) {
-		var got []LockedExecutionJSON
+		var got []wire.LockedExecutionJSON
 		e.do("POST", "/v1/worker/lock/pending-by-ffqns", lock(nil)).want(http.StatusOK).decode(&got)
 		if len(got) != 1 || got[0].ExecutionID != pending {
 			t.Fatalf("locked %+v, want %s", got, pending)

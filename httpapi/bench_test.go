@@ -13,6 +13,7 @@ import (
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/store/mem"
+	"github.com/stela-dev/stela/wire"
 )
 
 // BenchmarkLockAnswerBytes reports the size of lock answers, the figure
@@ -75,10 +76,10 @@ func BenchmarkLockAnswerBytes(b *testing.B) {
 		le, err := svc.LockOne(ctx, lockReq(core.ComponentTypeActivity), c, 1)
 		must(err)
 		if i == 0 {
-			raw, err := core.MarshalJSONIndent(NewLockedExecutionJSON(le))
+			raw, err := core.MarshalJSONIndent(wire.NewLockedExecutionJSON(le))
 			must(err)
 			activityPretty = len(raw)
-			raw, err = core.MarshalJSON(NewLockedExecutionJSON(le))
+			raw, err = core.MarshalJSON(wire.NewLockedExecutionJSON(le))
 			must(err)
 			activityCompact = len(raw)
 		}
@@ -99,7 +100,7 @@ func BenchmarkLockAnswerBytes(b *testing.B) {
 	full, err := svc.LockOne(ctx, lockReq(core.ComponentTypeWorkflow), parent, next)
 	must(err)
 	next++
-	pretty, err := core.MarshalJSONIndent(NewLockedExecutionJSON(full))
+	pretty, err := core.MarshalJSONIndent(wire.NewLockedExecutionJSON(full))
 	must(err)
 
 	get := func(method, path string, body any) int {
@@ -160,7 +161,7 @@ func sleepBatchBody(b *testing.B) []byte {
 			Request: &core.DelayRequest{DelayID: delay, ExpiresAt: t0.Add(time.Second), ScheduleAt: core.ScheduleAt{Kind: "in", In: core.DurationOf(time.Second)}}}}},
 		{CreatedAt: t0, Event: &core.HistoryEventRequest{Event: &core.JoinNext{JoinSetID: js, RunExpiresAt: t0.Add(30 * time.Second)}}},
 	}
-	body, err := core.MarshalJSON(AppendBatchBody{CurrentTime: &t0, Batch: batch, ExecutionID: id, Version: 3})
+	body, err := core.MarshalJSON(wire.AppendBatchBody{CurrentTime: &t0, Batch: batch, ExecutionID: id, Version: 3})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func BenchmarkDecodeAppendBatch(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		var dst AppendBatchBody
+		var dst wire.AppendBatchBody
 		if err := decodeJSON(body, &dst); err != nil {
 			b.Fatal(err)
 		}
@@ -186,7 +187,7 @@ func BenchmarkDecodeAppendBatch(b *testing.B) {
 // BenchmarkEncodeAppendBatch measures the client's side of the same body.
 func BenchmarkEncodeAppendBatch(b *testing.B) {
 	body := sleepBatchBody(b)
-	var dst AppendBatchBody
+	var dst wire.AppendBatchBody
 	if err := decodeJSON(body, &dst); err != nil {
 		b.Fatal(err)
 	}

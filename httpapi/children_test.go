@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/wire"
 )
 
 // testWorkerChildChecks: create-children and respond-to-parent write into
@@ -86,7 +87,7 @@ func testCreateChildrenChecks(t *testing.T, e *env) {
 	t.Run("RequestEarlierInTheLogIsAccepted", func(t *testing.T) {
 		next := e.appendBatch(p, 2, jscEvent(g1).Event, creqEvent(g1, c1, ffqnActivity).Event)
 		persist := core.AppendRequest{CreatedAt: t0, Event: hist(&core.JoinSetCreate{JoinSetID: g2})}
-		var out NextVersionJSON
+		var out wire.NextVersionJSON
 		e.do("POST", path, map[string]any{"execution_id": p, "version": next, "batch": []core.AppendRequest{persist},
 			"children": []core.CreateRequest{childReq(p, g1, c1, ffqnActivity)}}).want(http.StatusOK).decode(&out)
 		if out.NextVersion != next+1 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/wire"
 )
 
 // TestClientGoneIsRecordedAs499: a worker that stops while its lock long
@@ -29,7 +30,7 @@ func TestClientGoneIsRecordedAs499(t *testing.T) {
 		o.Observer = rec
 		o.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
-	body, err := core.MarshalJSON(LockPendingBody{LockParams: LockParams{
+	body, err := core.MarshalJSON(wire.LockPendingBody{LockParams: wire.LockParams{
 		ComponentID: core.ComponentId{ComponentType: core.ComponentTypeActivity, Name: "w"},
 		ExecutorID:  testExecutor, RunID: testRun, LockExpiresAt: t0.Add(time.Minute),
 		RetryConfig: core.RetryConfigZero()}, BatchSize: 1, FFQNs: []core.FunctionFqn{ffqnActivity}, WaitMs: 5000})

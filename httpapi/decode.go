@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/wire"
 )
 
 // maxJSONDepth bounds the nesting of request bodies (docs/spec/reliability.md §4.4).
@@ -341,7 +342,7 @@ func (q query) length(maxLen uint16) (uint16, error) {
 		return 0, err
 	}
 	if n == nil {
-		return DefaultPageLength, nil
+		return wire.DefaultPageLength, nil
 	}
 	if *n == 0 {
 		return 0, queryErr("length", "must be non-zero")

@@ -6,64 +6,8 @@ import (
 	"sort"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/wire"
 )
-
-// deploymentStateJSON is an item of GET /v1/deployments.
-type deploymentStateJSON struct {
-	DeploymentID             core.DeploymentId     `json:"deployment_id"`
-	Description              *string               `json:"description"`
-	Digest                   core.ContentDigest    `json:"digest"`
-	Status                   core.DeploymentStatus `json:"status"`
-	CreatedAt                core.Timestamp        `json:"created_at"`
-	LastActiveAt             *core.Timestamp       `json:"last_active_at"`
-	Locked                   uint32                `json:"locked"`
-	Pending                  uint32                `json:"pending"`
-	Scheduled                uint32                `json:"scheduled"`
-	Blocked                  uint32                `json:"blocked"`
-	Paused                   uint32                `json:"paused"`
-	Cancelling               uint32                `json:"cancelling"`
-	FinishedOk               uint32                `json:"finished_ok"`
-	FinishedError            uint32                `json:"finished_error"`
-	FinishedExecutionFailure uint32                `json:"finished_execution_failure"`
-	ComponentSummary         *componentSummaryJSON `json:"component_summary"`
-}
-
-type componentSummaryJSON struct {
-	Components []componentCountJSON `json:"components"`
-}
-
-type componentCountJSON struct {
-	ComponentType core.ComponentType `json:"component_type"`
-	Count         int                `json:"count"`
-}
-
-// deploymentJSON is the body of GET /v1/deployments/{deployment_id}.
-type deploymentJSON struct {
-	DeploymentID   core.DeploymentId           `json:"deployment_id"`
-	Description    *string                     `json:"description"`
-	Digest         core.ContentDigest          `json:"digest"`
-	Status         core.DeploymentStatus       `json:"status"`
-	CreatedAt      core.Timestamp              `json:"created_at"`
-	LastActiveAt   *core.Timestamp             `json:"last_active_at"`
-	DeploymentToml string                      `json:"deployment_toml"`
-	Files          []core.DeploymentFileRecord `json:"files"`
-}
-
-// componentJSON is an item of GET /v1/components.
-type componentJSON struct {
-	ComponentID core.ComponentId                     `json:"component_id"`
-	Files       []core.DeploymentComponentFileDetail `json:"files"`
-	Exports     *[]functionJSON                      `json:"exports,omitempty"`
-	Imports     *[]functionJSON                      `json:"imports,omitempty"`
-}
-
-type functionJSON struct {
-	FFQN           core.FunctionFqn              `json:"ffqn"`
-	ParameterTypes []core.PersistedParameterType `json:"parameter_types"`
-	ReturnType     string                        `json:"return_type"`
-	Extension      *string                       `json:"extension,omitempty"`
-	Submittable    bool                          `json:"submittable"`
-}
 
 // GET /v1/deployments
 func (s *server) listDeployments(c *call) error {
@@ -79,7 +23,7 @@ func (s *server) listDeployments(c *call) error {
 		}
 		cursor = &d
 	}
-	length, err := q.length(MaxPageLength)
+	length, err := q.length(wire.MaxPageLength)
 	if err != nil {
 		return err
 	}
@@ -101,9 +45,9 @@ func (s *server) listDeployments(c *call) error {
 	if err != nil {
 		return err
 	}
-	out := make([]deploymentStateJSON, 0, len(states))
+	out := make([]wire.DeploymentStateJSON, 0, len(states))
 	for _, st := range states {
-		item := deploymentStateJSON{
+		item := wire.DeploymentStateJSON{
 			DeploymentID: st.DeploymentID, Description: st.Description, Digest: st.Digest, Status: st.Status,
 			CreatedAt: st.CreatedAt, LastActiveAt: st.LastActiveAt, Locked: st.Locked, Pending: st.Pending,
 			Scheduled: st.Scheduled, Blocked: st.Blocked, Paused: st.Paused, Cancelling: st.Cancelling,
@@ -121,14 +65,14 @@ func (s *server) listDeployments(c *call) error {
 	return c.reply(http.StatusOK, out, func() string { return deploymentsText(out) })
 }
 
-func summarize(comps []core.DeploymentComponentDetail) *componentSummaryJSON {
+func summarize(comps []core.DeploymentComponentDetail) *wire.ComponentSummaryJSON {
 	counts := map[core.ComponentType]int{}
 	for _, c := range comps {
 		counts[c.ComponentID.ComponentType]++
 	}
-	out := &componentSummaryJSON{Components: []componentCountJSON{}}
+	out := &wire.ComponentSummaryJSON{Components: []wire.ComponentCountJSON{}}
 	for t, n := range counts {
-		out.Components = append(out.Components, componentCountJSON{ComponentType: t, Count: n})
+		out.Components = append(out.Components, wire.ComponentCountJSON{ComponentType: t, Count: n})
 	}
 	sort.Slice(out.Components, func(i, j int) bool { return out.Components[i].ComponentType < out.Components[j].ComponentType })
 	return out
@@ -153,7 +97,7 @@ func (s *server) getDeployment(c *call) error {
 	if err != nil {
 		return orMessage(err, core.ErrNotFound, http.StatusNotFound, "deployment not found")
 	}
-	out := deploymentJSON{
+	out := wire.DeploymentJSON{
 		DeploymentID: d.DeploymentID, Description: d.Description, Digest: d.Digest, Status: d.Status,
 		CreatedAt: d.CreatedAt, LastActiveAt: d.LastActiveAt, DeploymentToml: d.DeploymentToml, Files: nonNil(d.Files),
 	}
@@ -239,7 +183,7 @@ func (s *server) listComponents(c *call) error {
 			return err
 		}
 	}
-	out := []componentJSON{}
+	out := []wire.ComponentJSON{}
 	for _, comp := range comps {
 		id := comp.ComponentID
 		switch {
@@ -253,7 +197,7 @@ func (s *server) listComponents(c *call) error {
 				continue
 			}
 		}
-		item := componentJSON{ComponentID: id, Files: nonNil(comp.Files)}
+		item := wire.ComponentJSON{ComponentID: id, Files: nonNil(comp.Files)}
 		if flags["exports"] {
 			ex := functionsJSON(comp.Exports, flags["extensions"], submittable)
 			item.Exports = &ex
@@ -274,13 +218,13 @@ func (s *server) listComponents(c *call) error {
 	return c.reply(http.StatusOK, out, func() string { return componentsText(out) })
 }
 
-func functionsJSON(fns []core.PersistedFunctionMetadata, extensions bool, submittable *bool) []functionJSON {
-	out := []functionJSON{}
+func functionsJSON(fns []core.PersistedFunctionMetadata, extensions bool, submittable *bool) []wire.FunctionJSON {
+	out := []wire.FunctionJSON{}
 	for _, f := range fns {
 		if (f.Extension != nil && !extensions) || (submittable != nil && f.Submittable != *submittable) {
 			continue
 		}
-		out = append(out, functionJSON{FFQN: f.FFQN, ParameterTypes: nonNil(f.ParameterTypes),
+		out = append(out, wire.FunctionJSON{FFQN: f.FFQN, ParameterTypes: nonNil(f.ParameterTypes),
 			ReturnType: f.ReturnType, Extension: f.Extension, Submittable: f.Submittable})
 	}
 	return out

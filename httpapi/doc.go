@@ -109,9 +109,9 @@
 // # Worker routes
 //
 // The /v1/worker/ bodies mirror the store methods' parameters in snake_case
-// using core's JSON (LockPendingBody, AppendBatchBody, … in worker.go are the
+// using core's JSON (wire.LockPendingBody, wire.AppendBatchBody, … in worker.go are the
 // contract). Server-owned times (created_at, current_time) default to the
-// handler clock. Batches are capped (MaxLockBatch, MaxAppendBatch, …), and
+// handler clock. Batches are capped (wire.MaxLockBatch, wire.MaxAppendBatch, …), and
 // wait_ms long polls are clamped to FollowWait. A lock with skip_history
 // answers without the history and responses, which the history route
 // (ReadHistory) returns from a version and after a cursor; the create and

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/wire"
 )
 
 // Event times on the worker routes (docs/http-api.md §1, "Event times").
@@ -83,9 +84,9 @@ func (b timeBound) requests(path string, reqs []core.AppendRequest) error {
 	return nil
 }
 
-func (b timeBound) lock(p *LockParams) error { return b.checkPtr("created_at", p.CreatedAt) }
+func (b timeBound) lock(p *wire.LockParams) error { return b.checkPtr("created_at", p.CreatedAt) }
 
-func (b timeBound) appendBatch(prefix string, a *AppendBatchBody) error {
+func (b timeBound) appendBatch(prefix string, a *wire.AppendBatchBody) error {
 	if err := b.checkPtr(prefix+"current_time", a.CurrentTime); err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func (b timeBound) creates(path string, cs []core.CreateRequest) error {
 	return nil
 }
 
-func (b timeBound) respondToParent(prefix string, r *RespondToParentBody) error {
+func (b timeBound) respondToParent(prefix string, r *wire.RespondToParentBody) error {
 	if err := b.checkPtr(prefix+"current_time", r.CurrentTime); err != nil {
 		return err
 	}
@@ -111,7 +112,7 @@ func (b timeBound) respondToParent(prefix string, r *RespondToParentBody) error 
 	return b.check(prefix+"response.created_at", r.Response.CreatedAt)
 }
 
-func (b timeBound) many(m *AppendManyBody) error {
+func (b timeBound) many(m *wire.AppendManyBody) error {
 	for i := range m.Items {
 		it := &m.Items[i]
 		if it.Append != nil {
@@ -128,7 +129,7 @@ func (b timeBound) many(m *AppendManyBody) error {
 	return nil
 }
 
-func (b timeBound) stub(s *StubResponseBody) error {
+func (b timeBound) stub(s *wire.StubResponseBody) error {
 	if err := b.checkPtr("current_time", s.CurrentTime); err != nil {
 		return err
 	}
@@ -138,7 +139,7 @@ func (b timeBound) stub(s *StubResponseBody) error {
 	return b.check("response.created_at", s.Response.CreatedAt)
 }
 
-func (b timeBound) logs(l *AppendLogsBody) error {
+func (b timeBound) logs(l *wire.AppendLogsBody) error {
 	for i := range l.Logs {
 		if err := b.check(fmt.Sprintf("logs[%d].created_at", i), l.Logs[i].CreatedAt); err != nil {
 			return err

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/wire"
 )
 
 // GET /v1/execution-id
@@ -31,7 +31,7 @@ func (s *server) listExecutions(c *call) error {
 	if filter.StateFilters, err = stateFilters(q); err != nil {
 		return err
 	}
-	length, err := q.length(MaxPageLength)
+	length, err := q.length(wire.MaxPageLength)
 	if err != nil {
 		return err
 	}
@@ -247,7 +247,7 @@ func (s *server) listEvents(c *call) error {
 	if err != nil {
 		return err
 	}
-	length, err := q.length(MaxPageLength)
+	length, err := q.length(wire.MaxPageLength)
 	if err != nil {
 		return err
 	}
@@ -309,7 +309,7 @@ func (s *server) listResponses(c *call) error {
 	if err != nil {
 		return err
 	}
-	length, err := q.length(MaxPageLength)
+	length, err := q.length(wire.MaxPageLength)
 	if err != nil {
 		return err
 	}
@@ -330,59 +330,6 @@ func (s *server) listResponses(c *call) error {
 	return c.reply(http.StatusOK, page, func() string { return responsesText(page.Responses) })
 }
 
-// logItem is one entry of GET …/logs (and, without cursor, of the worker log append).
-type logItem struct {
-	Cursor      string           `json:"cursor"`
-	RunID       core.RunId       `json:"run_id"`
-	ExecutionID core.ExecutionId `json:"execution_id"`
-	Type        string           `json:"type"`
-	CreatedAt   core.Timestamp   `json:"created_at"`
-	Level       string           `json:"level,omitempty"`
-	Message     *string          `json:"message,omitempty"`
-	Payload     *string          `json:"payload,omitempty"`
-	StreamType  string           `json:"stream_type,omitempty"`
-}
-
-var (
-	logLevelNames  = map[core.LogLevel]string{core.LogTrace: "trace", core.LogDebug: "debug", core.LogInfo: "info", core.LogWarn: "warn", core.LogError: "error"}
-	logLevelByName = map[string]core.LogLevel{"trace": core.LogTrace, "debug": core.LogDebug, "info": core.LogInfo, "warn": core.LogWarn, "error": core.LogError}
-	streamNames    = map[core.LogStreamType]string{core.StreamStdout: "stdout", core.StreamStderr: "stderr"}
-	streamByName   = map[string]core.LogStreamType{"stdout": core.StreamStdout, "stderr": core.StreamStderr}
-)
-
-// encodeLogCursor is Obelisk's opaque cursor: base64 of the JSON i64.
-func encodeLogCursor(c core.LogCursor) string {
-	return base64.StdEncoding.EncodeToString([]byte(strconv.FormatInt(int64(c), 10)))
-}
-
-func decodeLogCursor(s string) (core.LogCursor, bool) {
-	b, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	return core.LogCursor(n), true
-}
-
-func toLogItem(row core.LogEntryRow) logItem {
-	it := logItem{Cursor: encodeLogCursor(row.Cursor), RunID: row.RunID, ExecutionID: row.ExecutionID, CreatedAt: row.Entry.CreatedAt}
-	if row.Entry.IsStream() {
-		it.Type = "stream"
-		p := base64.StdEncoding.EncodeToString(row.Entry.Payload)
-		it.Payload = &p
-		it.StreamType = streamNames[row.Entry.StreamType]
-	} else {
-		it.Type = "log"
-		it.Level = logLevelNames[row.Entry.Level]
-		m := row.Entry.Message
-		it.Message = &m
-	}
-	return it
-}
-
 // GET /v1/executions/{execution_id}/logs
 func (s *server) listLogs(c *call) error {
 	id, err := pathExecutionID(c.r)
@@ -395,14 +342,14 @@ func (s *server) listLogs(c *call) error {
 	}
 	var filter core.LogFilter
 	for _, l := range q.all("level") {
-		lv, ok := logLevelByName[l]
+		lv, ok := wire.LogLevelByName(l)
 		if !ok {
 			return queryErr("level", "expected trace, debug, info, warn or error")
 		}
 		filter.Levels = append(filter.Levels, lv)
 	}
 	for _, st := range q.all("stream_type") {
-		t, ok := streamByName[st]
+		t, ok := wire.StreamTypeByName(st)
 		if !ok {
 			return queryErr("stream_type", "expected stdout or stderr")
 		}
@@ -425,7 +372,7 @@ func (s *server) listLogs(c *call) error {
 	if err != nil {
 		return err
 	}
-	length, err := q.length(MaxPageLength)
+	length, err := q.length(wire.MaxPageLength)
 	if err != nil {
 		return err
 	}
@@ -446,7 +393,7 @@ func (s *server) listLogs(c *call) error {
 	}
 	if q.has("cursor") {
 		raw := q.str("cursor")
-		if cur, ok := decodeLogCursor(raw); ok {
+		if cur, ok := wire.DecodeLogCursor(raw); ok {
 			cursor = cur
 		} else if ts, err := core.ParseTimestamp(raw); err == nil {
 			// Legacy: a timestamp cursor bounds created_at instead.
@@ -466,9 +413,9 @@ func (s *server) listLogs(c *call) error {
 	if err != nil {
 		return err
 	}
-	items := make([]logItem, 0, len(page.Items))
+	items := make([]wire.LogEntryJSON, 0, len(page.Items))
 	for _, row := range page.Items {
-		items = append(items, toLogItem(row))
+		items = append(items, wire.NewLogEntryJSON(row))
 	}
 	return c.reply(http.StatusOK, items, func() string { return logsText(page.Items, showRunID, showDerived) })
 }
@@ -479,19 +426,7 @@ func (s *server) cancelExecution(c *call) error {
 	if err != nil {
 		return err
 	}
-	cr, err := s.db.GetCreateRequest(c.ctx(), id)
-	if err != nil {
-		return err
-	}
-	var out core.CancelOutcome
-	switch t := cr.ComponentID.ComponentType; {
-	case t.IsActivity():
-		out, err = core.CancelActivityWithRetries(c.ctx(), s.db, id, s.now())
-	case t == core.ComponentTypeWorkflow:
-		out, err = core.CancelWorkflowWithRetries(c.ctx(), s.db, id, s.now())
-	default:
-		return httpErr(http.StatusUnprocessableEntity, "cancelled execution must be an activity or cancellable workflow")
-	}
+	out, err := core.CancelExecution(c.ctx(), s.db, id, s.now())
 	if err != nil {
 		return err
 	}

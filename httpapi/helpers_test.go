@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/wire"
 )
 
 // t0 is the handler clock's start in every test.
@@ -219,7 +220,7 @@ func (e *env) snapshot() string {
 		if err != nil {
 			e.t.Fatalf("snapshot: get %s: %v", ex.ExecutionID, err)
 		}
-		raw, err := core.MarshalJSON(ExecutionLogJSON(*l))
+		raw, err := core.MarshalJSON(wire.ExecutionLogJSON(*l))
 		if err != nil {
 			e.t.Fatalf("snapshot: encode: %v", err)
 		}
@@ -236,7 +237,7 @@ func (e *env) snapshot() string {
 		e.t.Fatalf("snapshot: timers: %v", err)
 	}
 	for _, tm := range timers {
-		b.WriteString(compactJSON(ExpiredTimerJSON(tm)))
+		b.WriteString(compactJSON(wire.ExpiredTimerJSON(tm)))
 	}
 	return b.String()
 }
@@ -348,11 +349,11 @@ func lockParams(typ core.ComponentType, expires core.Timestamp) map[string]any {
 }
 
 // lock locks id at version 1 through the worker route.
-func (e *env) lock(id core.ExecutionId, typ core.ComponentType) LockedExecutionJSON {
+func (e *env) lock(id core.ExecutionId, typ core.ComponentType) wire.LockedExecutionJSON {
 	e.t.Helper()
 	body := lockParams(typ, t0.Add(time.Minute))
 	body["execution_id"], body["version"] = id, 1
-	var out LockedExecutionJSON
+	var out wire.LockedExecutionJSON
 	e.do("POST", "/v1/worker/lock/one", body).want(http.StatusOK).decode(&out)
 	return out
 }
@@ -364,7 +365,7 @@ func (e *env) appendBatch(id core.ExecutionId, version core.Version, events ...c
 	for i, ev := range events {
 		batch[i] = core.AppendRequest{CreatedAt: t0, Event: ev}
 	}
-	var out NextVersionJSON
+	var out wire.NextVersionJSON
 	e.do("POST", "/v1/worker/append-batch", map[string]any{"execution_id": id, "version": version, "batch": batch}).
 		want(http.StatusOK).decode(&out)
 	return out.NextVersion

@@ -16,7 +16,8 @@ import (
 	"github.com/stela-dev/stela/core"
 )
 
-// Limits and defaults of the handler.
+// Defaults and bounds of the handler (the routes' own limits are the
+// contract's: package wire).
 const (
 	// DefaultMaxBodyBytes is the request body limit when Options.MaxBodyBytes is 0.
 	DefaultMaxBodyBytes = 1 << 20
@@ -25,22 +26,6 @@ const (
 	// MaxFollowWait is the largest accepted Options.FollowWait: API Gateway HTTP
 	// APIs end every request after 30 s, so a long poll must return before that.
 	MaxFollowWait = 29 * time.Second
-	// MaxPageLength caps `length` on every listing route (larger values are clamped).
-	MaxPageLength = 100
-	// DefaultPageLength is the `length` of listing routes when absent.
-	DefaultPageLength = 20
-	// MaxLockBatch caps `batch_size` of the worker lock routes.
-	MaxLockBatch = 25
-	// MaxAppendBatch caps the events (plus created children) of one worker append.
-	MaxAppendBatch = 90
-	// MaxAppendMany caps the items of one POST /v1/worker/append-batch/many.
-	MaxAppendMany = 100
-	// MaxLogBatch caps the rows of one worker log append.
-	MaxLogBatch = 1000
-	// MaxBacktraceBatch caps the backtraces of one worker backtrace append.
-	MaxBacktraceBatch = 90
-	// MaxCancellingBatch caps `batch_size` of GET /v1/worker/cancelling.
-	MaxCancellingBatch = 100
 	// DefaultMaxClockSkew is Options.MaxClockSkew when it is 0.
 	DefaultMaxClockSkew = 5 * time.Minute
 	// DefaultMaxEventAge is Options.MaxEventAge when it is 0.

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/wire"
 )
 
 // schemaValidator checks JSON values against the JSON Schema subset the
@@ -353,9 +354,9 @@ func TestSchemasValidateRealAnswers(t *testing.T) {
 		s.call("PUT", "/v1/executions/"+id.String(), `{"ffqn":"`+f.String()+`","params":[1,"a"],"component_type":"`+string(ct)+`"}`, http.StatusCreated)
 		return id
 	}
-	var nv NextVersionJSON
+	var nv wire.NextVersionJSON
 	appendBatch := func(id core.ExecutionId, version core.Version, batch ...core.AppendRequest) core.Version {
-		s.call("POST", "/v1/worker/append-batch", AppendBatchBody{Batch: batch, ExecutionID: id, Version: version}, http.StatusOK).decode(&nv)
+		s.call("POST", "/v1/worker/append-batch", wire.AppendBatchBody{Batch: batch, ExecutionID: id, Version: version}, http.StatusOK).decode(&nv)
 		return nv.NextVersion
 	}
 	status := func(id core.ExecutionId) { s.call("GET", "/v1/executions/"+id.String()+"/status", nil, http.StatusOK) }
@@ -400,7 +401,7 @@ func TestSchemasValidateRealAnswers(t *testing.T) {
 	batch = append(batch, h(&core.Schedule{ExecutionID: scheduled, ScheduleAt: core.ScheduleAt{Kind: "now"}}))
 	children = append(children, core.CreateRequest{CreatedAt: t0, ExecutionID: scheduled, FFQN: ffqnActivity, Params: core.Params{},
 		ScheduledAt: t0.Add(time.Hour), ComponentID: unmanagedComponent(core.ComponentTypeActivity), Metadata: core.ExecutionMetadata{}, ScheduledBy: &wf})
-	s.call("POST", "/v1/worker/append-batch/create-children", CreateChildrenBody{AppendBatchBody: AppendBatchBody{Batch: batch, ExecutionID: wf, Version: v}, Children: children}, http.StatusOK).decode(&nv)
+	s.call("POST", "/v1/worker/append-batch/create-children", wire.CreateChildrenBody{AppendBatchBody: wire.AppendBatchBody{Batch: batch, ExecutionID: wf, Version: v}, Children: children}, http.StatusOK).decode(&nv)
 	v = appendBatch(wf, nv.NextVersion, h(&core.JoinNext{JoinSetID: g1, RunExpiresAt: t0}))
 	status(wf) // blocked
 
@@ -408,12 +409,12 @@ func TestSchemasValidateRealAnswers(t *testing.T) {
 	fail := kids["failing"]
 	s.call("POST", "/v1/worker/lock/one", lockBody(core.ComponentTypeActivity, fail, 1, t0, 1), http.StatusOK)
 	detail := "connection reset"
-	s.call("POST", "/v1/worker/append", AppendBody{ExecutionID: fail, Version: 2, Req: ev(t0, &core.TemporarilyFailed{BackoffExpiresAt: t0.Add(time.Second), Reason: "io", Detail: &detail,
+	s.call("POST", "/v1/worker/append", wire.AppendBody{ExecutionID: fail, Version: 2, Req: ev(t0, &core.TemporarilyFailed{BackoffExpiresAt: t0.Add(time.Second), Reason: "io", Detail: &detail,
 		HTTPClientTraces: &[]core.HttpClientTrace{{Req: core.RequestTrace{SentAt: t0, URI: "https://example.com", Method: "GET"}, Resp: &core.ResponseTrace{FinishedAt: t0, Status: core.StatusResult{Code: 503}}},
 			{Req: core.RequestTrace{SentAt: t0, URI: "https://example.com", Method: "POST"}}}})}, http.StatusOK)
 	s.call("POST", "/v1/worker/lock/one", lockBody(core.ComponentTypeActivity, fail, 3, t0.Add(2*time.Second), 1), http.StatusOK)
 	respond := func(id core.ExecutionId, version core.Version, rv core.ReturnValue) {
-		s.call("POST", "/v1/worker/append-batch/respond-to-parent", RespondToParentBody{
+		s.call("POST", "/v1/worker/append-batch/respond-to-parent", wire.RespondToParentBody{
 			Events: core.AppendEventsToExecution{ExecutionID: id, Version: version, Batch: []core.AppendRequest{ev(t0, &core.Finished{Retval: rv})}},
 			Response: core.AppendResponseToExecution{ParentExecutionID: wf, CreatedAt: t0, JoinSetID: g1, ChildExecutionID: core.ExecutionIdDerived{ExecutionId: id},
 				FinishedVersion: version, Result: rv}}, http.StatusOK)
@@ -429,24 +430,24 @@ func TestSchemasValidateRealAnswers(t *testing.T) {
 	// Delays: one cancelled ({"Err":null}), one fired by the sweep ({"Ok":null}).
 	s.call("PUT", "/v1/delays/"+d2.String()+"/cancel", nil, http.StatusOK)
 	s.clock.Set(t0.Add(2 * time.Hour)) // a sweep runs at the server's time
-	s.call("POST", "/v1/worker/sweep", SweepBody{At: new(t0.Add(2 * time.Hour))}, http.StatusOK)
+	s.call("POST", "/v1/worker/sweep", wire.SweepBody{At: new(t0.Add(2 * time.Hour))}, http.StatusOK)
 	s.clock.Set(t0)
 
 	// Activities through unlock, pause, upgrade, timeout, cancellation.
 	act := submit(ffqnActivity, core.ComponentTypeActivity)
 	s.call("POST", "/v1/worker/lock/one", lockBody(core.ComponentTypeActivity, act, 1, t0, 2), http.StatusOK)
 	status(act) // locked
-	s.call("POST", "/v1/worker/append", AppendBody{ExecutionID: act, Version: 2, Req: ev(t0, &core.Unlocked{UnlockedAt: t0, Reason: "released"})}, http.StatusOK)
+	s.call("POST", "/v1/worker/append", wire.AppendBody{ExecutionID: act, Version: 2, Req: ev(t0, &core.Unlocked{UnlockedAt: t0, Reason: "released"})}, http.StatusOK)
 	s.call("PUT", "/v1/executions/"+act.String()+"/pause", nil, http.StatusOK)
 	status(act) // paused, pending
 	s.call("PUT", "/v1/executions/"+act.String()+"/unpause", nil, http.StatusOK)
 	s.call("PUT", "/v1/executions/"+act.String()+"/upgrade", map[string]any{"old": core.ComponentDigest{}, "new": testDigest, "skip_determinism_check": true}, http.StatusOK)
 	s.call("POST", "/v1/worker/lock/one", lockBody(core.ComponentTypeActivity, act, 6, t0, 2), http.StatusOK)
 	s.clock.Set(t0.Add(3 * time.Hour))
-	s.call("POST", "/v1/worker/sweep", SweepBody{}, http.StatusOK) // temporarily timed out
+	s.call("POST", "/v1/worker/sweep", wire.SweepBody{}, http.StatusOK) // temporarily timed out
 	s.clock.Set(t0)
 	s.call("POST", "/v1/worker/lock/one", lockBody(core.ComponentTypeActivity, act, 8, t0.Add(4*time.Hour), 2), http.StatusOK)
-	s.call("POST", "/v1/worker/append", AppendBody{ExecutionID: act, Version: 9, Req: ev(t0, &core.Finished{Retval: okString("x")})}, http.StatusOK)
+	s.call("POST", "/v1/worker/append", wire.AppendBody{ExecutionID: act, Version: 9, Req: ev(t0, &core.Finished{Retval: okString("x")})}, http.StatusOK)
 	cancelled := submit(ffqnActivity, core.ComponentTypeActivity)
 	s.call("PUT", "/v1/executions/"+cancelled.String()+"/cancel", nil, http.StatusOK)
 	status(cancelled) // cancelling, pending
@@ -492,7 +493,7 @@ func TestSchemasValidateRealAnswers(t *testing.T) {
 	s.call("POST", "/v1/worker/lock/pending-by-ffqns", map[string]any{"component_id": unmanagedComponent(core.ComponentTypeActivity),
 		"deployment_id": core.DeploymentId{}, "executor_id": testExecutor, "run_id": testRun, "lock_expires_at": t0.Add(20 * time.Hour),
 		"created_at": t0.Add(10 * time.Hour), "retry_config": core.RetryConfigZero(), "batch_size": 5, "ffqns": []core.FunctionFqn{ffqnActivity}}, http.StatusOK)
-	s.call("POST", "/v1/worker/append", AppendBody{ExecutionID: wf, Version: 1, Req: ev(t0, &core.Paused{})}, http.StatusConflict)
+	s.call("POST", "/v1/worker/append", wire.AppendBody{ExecutionID: wf, Version: 1, Req: ev(t0, &core.Paused{})}, http.StatusConflict)
 	if s.n < 100 {
 		t.Fatalf("only %d answers validated", s.n)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/store/storetest"
+	"github.com/stela-dev/stela/wire"
 )
 
 // testListExecutionsPaging walks GET /v1/executions page by page over
@@ -172,12 +173,12 @@ func (e *env) workflowWithChildren(js core.JoinSetId, n int) (parent core.Execut
 	// Children and events share the append limit: split across requests.
 	version := core.Version(2)
 	for len(reqs) > 0 {
-		k := min(len(reqs), (MaxAppendBatch-1)/2)
+		k := min(len(reqs), (wire.MaxAppendBatch-1)/2)
 		nb := k
 		if version == 2 {
 			nb = k + 1 // with the JoinSetCreate
 		}
-		var out NextVersionJSON
+		var out wire.NextVersionJSON
 		e.do("POST", "/v1/worker/append-batch/create-children", map[string]any{
 			"execution_id": parent, "version": version, "batch": batch[:nb], "children": reqs[:k]}).want(http.StatusOK).decode(&out)
 		batch, reqs, version = batch[nb:], reqs[k:], out.NextVersion

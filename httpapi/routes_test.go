@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/wire"
 )
 
 // runRouteTests exercises every route with good and bad input against the
@@ -491,9 +492,9 @@ func testLogs(t *testing.T, e *env) {
 		{"execution_id": id, "run_id": testRun, "created_at": t0, "type": "log", "level": "info", "message": "hello"},
 		{"execution_id": id, "run_id": testRun, "created_at": t0.Add(time.Second), "type": "stream", "stream_type": "stdout", "payload": []byte("out\n")},
 	}}).want(http.StatusNoContent)
-	list := func(t *testing.T, query string) []logItem {
+	list := func(t *testing.T, query string) []wire.LogEntryJSON {
 		t.Helper()
-		var items []logItem
+		var items []wire.LogEntryJSON
 		e.do("GET", "/v1/executions/"+id.String()+"/logs"+query, nil).want(http.StatusOK).decode(&items)
 		return items
 	}
@@ -662,7 +663,7 @@ func testBacktrace(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 	bt := core.BacktraceInfo{ExecutionID: id, ComponentID: unmanagedComponent(core.ComponentTypeWorkflow), VersionMinIncluding: 1, VersionMaxExcluding: 3,
 		WasmBacktrace: core.WasmBacktrace{Frames: []core.FrameInfo{{Module: "m", FuncName: "f", Symbols: []core.FrameSymbol{{File: &file, Line: &line}}}}}}
 	t.Run("WorkerStoresOnce", func(t *testing.T) {
-		var ins InsertedJSON
+		var ins wire.InsertedJSON
 		e.do("POST", "/v1/worker/backtraces", map[string]any{"backtraces": []core.BacktraceInfo{bt}}).want(http.StatusOK).decode(&ins)
 		if ins.Inserted != 1 {
 			t.Fatalf("inserted %d", ins.Inserted)
@@ -971,7 +972,7 @@ func testWorkerLock(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 	t.Run("LocksOneAtATime", func(t *testing.T) {
 		seen := map[core.ExecutionId]bool{}
 		for range 2 {
-			var locked []LockedExecutionJSON
+			var locked []wire.LockedExecutionJSON
 			e.do("POST", "/v1/worker/lock/pending-by-ffqns", pending(nil)).want(http.StatusOK).decode(&locked)
 			if len(locked) != 1 {
 				t.Fatalf("locked %d", len(locked))
@@ -986,7 +987,7 @@ func testWorkerLock(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 		if !seen[a] || !seen[b] {
 			t.Fatalf("locked %v", seen)
 		}
-		var locked []LockedExecutionJSON
+		var locked []wire.LockedExecutionJSON
 		e.do("POST", "/v1/worker/lock/pending-by-ffqns", pending(nil)).want(http.StatusOK).decode(&locked)
 		if locked == nil || len(locked) != 0 {
 			t.Fatalf("locked %+v, want []", locked)
@@ -994,7 +995,7 @@ func testWorkerLock(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 	})
 	t.Run("WaitReturnsEmptyWhenNothingBecomesPending", func(t *testing.T) {
 		e2 := fresh(t, func(o *Options) { o.FollowWait = 20 * time.Millisecond })
-		var locked []LockedExecutionJSON
+		var locked []wire.LockedExecutionJSON
 		e2.do("POST", "/v1/worker/lock/pending-by-ffqns", pending(map[string]any{"wait_ms": 60000})).want(http.StatusOK).decode(&locked)
 		if len(locked) != 0 {
 			t.Fatalf("locked %+v", locked)
@@ -1002,14 +1003,14 @@ func testWorkerLock(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 	})
 	t.Run("WaitPicksUpAConcurrentSubmit", func(t *testing.T) {
 		e2 := fresh(t)
-		done := make(chan []LockedExecutionJSON)
+		done := make(chan []wire.LockedExecutionJSON)
 		go func() {
 			body, _ := core.MarshalJSON(pending(map[string]any{"wait_ms": 5000, "pending_at_or_sooner": t0.Add(time.Hour)}))
 			req := httptest.NewRequest("POST", "/v1/worker/lock/pending-by-ffqns", strings.NewReader(string(body)))
 			req.Header.Set("Content-Type", "application/json")
 			rec := httptest.NewRecorder()
 			e2.h.ServeHTTP(rec, req)
-			var out []LockedExecutionJSON
+			var out []wire.LockedExecutionJSON
 			_ = json.Unmarshal(rec.Body.Bytes(), &out)
 			done <- out
 		}()
@@ -1017,7 +1018,7 @@ func testWorkerLock(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 		locked := <-done
 		if len(locked) == 0 {
 			// The lock ran before the submit and the wait ended; the execution is still pending.
-			var again []LockedExecutionJSON
+			var again []wire.LockedExecutionJSON
 			e2.do("POST", "/v1/worker/lock/pending-by-ffqns", pending(nil)).want(http.StatusOK).decode(&again)
 			locked = again
 		}
@@ -1030,7 +1031,7 @@ func testWorkerLock(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 		id := e2.submit(ffqnWorkflow, core.ComponentTypeWorkflow, "[]")
 		m := lockParams(core.ComponentTypeWorkflow, t0.Add(time.Minute))
 		m["batch_size"], m["ffqns"] = 5, []core.FunctionFqn{ffqnWorkflow}
-		var locked []LockedExecutionJSON
+		var locked []wire.LockedExecutionJSON
 		e2.do("POST", "/v1/worker/lock/pending-by-ffqns-auto", m).want(http.StatusOK).decode(&locked)
 		if len(locked) != 1 || locked[0].ExecutionID != id {
 			t.Fatalf("locked %+v", locked)
@@ -1041,7 +1042,7 @@ func testWorkerLock(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 		id := e2.submit(ffqnActivity, core.ComponentTypeActivity, "[]")
 		m := lockParams(core.ComponentTypeActivity, t0.Add(time.Minute))
 		m["batch_size"] = 5
-		var locked []LockedExecutionJSON
+		var locked []wire.LockedExecutionJSON
 		other := lockParams(core.ComponentTypeActivity, t0.Add(time.Minute))
 		other["batch_size"], other["component_id"] = 5, core.ComponentId{ComponentType: core.ComponentTypeActivity, ComponentDigest: testDigest}
 		e2.do("POST", "/v1/worker/lock/pending-by-component-digest", other).want(http.StatusOK).decode(&locked)
@@ -1114,7 +1115,7 @@ func testWorkerAppend(t *testing.T, e *env) {
 	e.lock(id, core.ComponentTypeActivity)
 	t.Run("AppendFinishes", func(t *testing.T) {
 		body := map[string]any{"execution_id": id, "version": 2, "req": core.AppendRequest{CreatedAt: t0, Event: &core.Finished{Retval: okString("done")}}}
-		var nv NextVersionJSON
+		var nv wire.NextVersionJSON
 		e.do("POST", "/v1/worker/append", body).want(http.StatusOK).decode(&nv)
 		if nv.NextVersion != 2 {
 			t.Fatalf("next %d", nv.NextVersion)
@@ -1145,7 +1146,7 @@ func testWorkerAppend(t *testing.T, e *env) {
 			{CreatedAt: t0, Event: hist(&core.JoinSetCreate{JoinSetID: js})},
 			{CreatedAt: t0, Event: hist(&core.JoinSetRequestEvent{JoinSetID: js, Request: &core.DelayRequest{DelayID: delay, ExpiresAt: t0, ScheduleAt: core.ScheduleAt{Kind: "now"}}})},
 		}}
-		var nv NextVersionJSON
+		var nv wire.NextVersionJSON
 		e.do("POST", "/v1/worker/append-batch/delay-response", body).want(http.StatusOK).decode(&nv)
 		if nv.NextVersion != 4 {
 			t.Fatalf("next %d", nv.NextVersion)
@@ -1171,7 +1172,7 @@ func testWorkerAppend(t *testing.T, e *env) {
 	e.lock(wf, core.ComponentTypeWorkflow)
 	pendingOne := e.submit(ffqnActivity, core.ComponentTypeActivity, "[]")
 	ev := func(r core.ExecutionRequest) core.AppendRequest { return core.AppendRequest{CreatedAt: t0, Event: r} }
-	many := make([]core.AppendRequest, MaxAppendBatch+1)
+	many := make([]core.AppendRequest, wire.MaxAppendBatch+1)
 	for i := range many {
 		many[i] = ev(hist(&core.Persist{Value: core.Bytes{1}, Kind: core.PersistKind{Type: "execution_id"}}))
 	}
@@ -1221,7 +1222,7 @@ func testWorkerAppend(t *testing.T, e *env) {
 func testWorkerReads(t *testing.T, e *env) {
 	parent, child := e.workflowWithChild(core.ComponentTypeActivityStub)
 	t.Run("LogIsTheWholeExecution", func(t *testing.T) {
-		var l ExecutionLogJSON
+		var l wire.ExecutionLogJSON
 		e.do("GET", "/v1/worker/executions/"+parent.String()+"/log", nil).want(http.StatusOK).decode(&l)
 		if l.ExecutionID != parent || len(l.Events) != 4 || l.NextVersion != 4 || l.PendingState.Status() != "locked" ||
 			l.ComponentType != core.ComponentTypeWorkflow || l.Responses == nil {
@@ -1229,7 +1230,7 @@ func testWorkerReads(t *testing.T, e *env) {
 		}
 	})
 	t.Run("NextResponsesWithoutWait", func(t *testing.T) {
-		var r ResponsesJSON
+		var r wire.ResponsesJSON
 		e.do("GET", "/v1/worker/executions/"+parent.String()+"/next-responses", nil).want(http.StatusOK).decode(&r)
 		if r.Responses == nil || len(r.Responses) != 0 {
 			t.Fatalf("responses %+v", r)
@@ -1237,7 +1238,7 @@ func testWorkerReads(t *testing.T, e *env) {
 	})
 	t.Run("NextResponsesWaitTimesOutEmpty", func(t *testing.T) {
 		e2 := newEnv(t, e.db, func(o *Options) { o.FollowWait = 20 * time.Millisecond })
-		var r ResponsesJSON
+		var r wire.ResponsesJSON
 		e2.do("GET", "/v1/worker/executions/"+parent.String()+"/next-responses?wait_ms=1000", nil).want(http.StatusOK).decode(&r)
 		if len(r.Responses) != 0 {
 			t.Fatalf("responses %+v", r)
@@ -1245,7 +1246,7 @@ func testWorkerReads(t *testing.T, e *env) {
 	})
 	t.Run("NextResponsesAfterACursor", func(t *testing.T) {
 		e.do("PUT", "/v1/executions/"+child.String()+"/stub", `{"ok":null}`).want(http.StatusOK)
-		var r ResponsesJSON
+		var r wire.ResponsesJSON
 		e.do("GET", "/v1/worker/executions/"+parent.String()+"/next-responses?wait_ms=1000", nil).want(http.StatusOK).decode(&r)
 		if len(r.Responses) != 1 || r.Responses[0].Cursor != 1 {
 			t.Fatalf("responses %+v", r)
@@ -1259,7 +1260,7 @@ func testWorkerReads(t *testing.T, e *env) {
 		// The wait is clamped to a follow bound that has already passed:
 		// responses already stored still come back (docs/spec/semantics.md §4.3.13).
 		e2 := newEnv(t, e.db, func(o *Options) { o.FollowWait = time.Nanosecond })
-		var r ResponsesJSON
+		var r wire.ResponsesJSON
 		e2.do("GET", "/v1/worker/executions/"+parent.String()+"/next-responses?wait_ms=1000", nil).want(http.StatusOK).decode(&r)
 		if len(r.Responses) != 1 || r.Responses[0].Cursor != 1 {
 			t.Fatalf("responses %+v", r)
@@ -1283,7 +1284,7 @@ func testWorkerTimers(t *testing.T, newDB func(t *testing.T) core.DbExternalApi)
 	e.lock(locked, core.ComponentTypeActivity)
 	_, delay := e.workflowWithDelay()
 	t.Run("ExpiredTimersListsLocksAndDelays", func(t *testing.T) {
-		var timers []ExpiredTimerJSON
+		var timers []wire.ExpiredTimerJSON
 		e.do("GET", "/v1/worker/expired-timers?at="+t0.Add(2*time.Hour).String(), nil).want(http.StatusOK).decode(&timers)
 		var sawLock, sawDelay bool
 		for _, tm := range timers {

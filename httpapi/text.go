@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/wire"
 )
 
 // Plain-text renderings (Accept: text/plain). They follow Obelisk's layouts
@@ -67,9 +68,11 @@ func logsText(rows []core.LogEntryRow, showRunID, showExecutionID bool) string {
 		row := rows[i]
 		var b strings.Builder
 		b.WriteString(row.Entry.CreatedAt.SortableText())
-		level, msg := strings.ToUpper(logLevelNames[row.Entry.Level]), row.Entry.Message
+		name, _ := wire.LogLevelName(row.Entry.Level)
+		level, msg := strings.ToUpper(name), row.Entry.Message
 		if row.Entry.IsStream() {
-			level, msg = strings.ToUpper(streamNames[row.Entry.StreamType]), strings.ToValidUTF8(string(row.Entry.Payload), "\uFFFD")
+			name, _ = wire.StreamTypeName(row.Entry.StreamType)
+			level, msg = strings.ToUpper(name), strings.ToValidUTF8(string(row.Entry.Payload), "\uFFFD")
 		}
 		fmt.Fprintf(&b, " [%-6s] ", level)
 		if showRunID {
@@ -110,7 +113,7 @@ func derefNum(n *uint32) string {
 	return fmt.Sprint(*n)
 }
 
-func deploymentsText(ds []deploymentStateJSON) string {
+func deploymentsText(ds []wire.DeploymentStateJSON) string {
 	return lines(len(ds), func(i int) string {
 		d := ds[i]
 		return fmt.Sprintf("%s locked=%d pending=%d scheduled=%d blocked=%d paused=%d cancelling=%d finished_ok=%d finished_error=%d finished_execution_failure=%d",
@@ -118,7 +121,7 @@ func deploymentsText(ds []deploymentStateJSON) string {
 	})
 }
 
-func deploymentText(d deploymentJSON) string {
+func deploymentText(d wire.DeploymentJSON) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s status=%s digest=%s created_at=%s\n", d.DeploymentID, d.Status, d.Digest, d.CreatedAt)
 	for _, f := range d.Files {
@@ -127,13 +130,13 @@ func deploymentText(d deploymentJSON) string {
 	return b.String()
 }
 
-func componentsText(cs []componentJSON) string {
+func componentsText(cs []wire.ComponentJSON) string {
 	var b strings.Builder
 	for _, c := range cs {
 		fmt.Fprintf(&b, "%s:%s %s\n", c.ComponentID.ComponentType, c.ComponentID.Name, c.ComponentID.ComponentDigest)
 		for _, sec := range []struct {
 			name string
-			fns  *[]functionJSON
+			fns  *[]wire.FunctionJSON
 		}{{"exports", c.Exports}, {"imports", c.Imports}} {
 			if sec.fns == nil {
 				continue

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,393 +12,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/wire"
 )
-
-// Worker routes (/v1/worker/…) expose the executor side of the store
-// (core.DbConnection) to out-of-process workers. Every body is strict JSON
-// (unknown fields rejected, required fields checked); the request and
-// response types below are the wire contract and are exported so that
-// clients can share them.
-
-// WorkerLockRoutes and WorkerWriteRoutes are the path prefixes of the
-// worker routes a deployment serves from functions of their own (lock and
-// append: functions.LockRoutes, functions.AppendRoutes), which clients may
-// also reach through those functions' URLs (client.WithFunctionURLs).
-var (
-	WorkerLockRoutes  = []string{"/v1/worker/lock/"}
-	WorkerWriteRoutes = []string{"/v1/worker/append", "/v1/worker/stub-response", "/v1/worker/logs", "/v1/worker/backtraces"}
-)
-
-// LockParams are the fields shared by every lock body: core.LockRequest in
-// snake_case, minus the pending bound and batch size.
-type LockParams struct {
-	// CreatedAt is the Locked event's time; default: the server clock.
-	CreatedAt     *core.Timestamp           `json:"created_at,omitempty"`
-	ComponentID   core.ComponentId          `json:"component_id" required:"true"`
-	DeploymentID  core.DeploymentId         `json:"deployment_id" required:"true"`
-	ExecutorID    core.ExecutorId           `json:"executor_id" required:"true"`
-	RunID         core.RunId                `json:"run_id" required:"true"`
-	LockExpiresAt core.Timestamp            `json:"lock_expires_at" required:"true"`
-	RetryConfig   core.ComponentRetryConfig `json:"retry_config" required:"true"`
-	// SkipHistory leaves event_history and responses of the answer empty
-	// (core.LockRequest.SkipHistory); read them with the history route.
-	SkipHistory bool `json:"skip_history,omitempty"`
-}
-
-// LockPendingBody is the body of POST /v1/worker/lock/pending-by-ffqns,
-// …/pending-by-ffqns-auto (with FFQNs) and …/pending-by-component-digest
-// (FFQNs must be absent; the digest is component_id.component_digest).
-type LockPendingBody struct {
-	LockParams
-	BatchSize uint32 `json:"batch_size" required:"true"`
-	// PendingAtOrSooner bounds scheduled_at (inclusive); default: created_at.
-	PendingAtOrSooner *core.Timestamp    `json:"pending_at_or_sooner,omitempty"`
-	FFQNs             []core.FunctionFqn `json:"ffqns,omitempty"`
-	// WaitMs, when nothing is pending, waits up to this long (clamped to the
-	// server's follow bound) for a pending execution, then tries once more.
-	WaitMs uint64 `json:"wait_ms,omitempty"`
-}
-
-// LockOneBody is the body of POST /v1/worker/lock/one.
-type LockOneBody struct {
-	LockParams
-	ExecutionID core.ExecutionId `json:"execution_id" required:"true"`
-	Version     core.Version     `json:"version" required:"true"`
-}
-
-func (p LockParams) request(now core.Timestamp, batch uint32, pendingAtOrSooner *core.Timestamp) core.LockRequest {
-	created := now
-	if p.CreatedAt != nil {
-		created = *p.CreatedAt
-	}
-	pending := created
-	if pendingAtOrSooner != nil {
-		pending = *pendingAtOrSooner
-	}
-	return core.LockRequest{BatchSize: batch, PendingAtOrSooner: pending, CreatedAt: created,
-		ComponentID: p.ComponentID, DeploymentID: p.DeploymentID, ExecutorID: p.ExecutorID, RunID: p.RunID,
-		LockExpiresAt: p.LockExpiresAt, RetryConfig: p.RetryConfig, SkipHistory: p.SkipHistory}
-}
-
-// HistoryEventJSON is a history event with its version: {"event":…,"version":n}.
-type HistoryEventJSON struct {
-	Event   core.HistoryEvent
-	Version core.Version
-}
-
-type historyEventWire struct {
-	Event   json.RawMessage `json:"event"`
-	Version core.Version    `json:"version"`
-}
-
-// MarshalJSON encodes {"event": <HistoryEvent>, "version": n}.
-func (h HistoryEventJSON) MarshalJSON() ([]byte, error) {
-	ev, err := core.EncodeHistoryEvent(h.Event)
-	if err != nil {
-		return nil, err
-	}
-	return core.MarshalJSON(historyEventWire{ev, h.Version})
-}
-
-// UnmarshalJSON decodes {"event": <HistoryEvent>, "version": n}.
-func (h *HistoryEventJSON) UnmarshalJSON(b []byte) error {
-	var w historyEventWire
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	if w.Event == nil {
-		return errors.New("missing field `event`")
-	}
-	ev, err := core.DecodeHistoryEvent(w.Event)
-	if err != nil {
-		return err
-	}
-	*h = HistoryEventJSON{Event: ev, Version: w.Version}
-	return nil
-}
-
-// LockedExecutionJSON is core.LockedExecution on the wire.
-type LockedExecutionJSON struct {
-	ExecutionID            core.ExecutionId          `json:"execution_id"`
-	NextVersion            core.Version              `json:"next_version"`
-	Metadata               core.ExecutionMetadata    `json:"metadata"`
-	ComponentDigest        core.ComponentDigest      `json:"component_digest"`
-	LockedEvent            core.Locked               `json:"locked_event"`
-	FFQN                   core.FunctionFqn          `json:"ffqn"`
-	Params                 core.Params               `json:"params"`
-	EventHistory           []HistoryEventJSON        `json:"event_history"`
-	Responses              []core.ResponseWithCursor `json:"responses"`
-	Parent                 *core.Parent              `json:"parent"`
-	IntermittentEventCount uint32                    `json:"intermittent_event_count"`
-}
-
-// NewLockedExecutionJSON converts a locked execution to its wire form.
-func NewLockedExecutionJSON(l core.LockedExecution) LockedExecutionJSON {
-	hist := make([]HistoryEventJSON, 0, len(l.EventHistory))
-	for _, h := range l.EventHistory {
-		hist = append(hist, HistoryEventJSON(h))
-	}
-	return LockedExecutionJSON{
-		ExecutionID: l.ExecutionID, NextVersion: l.NextVersion, Metadata: l.Metadata, ComponentDigest: l.ComponentDigest,
-		LockedEvent: l.LockedEvent, FFQN: l.FFQN, Params: l.Params, EventHistory: hist,
-		Responses: nonNil(l.Responses), Parent: l.Parent, IntermittentEventCount: l.IntermittentEventCount,
-	}
-}
-
-// Core converts the wire form back to core.LockedExecution.
-func (j LockedExecutionJSON) Core() core.LockedExecution {
-	hist := make([]core.HistoryEventWithVersion, 0, len(j.EventHistory))
-	for _, h := range j.EventHistory {
-		hist = append(hist, core.HistoryEventWithVersion(h))
-	}
-	return core.LockedExecution{
-		ExecutionID: j.ExecutionID, NextVersion: j.NextVersion, Metadata: j.Metadata, ComponentDigest: j.ComponentDigest,
-		LockedEvent: j.LockedEvent, FFQN: j.FFQN, Params: j.Params, EventHistory: hist,
-		Responses: j.Responses, Parent: j.Parent, IntermittentEventCount: j.IntermittentEventCount,
-	}
-}
-
-// AppendBody is the body of POST /v1/worker/append.
-type AppendBody struct {
-	ExecutionID core.ExecutionId   `json:"execution_id" required:"true"`
-	Version     core.Version       `json:"version" required:"true"`
-	Req         core.AppendRequest `json:"req" required:"true"`
-}
-
-// AppendBatchBody is the body of POST /v1/worker/append-batch.
-type AppendBatchBody struct {
-	// CurrentTime defaults to the server clock.
-	CurrentTime *core.Timestamp      `json:"current_time,omitempty"`
-	Batch       []core.AppendRequest `json:"batch" required:"true"`
-	ExecutionID core.ExecutionId     `json:"execution_id" required:"true"`
-	Version     core.Version         `json:"version" required:"true"`
-}
-
-// CreateChildrenBody is the body of POST /v1/worker/append-batch/create-children.
-type CreateChildrenBody struct {
-	AppendBatchBody
-	Children   []core.CreateRequest `json:"children" required:"true"`
-	Backtraces []core.BacktraceInfo `json:"backtraces,omitempty"`
-}
-
-// DelayResponseBody is the body of POST /v1/worker/append-batch/delay-response.
-type DelayResponseBody struct {
-	AppendBatchBody
-	JoinSetID core.JoinSetId `json:"join_set_id" required:"true"`
-	DelayID   core.DelayId   `json:"delay_id" required:"true"`
-}
-
-// RespondToParentBody is the body of POST /v1/worker/append-batch/respond-to-parent.
-type RespondToParentBody struct {
-	Events   core.AppendEventsToExecution   `json:"events" required:"true"`
-	Response core.AppendResponseToExecution `json:"response" required:"true"`
-	// CurrentTime defaults to the server clock.
-	CurrentTime *core.Timestamp `json:"current_time,omitempty"`
-}
-
-// AppendManyBody is the body of POST /v1/worker/append-batch/many: writes
-// to different executions in one request, each atomic on its own and
-// answered on its own (docs/http-api.md §4.2). A worker finishing many
-// executions at once pays one request instead of one per execution.
-type AppendManyBody struct {
-	Items []AppendManyItem `json:"items" required:"true"`
-}
-
-// AppendManyItem is one write of AppendManyBody: exactly one of its
-// fields, the body of the single route it stands for
-// (/v1/worker/append-batch or /v1/worker/append-batch/respond-to-parent).
-type AppendManyItem struct {
-	Append          *AppendBatchBody     `json:"append,omitempty"`
-	RespondToParent *RespondToParentBody `json:"respond_to_parent,omitempty"`
-}
-
-// AppendManyJSON answers POST /v1/worker/append-batch/many: one result per
-// item, in the items' order.
-type AppendManyJSON struct {
-	Results []AppendManyResult `json:"results"`
-}
-
-// AppendManyResult is one item's outcome: next_version, or the status and
-// message its single route would have answered.
-type AppendManyResult struct {
-	NextVersion *core.Version `json:"next_version,omitempty"`
-	Status      int           `json:"status,omitempty"`
-	Err         string        `json:"err,omitempty"`
-}
-
-// StubResponseBody is the body of POST /v1/worker/stub-response.
-type StubResponseBody struct {
-	ExecutionID core.ExecutionIdDerived        `json:"execution_id" required:"true"`
-	Version     core.Version                   `json:"version" required:"true"`
-	Req         core.AppendRequest             `json:"req" required:"true"`
-	Response    core.AppendResponseToExecution `json:"response" required:"true"`
-	// CurrentTime defaults to the server clock.
-	CurrentTime *core.Timestamp `json:"current_time,omitempty"`
-}
-
-// NextVersionJSON answers the append routes.
-type NextVersionJSON struct {
-	NextVersion core.Version `json:"next_version"`
-}
-
-// ExecutionLogJSON is core.ExecutionLog on the wire.
-type ExecutionLogJSON struct {
-	ExecutionID     core.ExecutionId          `json:"execution_id"`
-	Events          []core.ExecutionEvent     `json:"events"`
-	Responses       []core.ResponseWithCursor `json:"responses"`
-	NextVersion     core.Version              `json:"next_version"`
-	PendingState    core.PendingState         `json:"pending_state"`
-	ComponentDigest core.ComponentDigest      `json:"component_digest"`
-	ComponentType   core.ComponentType        `json:"component_type"`
-	DeploymentID    core.DeploymentId         `json:"deployment_id"`
-}
-
-// Core converts the wire form back to core.ExecutionLog.
-func (j ExecutionLogJSON) Core() core.ExecutionLog {
-	return core.ExecutionLog(j)
-}
-
-// ResponsesJSON answers GET /v1/worker/executions/{id}/next-responses.
-type ResponsesJSON struct {
-	Responses []core.ResponseWithCursor `json:"responses"`
-}
-
-// LogRowJSON is one log row of POST /v1/worker/logs: a log line
-// ("type":"log" with level and message) or a stream chunk ("type":"stream"
-// with stream_type and base64 payload).
-type LogRowJSON struct {
-	ExecutionID core.ExecutionId `json:"execution_id"`
-	RunID       core.RunId       `json:"run_id"`
-	CreatedAt   core.Timestamp   `json:"created_at"`
-	Type        string           `json:"type"`
-	Level       *string          `json:"level,omitempty"`
-	Message     *string          `json:"message,omitempty"`
-	StreamType  *string          `json:"stream_type,omitempty"`
-	Payload     []byte           `json:"payload,omitempty"`
-}
-
-// Core validates the row and converts it.
-func (r LogRowJSON) Core() (core.LogInfoAppendRow, error) {
-	row := core.LogInfoAppendRow{ExecutionID: r.ExecutionID, RunID: r.RunID, Entry: core.LogEntry{CreatedAt: r.CreatedAt}}
-	switch r.Type {
-	case "log":
-		if r.Level == nil || r.Message == nil || r.StreamType != nil || r.Payload != nil {
-			return row, errors.New("a log row needs `level` and `message` only")
-		}
-		lv, ok := logLevelByName[*r.Level]
-		if !ok {
-			return row, fmt.Errorf("unknown level %q", *r.Level)
-		}
-		row.Entry.Level, row.Entry.Message = lv, *r.Message
-	case "stream":
-		if r.StreamType == nil || r.Payload == nil || r.Level != nil || r.Message != nil {
-			return row, errors.New("a stream row needs `stream_type` and `payload` only")
-		}
-		st, ok := streamByName[*r.StreamType]
-		if !ok {
-			return row, fmt.Errorf("unknown stream_type %q", *r.StreamType)
-		}
-		row.Entry.StreamType, row.Entry.Payload = st, r.Payload
-	default:
-		return row, fmt.Errorf("unknown row type %q, expected `log` or `stream`", r.Type)
-	}
-	return row, nil
-}
-
-// AppendLogsBody is the body of POST /v1/worker/logs.
-type AppendLogsBody struct {
-	Logs []LogRowJSON `json:"logs" required:"true"`
-}
-
-// AppendBacktracesBody is the body of POST /v1/worker/backtraces.
-type AppendBacktracesBody struct {
-	Backtraces []core.BacktraceInfo `json:"backtraces" required:"true"`
-}
-
-// InsertedJSON answers POST /v1/worker/backtraces.
-type InsertedJSON struct {
-	Inserted int `json:"inserted"`
-}
-
-// SweepBody is the optional body of POST /v1/worker/sweep.
-type SweepBody struct {
-	// At is the sweep time; default: the server clock.
-	At *core.Timestamp `json:"at,omitempty"`
-}
-
-// ExpiredTimerJSON is core.ExpiredTimer on the wire:
-// {"type":"lock", execution_id, locked_at_version, next_version,
-// intermittent_event_count, max_retries, retry_exp_backoff, locked_by,
-// lock_expires_at} or {"type":"delay", execution_id, join_set_id, delay_id,
-// expires_at}.
-type ExpiredTimerJSON struct {
-	Lock  *core.ExpiredLock
-	Delay *core.ExpiredDelay
-}
-
-type expiredLockWire struct {
-	Type                   string           `json:"type"`
-	ExecutionID            core.ExecutionId `json:"execution_id"`
-	LockedAtVersion        core.Version     `json:"locked_at_version"`
-	NextVersion            core.Version     `json:"next_version"`
-	IntermittentEventCount uint32           `json:"intermittent_event_count"`
-	MaxRetries             *uint32          `json:"max_retries"`
-	RetryExpBackoff        core.Duration    `json:"retry_exp_backoff"`
-	LockedBy               core.LockedBy    `json:"locked_by"`
-	LockExpiresAt          core.Timestamp   `json:"lock_expires_at"`
-}
-
-type expiredDelayWire struct {
-	Type        string           `json:"type"`
-	ExecutionID core.ExecutionId `json:"execution_id"`
-	JoinSetID   core.JoinSetId   `json:"join_set_id"`
-	DelayID     core.DelayId     `json:"delay_id"`
-	ExpiresAt   core.Timestamp   `json:"expires_at"`
-}
-
-// MarshalJSON encodes the timer with its "type" tag first.
-func (t ExpiredTimerJSON) MarshalJSON() ([]byte, error) {
-	switch {
-	case t.Lock != nil:
-		l := t.Lock
-		return core.MarshalJSON(expiredLockWire{"lock", l.ExecutionID, l.LockedAtVersion, l.NextVersion,
-			l.IntermittentEventCount, l.MaxRetries, l.RetryExpBackoff, l.LockedBy, l.LockExpiresAt})
-	case t.Delay != nil:
-		d := t.Delay
-		return core.MarshalJSON(expiredDelayWire{"delay", d.ExecutionID, d.JoinSetID, d.DelayID, d.ExpiresAt})
-	}
-	return nil, errors.New("httpapi: empty expired timer")
-}
-
-// UnmarshalJSON decodes either variant.
-func (t *ExpiredTimerJSON) UnmarshalJSON(b []byte) error {
-	var tag struct {
-		Type string `json:"type"`
-	}
-	if err := json.Unmarshal(b, &tag); err != nil {
-		return err
-	}
-	switch tag.Type {
-	case "lock":
-		var w expiredLockWire
-		if err := json.Unmarshal(b, &w); err != nil {
-			return err
-		}
-		*t = ExpiredTimerJSON{Lock: &core.ExpiredLock{ExecutionID: w.ExecutionID, LockedAtVersion: w.LockedAtVersion,
-			NextVersion: w.NextVersion, IntermittentEventCount: w.IntermittentEventCount, MaxRetries: w.MaxRetries,
-			RetryExpBackoff: w.RetryExpBackoff, LockedBy: w.LockedBy, LockExpiresAt: w.LockExpiresAt}}
-	case "delay":
-		var w expiredDelayWire
-		if err := json.Unmarshal(b, &w); err != nil {
-			return err
-		}
-		*t = ExpiredTimerJSON{Delay: &core.ExpiredDelay{ExecutionID: w.ExecutionID, JoinSetID: w.JoinSetID, DelayID: w.DelayID,
-			ExpiresAt: w.ExpiresAt}}
-	default:
-		return fmt.Errorf("unknown expired timer type %q", tag.Type)
-	}
-	return nil
-}
 
 // --- handlers ----------------------------------------------------------------------
 
@@ -410,10 +24,10 @@ func checkBatch(name string, n, lo, hi int) error {
 	return nil
 }
 
-func lockedJSON(locked []core.LockedExecution) []LockedExecutionJSON {
-	out := make([]LockedExecutionJSON, 0, len(locked))
+func lockedJSON(locked []core.LockedExecution) []wire.LockedExecutionJSON {
+	out := make([]wire.LockedExecutionJSON, 0, len(locked))
 	for _, l := range locked {
-		out = append(out, NewLockedExecutionJSON(l))
+		out = append(out, wire.NewLockedExecutionJSON(l))
 	}
 	return out
 }
@@ -433,25 +47,25 @@ func (s *server) lockPendingByDigest(c *call) error    { return s.lockPending(c,
 
 // POST /v1/worker/lock/pending-by-*
 func (s *server) lockPending(c *call, kind lockKind) error {
-	var b LockPendingBody
+	var b wire.LockPendingBody
 	if err := c.decodeBody(&b); err != nil {
 		return err
 	}
 	if err := s.timeBound().lock(&b.LockParams); err != nil {
 		return err
 	}
-	if b.BatchSize < 1 || b.BatchSize > MaxLockBatch {
-		return badRequest("`batch_size` must be between 1 and %d", MaxLockBatch)
+	if b.BatchSize < 1 || b.BatchSize > wire.MaxLockBatch {
+		return badRequest("`batch_size` must be between 1 and %d", wire.MaxLockBatch)
 	}
 	if kind == lockByDigest {
 		if b.FFQNs != nil {
 			return unprocessable(errors.New("unknown field `ffqns`"))
 		}
-	} else if err := checkBatch("ffqns", len(b.FFQNs), 1, MaxAppendBatch); err != nil {
+	} else if err := checkBatch("ffqns", len(b.FFQNs), 1, wire.MaxAppendBatch); err != nil {
 		return err
 	}
 	lock := func() ([]core.LockedExecution, core.LockRequest, error) {
-		req := b.request(s.now(), b.BatchSize, b.PendingAtOrSooner)
+		req := b.Request(s.now(), b.BatchSize, b.PendingAtOrSooner)
 		var locked []core.LockedExecution
 		var err error
 		switch kind {
@@ -507,7 +121,7 @@ const lockWaitSlice = 250 * time.Millisecond
 
 // POST /v1/worker/lock/one
 func (s *server) lockOne(c *call) error {
-	var b LockOneBody
+	var b wire.LockOneBody
 	if err := c.decodeBody(&b); err != nil {
 		return err
 	}
@@ -515,11 +129,11 @@ func (s *server) lockOne(c *call) error {
 		return err
 	}
 	setExecutionID(c.r, b.ExecutionID)
-	locked, err := s.db.LockOne(c.ctx(), b.request(s.now(), 1, nil), b.ExecutionID, b.Version)
+	locked, err := s.db.LockOne(c.ctx(), b.Request(s.now(), 1, nil), b.ExecutionID, b.Version)
 	if err != nil {
 		return err
 	}
-	return c.json(http.StatusOK, NewLockedExecutionJSON(locked))
+	return c.json(http.StatusOK, wire.NewLockedExecutionJSON(locked))
 }
 
 func (s *server) timeOr(t *core.Timestamp) core.Timestamp {
@@ -531,7 +145,7 @@ func (s *server) timeOr(t *core.Timestamp) core.Timestamp {
 
 // POST /v1/worker/append
 func (s *server) workerAppend(c *call) error {
-	var b AppendBody
+	var b wire.AppendBody
 	if err := c.decodeBody(&b); err != nil {
 		return err
 	}
@@ -543,12 +157,12 @@ func (s *server) workerAppend(c *call) error {
 	if err != nil {
 		return err
 	}
-	return c.json(http.StatusOK, NextVersionJSON{next})
+	return c.json(http.StatusOK, wire.NextVersionJSON{NextVersion: next})
 }
 
 // POST /v1/worker/append-batch
 func (s *server) workerAppendBatch(c *call) error {
-	var b AppendBatchBody
+	var b wire.AppendBatchBody
 	if err := c.decodeBody(&b); err != nil {
 		return err
 	}
@@ -560,13 +174,13 @@ func (s *server) workerAppendBatch(c *call) error {
 	if err != nil {
 		return err
 	}
-	return c.json(http.StatusOK, NextVersionJSON{next})
+	return c.json(http.StatusOK, wire.NextVersionJSON{NextVersion: next})
 }
 
 // appendBatchOf checks and commits an append-batch body (the route and an
 // append-batch/many item).
-func (s *server) appendBatchOf(ctx context.Context, b *AppendBatchBody) (core.Version, error) {
-	if err := checkBatch("batch", len(b.Batch), 1, MaxAppendBatch); err != nil {
+func (s *server) appendBatchOf(ctx context.Context, b *wire.AppendBatchBody) (core.Version, error) {
+	if err := checkBatch("batch", len(b.Batch), 1, wire.MaxAppendBatch); err != nil {
 		return 0, err
 	}
 	return s.db.AppendBatch(ctx, s.timeOr(b.CurrentTime), b.Batch, b.ExecutionID, b.Version)
@@ -574,7 +188,7 @@ func (s *server) appendBatchOf(ctx context.Context, b *AppendBatchBody) (core.Ve
 
 // POST /v1/worker/append-batch/create-children
 func (s *server) workerCreateChildren(c *call) error {
-	var b CreateChildrenBody
+	var b wire.CreateChildrenBody
 	if err := c.decodeBody(&b); err != nil {
 		return err
 	}
@@ -586,13 +200,13 @@ func (s *server) workerCreateChildren(c *call) error {
 		return err
 	}
 	setExecutionID(c.r, b.ExecutionID)
-	if err := checkBatch("batch", len(b.Batch), 1, MaxAppendBatch); err != nil {
+	if err := checkBatch("batch", len(b.Batch), 1, wire.MaxAppendBatch); err != nil {
 		return err
 	}
-	if err := checkBatch("batch` + `children", len(b.Batch)+len(b.Children), 1, MaxAppendBatch); err != nil {
+	if err := checkBatch("batch` + `children", len(b.Batch)+len(b.Children), 1, wire.MaxAppendBatch); err != nil {
 		return err
 	}
-	if err := checkBatch("backtraces", len(b.Backtraces), 0, MaxBacktraceBatch); err != nil {
+	if err := checkBatch("backtraces", len(b.Backtraces), 0, wire.MaxBacktraceBatch); err != nil {
 		return err
 	}
 	// Checked against the parent's log in the same write (docs/http-api.md §4.1).
@@ -604,12 +218,12 @@ func (s *server) workerCreateChildren(c *call) error {
 	if err != nil {
 		return err
 	}
-	return c.json(http.StatusOK, NextVersionJSON{next})
+	return c.json(http.StatusOK, wire.NextVersionJSON{NextVersion: next})
 }
 
 // POST /v1/worker/append-batch/delay-response
 func (s *server) workerDelayResponse(c *call) error {
-	var b DelayResponseBody
+	var b wire.DelayResponseBody
 	if err := c.decodeBody(&b); err != nil {
 		return err
 	}
@@ -617,19 +231,19 @@ func (s *server) workerDelayResponse(c *call) error {
 		return err
 	}
 	setExecutionID(c.r, b.ExecutionID)
-	if err := checkBatch("batch", len(b.Batch), 1, MaxAppendBatch); err != nil {
+	if err := checkBatch("batch", len(b.Batch), 1, wire.MaxAppendBatch); err != nil {
 		return err
 	}
 	next, err := s.db.AppendBatchWithDelayResponse(c.ctx(), s.timeOr(b.CurrentTime), b.Batch, b.ExecutionID, b.Version, b.JoinSetID, b.DelayID)
 	if err != nil {
 		return err
 	}
-	return c.json(http.StatusOK, NextVersionJSON{next})
+	return c.json(http.StatusOK, wire.NextVersionJSON{NextVersion: next})
 }
 
 // POST /v1/worker/append-batch/respond-to-parent
 func (s *server) workerRespondToParent(c *call) error {
-	var b RespondToParentBody
+	var b wire.RespondToParentBody
 	if err := c.decodeBody(&b); err != nil {
 		return err
 	}
@@ -641,13 +255,13 @@ func (s *server) workerRespondToParent(c *call) error {
 	if err != nil {
 		return err
 	}
-	return c.json(http.StatusOK, NextVersionJSON{next})
+	return c.json(http.StatusOK, wire.NextVersionJSON{NextVersion: next})
 }
 
 // respondToParentOf checks and commits a respond-to-parent body (the route
 // and an append-batch/many item).
-func (s *server) respondToParentOf(ctx context.Context, b *RespondToParentBody) (core.Version, error) {
-	if err := checkBatch("events.batch", len(b.Events.Batch), 1, MaxAppendBatch); err != nil {
+func (s *server) respondToParentOf(ctx context.Context, b *wire.RespondToParentBody) (core.Version, error) {
+	if err := checkBatch("events.batch", len(b.Events.Batch), 1, wire.MaxAppendBatch); err != nil {
 		return 0, err
 	}
 	// Checked against the child's batch and the parent's log in the same write (docs/http-api.md §4.1).
@@ -663,24 +277,24 @@ const appendManyParallelism = 8
 
 // POST /v1/worker/append-batch/many
 func (s *server) workerAppendMany(c *call) error {
-	var b AppendManyBody
+	var b wire.AppendManyBody
 	if err := c.decodeBody(&b); err != nil {
 		return err
 	}
 	if err := s.timeBound().many(&b); err != nil {
 		return err
 	}
-	if err := checkBatch("items", len(b.Items), 1, MaxAppendMany); err != nil {
+	if err := checkBatch("items", len(b.Items), 1, wire.MaxAppendMany); err != nil {
 		return err
 	}
-	results := make([]AppendManyResult, len(b.Items))
+	results := make([]wire.AppendManyResult, len(b.Items))
 	var g errgroup.Group
 	g.SetLimit(appendManyParallelism)
 	for i := range b.Items {
 		g.Go(func() error {
 			next, err := s.appendItem(c.ctx(), &b.Items[i])
 			if err == nil {
-				results[i] = AppendManyResult{NextVersion: &next}
+				results[i] = wire.AppendManyResult{NextVersion: &next}
 				return nil
 			}
 			status, msg := errorStatus(err)
@@ -688,16 +302,16 @@ func (s *server) workerAppendMany(c *call) error {
 				s.log.ErrorContext(c.ctx(), "append-many item failed", slog.Int("item", i), slog.Int(logKeyStatus, status),
 					slog.String(logKeyErr, err.Error()))
 			}
-			results[i] = AppendManyResult{Status: status, Err: msg}
+			results[i] = wire.AppendManyResult{Status: status, Err: msg}
 			return nil
 		})
 	}
 	_ = g.Wait()
-	return c.json(http.StatusOK, AppendManyJSON{Results: results})
+	return c.json(http.StatusOK, wire.AppendManyJSON{Results: results})
 }
 
 // appendItem runs one item of a many-write as its single route would.
-func (s *server) appendItem(ctx context.Context, it *AppendManyItem) (core.Version, error) {
+func (s *server) appendItem(ctx context.Context, it *wire.AppendManyItem) (core.Version, error) {
 	switch {
 	case it.Append != nil && it.RespondToParent == nil:
 		return s.appendBatchOf(ctx, it.Append)
@@ -709,7 +323,7 @@ func (s *server) appendItem(ctx context.Context, it *AppendManyItem) (core.Versi
 
 // POST /v1/worker/stub-response
 func (s *server) workerStubResponse(c *call) error {
-	var b StubResponseBody
+	var b wire.StubResponseBody
 	if err := c.decodeBody(&b); err != nil {
 		return err
 	}
@@ -734,7 +348,7 @@ func (s *server) workerGetLog(c *call) error {
 	if err != nil {
 		return err
 	}
-	out := ExecutionLogJSON(*l)
+	out := wire.ExecutionLogJSON(*l)
 	out.Events, out.Responses = nonNil(out.Events), nonNil(out.Responses)
 	return c.json(http.StatusOK, out)
 }
@@ -777,19 +391,19 @@ func (s *server) workerNextResponses(c *call) error {
 			return err
 		}
 	}
-	return c.json(http.StatusOK, ResponsesJSON{nonNil(rs)})
+	return c.json(http.StatusOK, wire.ResponsesJSON{Responses: nonNil(rs)})
 }
 
 // POST /v1/worker/logs
 func (s *server) workerAppendLogs(c *call) error {
-	var b AppendLogsBody
+	var b wire.AppendLogsBody
 	if err := c.decodeBody(&b); err != nil {
 		return err
 	}
 	if err := s.timeBound().logs(&b); err != nil {
 		return err
 	}
-	if err := checkBatch("logs", len(b.Logs), 1, MaxLogBatch); err != nil {
+	if err := checkBatch("logs", len(b.Logs), 1, wire.MaxLogBatch); err != nil {
 		return err
 	}
 	rows := make([]core.LogInfoAppendRow, 0, len(b.Logs))
@@ -817,18 +431,18 @@ func (s *server) workerAppendLogs(c *call) error {
 
 // POST /v1/worker/backtraces
 func (s *server) workerAppendBacktraces(c *call) error {
-	var b AppendBacktracesBody
+	var b wire.AppendBacktracesBody
 	if err := c.decodeBody(&b); err != nil {
 		return err
 	}
-	if err := checkBatch("backtraces", len(b.Backtraces), 1, MaxBacktraceBatch); err != nil {
+	if err := checkBatch("backtraces", len(b.Backtraces), 1, wire.MaxBacktraceBatch); err != nil {
 		return err
 	}
 	n, err := s.db.AppendBacktraceBatch(c.ctx(), b.Backtraces)
 	if err != nil {
 		return err
 	}
-	return c.json(http.StatusOK, InsertedJSON{n})
+	return c.json(http.StatusOK, wire.InsertedJSON{Inserted: n})
 }
 
 // GET /v1/worker/expired-timers
@@ -845,9 +459,9 @@ func (s *server) workerExpiredTimers(c *call) error {
 	if err != nil {
 		return err
 	}
-	out := make([]ExpiredTimerJSON, 0, len(timers))
+	out := make([]wire.ExpiredTimerJSON, 0, len(timers))
 	for _, t := range timers {
-		out = append(out, ExpiredTimerJSON(t))
+		out = append(out, wire.ExpiredTimerJSON(t))
 	}
 	return c.json(http.StatusOK, out)
 }
@@ -864,8 +478,8 @@ func (s *server) workerCancelling(c *call) error {
 	}
 	batch := uint64(10)
 	if n != nil {
-		if *n < 1 || *n > MaxCancellingBatch {
-			return queryErr("batch_size", fmt.Sprintf("must be between 1 and %d", MaxCancellingBatch))
+		if *n < 1 || *n > wire.MaxCancellingBatch {
+			return queryErr("batch_size", fmt.Sprintf("must be between 1 and %d", wire.MaxCancellingBatch))
 		}
 		batch = *n
 	}
@@ -878,7 +492,7 @@ func (s *server) workerCancelling(c *call) error {
 
 // POST /v1/worker/sweep
 func (s *server) workerSweep(c *call) error {
-	var b SweepBody
+	var b wire.SweepBody
 	if c.r.Body != nil {
 		if err := c.decodeOptionalBody(&b); err != nil {
 			return err

@@ -7,37 +7,12 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/wire"
 )
 
 // Worker routes added for SDK workers: incremental history reads (so lock
 // answers need not carry the whole history), creation of top-level
 // executions, and the typed result of an execution.
-
-// HistoryDeltaJSON is core.HistoryDelta on the wire: the answer of
-// GET /v1/worker/executions/{execution_id}/history.
-type HistoryDeltaJSON struct {
-	Events      []HistoryEventJSON        `json:"events"`
-	Responses   []core.ResponseWithCursor `json:"responses"`
-	NextVersion core.Version              `json:"next_version"`
-}
-
-// NewHistoryDeltaJSON converts a delta to its wire form.
-func NewHistoryDeltaJSON(d core.HistoryDelta) HistoryDeltaJSON {
-	ev := make([]HistoryEventJSON, 0, len(d.Events))
-	for _, h := range d.Events {
-		ev = append(ev, HistoryEventJSON(h))
-	}
-	return HistoryDeltaJSON{Events: ev, Responses: nonNil(d.Responses), NextVersion: d.NextVersion}
-}
-
-// Core converts the wire form back to core.HistoryDelta.
-func (j HistoryDeltaJSON) Core() core.HistoryDelta {
-	ev := make([]core.HistoryEventWithVersion, 0, len(j.Events))
-	for _, h := range j.Events {
-		ev = append(ev, core.HistoryEventWithVersion(h))
-	}
-	return core.HistoryDelta{Events: ev, Responses: nonNil(j.Responses), NextVersion: j.NextVersion}
-}
 
 // execQuery reads the path's execution id and unsigned query parameters
 // (absent: 0).
@@ -77,7 +52,7 @@ func (s *server) workerHistory(c *call) error {
 	if err != nil {
 		return err
 	}
-	return c.json(http.StatusOK, NewHistoryDeltaJSON(d))
+	return c.json(http.StatusOK, wire.NewHistoryDeltaJSON(d))
 }
 
 // POST /v1/worker/create
@@ -94,7 +69,7 @@ func (s *server) workerCreate(c *call) error {
 	if err != nil {
 		return err
 	}
-	return c.json(http.StatusOK, NextVersionJSON{next})
+	return c.json(http.StatusOK, wire.NextVersionJSON{NextVersion: next})
 }
 
 // GET /v1/worker/executions/{execution_id}/result

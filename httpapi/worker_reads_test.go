@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/wire"
 )
 
 // testWorkerSDKRoutes covers the routes and options added for SDK workers:
@@ -36,19 +37,19 @@ func testWorkerSDKRoutes(t *testing.T, fresh func(t *testing.T, opts ...envOptio
 		body := lockParams(core.ComponentTypeWorkflow, t0.Add(time.Minute))
 		body["execution_id"], body["version"], body["skip_history"] = parent, 5, true
 		r := e.do("POST", "/v1/worker/lock/one", body).want(http.StatusOK)
-		var l LockedExecutionJSON
+		var l wire.LockedExecutionJSON
 		r.decode(&l)
 		if l.NextVersion != 6 || l.EventHistory == nil || len(l.EventHistory) != 0 || l.Responses == nil || len(l.Responses) != 0 || l.FFQN != ffqnWorkflow {
 			t.Fatalf("locked %+v", l)
 		}
 	})
 	t.Run("HistoryDelta", func(t *testing.T) {
-		var all HistoryDeltaJSON
+		var all wire.HistoryDeltaJSON
 		e.do("GET", "/v1/worker/executions/"+parent.String()+"/history", nil).want(http.StatusOK).decode(&all)
 		if len(all.Events) != 3 || all.Events[0].Version != 2 || len(all.Responses) != 1 || all.NextVersion != 6 {
 			t.Fatalf("whole history %+v", all)
 		}
-		var d HistoryDeltaJSON
+		var d wire.HistoryDeltaJSON
 		e.do("GET", "/v1/worker/executions/"+parent.String()+"/history?from_version=4&after_cursor=1", nil).want(http.StatusOK).decode(&d)
 		if len(d.Events) != 1 || d.Events[0].Version != 4 || d.Responses == nil || len(d.Responses) != 0 || d.NextVersion != 6 {
 			t.Fatalf("delta %+v", d)
@@ -75,7 +76,7 @@ func testWorkerSDKRoutes(t *testing.T, fresh func(t *testing.T, opts ...envOptio
 		id, _ := core.NewExecutionId(uint64(t0.UnixMilli()), bytes.NewReader(make([]byte, 10)))
 		req := core.CreateRequest{CreatedAt: t0, ExecutionID: id, FFQN: ffqnActivity, Params: core.Params{json.RawMessage(`1`)},
 			ScheduledAt: t0.Add(time.Hour), ComponentID: unmanagedComponent(core.ComponentTypeActivity), Metadata: core.ExecutionMetadata{}}
-		var nv NextVersionJSON
+		var nv wire.NextVersionJSON
 		e.do("POST", "/v1/worker/create", req).want(http.StatusOK).decode(&nv)
 		if nv.NextVersion != 1 {
 			t.Fatalf("next %d", nv.NextVersion)

@@ -51,7 +51,7 @@ var (
 	// latencyBuckets (seconds) span an fsync'd SQLite commit (~1 ms) to a
 	// long poll (20 s).
 	latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
-	// batchBuckets cover lock batch sizes up to httpapi.MaxLockBatch and
+	// batchBuckets cover lock batch sizes up to wire.MaxLockBatch and
 	// in-process batches beyond it.
 	batchBuckets = []float64{0, 1, 2, 4, 8, 16, 25, 50, 100}
 )

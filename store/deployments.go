@@ -532,3 +532,9 @@ func (s *Service) withSizes(ctx context.Context, r core.DeploymentRecord) (core.
 	}
 	return r, nil
 }
+
+// FunctionComponent implements core.WorkerConn from the current
+// deployment's components (core.FunctionComponent).
+func (s *Service) FunctionComponent(ctx context.Context, ffqn core.FunctionFqn) (core.ComponentId, core.DeploymentId, error) {
+	return core.FunctionComponent(ctx, s, ffqn)
+}

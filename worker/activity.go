@@ -177,10 +177,10 @@ func activityOutcome(le core.LockedExecution, rv core.ReturnValue, err error, pv
 func (w *Worker) appendOutcome(ctx context.Context, id core.ExecutionId, parent *core.Parent, version core.Version, ev core.AppendRequest, now core.Timestamp) error {
 	fin, ok := ev.Event.(*core.Finished)
 	if !ok || parent == nil {
-		_, err := w.appendOne(ctx, id, version, ev)
+		_, err := w.conn.Append(ctx, id, version, ev)
 		return err
 	}
-	_, err := w.respondToParent(ctx,
+	_, err := w.conn.AppendBatchRespondToParent(ctx,
 		core.AppendEventsToExecution{ExecutionID: id, Version: version, Batch: []core.AppendRequest{ev}},
 		core.AppendResponseToExecution{ParentExecutionID: parent.ExecutionID, CreatedAt: now, JoinSetID: parent.JoinSetID,
 			ChildExecutionID: core.ExecutionIdDerived{ExecutionId: id}, FinishedVersion: version, Result: fin.Retval},

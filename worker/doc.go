@@ -22,9 +22,12 @@
 //
 // # Transports
 //
-// A Worker talks to Stela through a Conn: *client.Client over HTTP (`stela
-// dev`, API Gateway) or *store.Service in-process (the embedded store,
-// DynamoDB from a Lambda, store/mem in tests). Both run the same code path.
+// A Worker talks to Stela through a Conn (core.WorkerConn, the SDK's one
+// executor contract): *client.Client over HTTP (`stela dev`, API Gateway)
+// or *store.Service in-process (the embedded store, DynamoDB from a Lambda,
+// store/mem in tests). Both implement all of it and run the same code path:
+// the engine knows no transport; the client long-polls the locks and
+// coalesces the writes of a busy worker into few requests.
 //
 // # Parameters and results
 //

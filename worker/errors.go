@@ -96,9 +96,8 @@ func (e *NondeterminismError) Error() string { return "nondeterminism detected: 
 type abortSignal struct{ reason string }
 
 // isRefused reports whether err is the store refusing a write for what it
-// carries (HTTP 400, 413, 422 on the body; a conflict that is not a
-// fencing one): no retry can make it succeed. Credentials (401, 403) and
-// overload (429, 5xx) are not refusals.
+// carries (a validation error, a conflict that is not a fencing one): no
+// retry can make it succeed. Credentials and overload are not refusals.
 func isRefused(err error) bool {
 	return err != nil && !isFenced(err) && (errors.Is(err, core.ErrValidation) || errors.Is(err, core.ErrConflict))
 }

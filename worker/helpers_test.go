@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/store"
@@ -61,11 +62,11 @@ func (c *cutConn) setObserver(f func(id core.ExecutionId, batch []core.AppendReq
 	c.mu.Unlock()
 }
 
-func (c *cutConn) LockPendingByFFQNs(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn) ([]core.LockedExecution, error) {
+func (c *cutConn) LockPending(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn, wait time.Duration) ([]core.LockedExecution, error) {
 	if err := c.guard(); err != nil {
 		return nil, err
 	}
-	return c.Service.LockPendingByFFQNs(ctx, req, ffqns)
+	return c.Service.LockPending(ctx, req, ffqns, wait)
 }
 
 func (c *cutConn) Append(ctx context.Context, id core.ExecutionId, v core.Version, req core.AppendRequest) (core.Version, error) {

@@ -36,14 +36,14 @@ type lateEndConn struct {
 	fired  bool
 }
 
-func (c *lateEndConn) LockPendingByFFQNs(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn) ([]core.LockedExecution, error) {
+func (c *lateEndConn) LockPending(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn, wait time.Duration) ([]core.LockedExecution, error) {
 	activity := slices.ContainsFunc(ffqns, func(f core.FunctionFqn) bool { return f.String() == gatedFFQN })
 	c.mu.Lock()
 	if activity && c.locked {
 		c.armed = true
 	}
 	c.mu.Unlock()
-	locked, err := c.Service.LockPendingByFFQNs(ctx, req, ffqns)
+	locked, err := c.Service.LockPending(ctx, req, ffqns, wait)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {

@@ -20,9 +20,8 @@ import (
 
 // lateLockConn's first lock request commits its locks in the store, then
 // answers only once the test lets it: like a long poll whose response is on
-// its way while the worker stops. A request whose context was cancelled
-// meanwhile fails as an HTTP request does: the locks are committed, the
-// answer is lost.
+// its way while the worker stops. As the contract wants, the locks granted
+// are returned even though the worker's context ended meanwhile.
 type lateLockConn struct {
 	*store.Service
 	armed    atomic.Bool
@@ -31,16 +30,13 @@ type lateLockConn struct {
 	lockOnce sync.Once
 }
 
-func (c *lateLockConn) LockPendingByFFQNs(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn) ([]core.LockedExecution, error) {
-	locked, err := c.Service.LockPendingByFFQNs(context.Background(), req, ffqns)
+func (c *lateLockConn) LockPending(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn, wait time.Duration) ([]core.LockedExecution, error) {
+	locked, err := c.Service.LockPending(ctx, req, ffqns, wait)
 	if err != nil || len(locked) == 0 || !c.armed.CompareAndSwap(false, true) {
 		return locked, err
 	}
 	c.lockOnce.Do(func() { close(c.locked) })
 	<-c.answer
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
 	return locked, nil
 }
 
@@ -176,11 +172,11 @@ type lockOnceConn struct {
 	used atomic.Bool
 }
 
-func (c *lockOnceConn) LockPendingByFFQNs(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn) ([]core.LockedExecution, error) {
+func (c *lockOnceConn) LockPending(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn, wait time.Duration) ([]core.LockedExecution, error) {
 	if c.used.Load() {
 		return []core.LockedExecution{}, nil
 	}
-	locked, err := c.Service.LockPendingByFFQNs(ctx, req, ffqns)
+	locked, err := c.Service.LockPending(ctx, req, ffqns, wait)
 	if len(locked) > 0 {
 		c.used.Store(true)
 	}

@@ -18,19 +18,6 @@ import (
 // closes, listed and cancelled as an activity.
 var ErrUnknownFunction = errors.New("worker: unknown component type")
 
-// componentLookup is the HTTP transport's way to find the component of the
-// store's current deployment that exports a function
-// (client.Client.FunctionComponent).
-type componentLookup interface {
-	FunctionComponent(ctx context.Context, ffqn core.FunctionFqn) (core.ComponentId, core.DeploymentId, error)
-}
-
-// deploymentReader is the in-process way (core.DeploymentStore's methods).
-type deploymentReader interface {
-	GetCurrentDeployment(ctx context.Context) (core.DeploymentRecord, error)
-	ListDeploymentComponents(ctx context.Context, dep core.DeploymentId) ([]core.DeploymentComponentDetail, error)
-}
-
 // typeCacheTTL is how long a worker trusts what the store said about a
 // function's component (a deployment switch may change it).
 const typeCacheTTL = time.Minute
@@ -155,27 +142,6 @@ func typeFits(stored, registered core.ComponentType) bool {
 // storeCallee asks the store which component of its current deployment
 // exports f.
 func (w *Worker) storeCallee(ctx context.Context, f core.FunctionFqn) (callee, error) {
-	switch c := w.conn.(type) {
-	case componentLookup:
-		comp, dep, err := c.FunctionComponent(ctx, f)
-		return callee{component: comp, deployment: dep}, err
-	case deploymentReader:
-		dep, err := c.GetCurrentDeployment(ctx)
-		if err != nil {
-			return callee{}, err
-		}
-		comps, err := c.ListDeploymentComponents(ctx, dep.DeploymentID)
-		if err != nil {
-			return callee{}, err
-		}
-		for _, comp := range comps {
-			for _, e := range comp.Exports {
-				if e.FFQN == f && e.Extension == nil {
-					return callee{component: comp.ComponentID, deployment: dep.DeploymentID}, nil
-				}
-			}
-		}
-		return callee{}, core.ErrNotFound
-	}
-	return callee{}, core.ErrNotFound
+	comp, dep, err := w.conn.FunctionComponent(ctx, f)
+	return callee{component: comp, deployment: dep}, err
 }

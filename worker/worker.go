@@ -42,10 +42,10 @@ const (
 
 // MaxAppendItems is the largest append a worker sends: events plus created
 // children (each child counts twice: its request event and its creation),
-// the limit of the HTTP worker routes (httpapi.MaxAppendBatch).
+// the limit of the HTTP worker routes (wire.MaxAppendBatch).
 const MaxAppendItems = 90
 
-// maxLockBatch is the largest batch_size the HTTP lock routes accept (httpapi.MaxLockBatch).
+// maxLockBatch is the largest batch_size the HTTP lock routes accept (wire.MaxLockBatch).
 const maxLockBatch = 25
 
 // Options configure a Worker. The zero value is usable.
@@ -137,7 +137,6 @@ type Worker struct {
 
 	cache    *runCache
 	types    storeTypes // what the store said about functions served elsewhere
-	writes   *coalescer // nil: writes go straight to conn
 	slots    slots
 	inflight atomic.Int64
 	runs     [2]atomic.Int64 // runs started: activities, workflows
@@ -228,7 +227,6 @@ func New(conn Conn, opts Options) *Worker {
 	if tc, ok := opts.Clock.(TimerClock); ok {
 		w.cache.afterFunc = tc.AfterFunc
 	}
-	w.writes = newCoalescer(conn, w.ioContext)
 	w.slots = newSlots(opts.Concurrency)
 	return w
 }
@@ -441,28 +439,18 @@ func sameRetry(a, b core.ComponentRetryConfig) bool {
 	return a.RetryExpBackoff == b.RetryExpBackoff
 }
 
-// request builds a lock request for n executions at now.
-func (w *Worker) request(g *lockGroup, n int) func(now core.Timestamp) core.LockRequest {
+// request builds a lock request for n executions of g, stamped now: the
+// locks leave the history out (activities never read it, workflows read
+// only what they lack: ReadHistory).
+func (w *Worker) request(g *lockGroup, n int) core.LockRequest {
 	run, err := core.NewRunId(uint64(time.Now().UnixMilli()), w.entropy)
 	if err != nil {
 		panic(fmt.Sprintf("worker: run id: %v", err))
 	}
-	return func(now core.Timestamp) core.LockRequest {
-		return core.LockRequest{BatchSize: uint32(n), PendingAtOrSooner: now, CreatedAt: now,
-			ComponentID: g.component, DeploymentID: w.opts.DeploymentID, ExecutorID: w.executor, RunID: run,
-			LockExpiresAt: now.Add(w.opts.LockExpiry), RetryConfig: g.retry, SkipHistory: w.skipHistory(g)}
-	}
-}
-
-// skipHistory reports whether g's locks leave the history out: activities
-// never read it, and workflows read only what they lack when the transport
-// can (ReadHistory).
-func (w *Worker) skipHistory(g *lockGroup) bool {
-	if g.component.ComponentType != core.ComponentTypeWorkflow {
-		return true
-	}
-	_, ok := w.conn.(historyReader)
-	return ok
+	now := w.clock.Now()
+	return core.LockRequest{BatchSize: uint32(n), PendingAtOrSooner: now, CreatedAt: now,
+		ComponentID: g.component, DeploymentID: w.opts.DeploymentID, ExecutorID: w.executor, RunID: run,
+		LockExpiresAt: now.Add(w.opts.LockExpiry), RetryConfig: g.retry, SkipHistory: true}
 }
 
 // --- slots --------------------------------------------------------------------------
@@ -603,7 +591,7 @@ func (w *Worker) lockLoop(ctx context.Context, g *lockGroup, share int) {
 		if err != nil {
 			return
 		}
-		locked, err := lockPending(ctx, w.conn, w.clock, w.request(g, n), g.ffqns, w.opts.PollWait, w.opts.LockExpiry)
+		locked, err := w.conn.LockPending(ctx, w.request(g, n), g.ffqns, w.opts.PollWait)
 		if ctx.Err() != nil {
 			// Stopping: another worker takes these at once.
 			for _, le := range locked {
@@ -652,7 +640,7 @@ func (w *Worker) RunUntilIdle(ctx context.Context) error {
 			if n == 0 {
 				break
 			}
-			locked, err := lockPending(ctx, w.conn, w.clock, w.request(g, n), g.ffqns, 0, w.opts.LockExpiry)
+			locked, err := w.conn.LockPending(ctx, w.request(g, n), g.ffqns, 0)
 			w.slots.release(n - len(locked))
 			if err != nil {
 				if ctx.Err() != nil {

@@ -180,16 +180,12 @@ func (w *Worker) runWorkflow(le core.LockedExecution, f *function, sl *slot) {
 // history returns the whole history of a freshly locked workflow: from the
 // lock itself, or read when the lock skipped it.
 func (w *Worker) history(le core.LockedExecution) ([]core.HistoryEventWithVersion, []core.ResponseWithCursor, error) {
-	hr, ok := w.conn.(historyReader)
-	if !ok {
-		return le.EventHistory, le.Responses, nil
-	}
 	if le.NextVersion <= 2 {
 		return []core.HistoryEventWithVersion{}, nil, nil // Created, then this lock: nothing to read
 	}
 	ctx, cancel := w.ioContext()
 	defer cancel()
-	d, err := hr.ReadHistory(ctx, le.ExecutionID, 0, 0)
+	d, err := w.conn.ReadHistory(ctx, le.ExecutionID, 0, 0)
 	return d.Events, d.Responses, err
 }
 
@@ -246,7 +242,7 @@ func (wf *Context) memSize() int64 { return wf.size }
 
 // resumeFrom prepares a parked run for the lock le: it may resume only if
 // nobody else appended history since it parked; it then learns the new
-// responses (reading only them when the lock skipped the history).
+// responses (reading only them: the lock skipped the history).
 // Otherwise it returns the whole history, the run's plus what was added,
 // for a replay.
 func (wf *Context) resumeFrom(le core.LockedExecution) (bool, []core.HistoryEventWithVersion, []core.ResponseWithCursor, error) {
@@ -256,28 +252,13 @@ func (wf *Context) resumeFrom(le core.LockedExecution) (bool, []core.HistoryEven
 	if n := len(wf.resps); n > 0 {
 		last = wf.resps[n-1].Cursor
 	}
-	var added []core.HistoryEventWithVersion
-	var fresh []core.ResponseWithCursor
-	if hr, ok := wf.w.conn.(historyReader); ok {
-		ctx, cancel := wf.w.ioContext()
-		d, err := hr.ReadHistory(ctx, wf.id, wf.l.next, last)
-		cancel()
-		if err != nil {
-			return false, nil, nil, err
-		}
-		added, fresh = d.Events, d.Responses
-	} else {
-		for _, h := range le.EventHistory {
-			if h.Version >= wf.l.next {
-				added = append(added, h)
-			}
-		}
-		for _, r := range le.Responses {
-			if r.Cursor > last {
-				fresh = append(fresh, r)
-			}
-		}
+	ctx, cancel := wf.w.ioContext()
+	d, err := wf.w.conn.ReadHistory(ctx, wf.id, wf.l.next, last)
+	cancel()
+	if err != nil {
+		return false, nil, nil, err
 	}
+	added, fresh := d.Events, d.Responses
 	if len(added) > 0 { // another run wrote history: replay
 		return false, append(wf.hist[:len(wf.hist):len(wf.hist)], added...), append(wf.resps[:len(wf.resps):len(wf.resps)], fresh...), nil
 	}
@@ -561,7 +542,7 @@ func (wf *Context) writeBatch(batch []core.AppendRequest, children []core.Create
 		if len(children) > 0 {
 			next, err = wf.w.conn.AppendBatchCreateNewExecution(ctx, now, batch, wf.id, wf.l.next, children, nil)
 		} else {
-			next, err = wf.w.appendBatch(ctx, now, batch, wf.id, wf.l.next)
+			next, err = wf.w.conn.AppendBatch(ctx, now, batch, wf.id, wf.l.next)
 		}
 		if err == nil {
 			wf.l.next = next
@@ -950,7 +931,7 @@ func (wf *Context) finishLocked(rv core.ReturnValue) error {
 			batch := append(wf.buf, fin)
 			err = wf.w.retryWrite(wf.l, func(ctx context.Context) error {
 				finished := wf.l.next + core.Version(len(batch)-1)
-				_, err := wf.w.respondToParent(ctx,
+				_, err := wf.w.conn.AppendBatchRespondToParent(ctx,
 					core.AppendEventsToExecution{ExecutionID: wf.id, Version: wf.l.next, Batch: batch},
 					core.AppendResponseToExecution{ParentExecutionID: wf.parent.ExecutionID, CreatedAt: now,
 						JoinSetID: wf.parent.JoinSetID, ChildExecutionID: core.ExecutionIdDerived{ExecutionId: wf.id},
@@ -1022,7 +1003,6 @@ func (wf *Context) cancelMembers(js *joinSetState) {
 	}
 	ctx, cancel := wf.w.ioContext()
 	defer cancel()
-	now := wf.w.clock.Now()
 	for i := len(js.members) - 1; i >= 0; i-- {
 		m := js.members[i]
 		if answered(m) {
@@ -1030,15 +1010,12 @@ func (wf *Context) cancelMembers(js *joinSetState) {
 		}
 		var err error
 		if !m.delay.IsZero() {
-			err = cancelDelay(ctx, wf.w.conn, wf.id, js.id, m.delay, now)
+			_, err = wf.w.conn.CancelDelay(ctx, m.delay)
 		} else {
 			var kind core.ComponentType
 			if kind, err = wf.memberKind(ctx, m); err == nil {
-				switch {
-				case kind.IsActivity():
-					err = cancelChild(ctx, wf.w.conn, m.child, true, now)
-				case m.ffqn.IsCancellable():
-					err = cancelChild(ctx, wf.w.conn, m.child, false, now)
+				if kind.IsActivity() || m.ffqn.IsCancellable() {
+					err = cancelChild(ctx, wf.w.conn, m.child)
 				}
 			}
 		}

@@ -1,4 +1,4 @@
-package worker
+package client
 
 import (
 	"context"
@@ -9,14 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/core"
 )
 
-// manyConn is a transport with a many-write whose single writes wait at
-// gate; it records every request.
+// manyConn is a server's routes with a many-write whose single writes wait
+// at gate; it records every request.
 type manyConn struct {
-	Conn    // the methods the coalescer does not call
 	gate    chan struct{}
 	entered chan struct{} // a single write reached the gate
 	// manyErr, if set, answers every many-write; conflict names the
@@ -43,26 +41,26 @@ func (c *manyConn) single(id core.ExecutionId, v core.Version, n int) (core.Vers
 	return v + core.Version(n), nil
 }
 
-func (c *manyConn) AppendBatch(_ context.Context, _ core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, v core.Version) (core.Version, error) {
+func (c *manyConn) appendBatchRoute(_ context.Context, _ core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, v core.Version) (core.Version, error) {
 	return c.single(id, v, len(batch))
 }
 
-func (c *manyConn) Append(_ context.Context, id core.ExecutionId, v core.Version, _ core.AppendRequest) (core.Version, error) {
+func (c *manyConn) appendRoute(_ context.Context, id core.ExecutionId, v core.Version, _ core.AppendRequest) (core.Version, error) {
 	return c.single(id, v, 1)
 }
 
-func (c *manyConn) AppendBatchRespondToParent(_ context.Context, ev core.AppendEventsToExecution, _ core.AppendResponseToExecution, _ core.Timestamp) (core.Version, error) {
+func (c *manyConn) respondToParentRoute(_ context.Context, ev core.AppendEventsToExecution, _ core.AppendResponseToExecution, _ core.Timestamp) (core.Version, error) {
 	return c.single(ev.ExecutionID, ev.Version, len(ev.Batch))
 }
 
-func (c *manyConn) AppendMany(_ context.Context, items []client.AppendItem) ([]client.AppendResult, error) {
+func (c *manyConn) AppendMany(_ context.Context, items []AppendItem) ([]AppendResult, error) {
 	ids := make([]core.ExecutionId, len(items))
-	out := make([]client.AppendResult, len(items))
+	out := make([]AppendResult, len(items))
 	for i, it := range items {
 		ids[i] = it.ExecutionID
 		out[i].NextVersion = it.Version + core.Version(len(it.Batch))
 		if it.ExecutionID == c.conflict {
-			out[i] = client.AppendResult{Err: &core.VersionConflictError{Expected: it.Version + 1, Requested: it.Version}}
+			out[i] = AppendResult{Err: &core.VersionConflictError{Expected: it.Version + 1, Requested: it.Version}}
 		}
 	}
 	c.mu.Lock()
@@ -84,10 +82,6 @@ func testIDs(t *testing.T, n int) []core.ExecutionId {
 		ids[i] = id
 	}
 	return ids
-}
-
-func testTimeout() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), time.Minute)
 }
 
 // queued waits (without sleeping) until n writes wait in c's queue.
@@ -133,7 +127,7 @@ func startWrites(c *coalescer, ids []core.ExecutionId) []chan writeOutcome {
 		outs[i] = make(chan writeOutcome, 1)
 		go func() {
 			batch := []core.AppendRequest{{}, {}}
-			next, err := c.write(context.Background(), &pendingWrite{item: client.AppendItem{ExecutionID: id, Version: 10, Batch: batch}})
+			next, err := c.write(context.Background(), &pendingWrite{item: AppendItem{ExecutionID: id, Version: 10, Batch: batch}})
 			outs[i] <- writeOutcome{next, err}
 		}()
 	}
@@ -146,7 +140,7 @@ func startWrites(c *coalescer, ids []core.ExecutionId) []chan writeOutcome {
 func TestCoalescerSendsQueuedWritesTogether(t *testing.T) {
 	ids := testIDs(t, maxManyInFlight+5)
 	conn := &manyConn{gate: make(chan struct{}), entered: make(chan struct{}, maxManyInFlight+8), conflict: ids[4]}
-	c := newCoalescer(conn, testTimeout)
+	c := newCoalescer(conn)
 	first := busy(c, conn, ids)
 	rest := startWrites(c, ids[maxManyInFlight:])
 	queued(t, c, 5)
@@ -176,8 +170,8 @@ func TestCoalescerFallsBackToSingleWrites(t *testing.T) {
 		single bool
 	}{{http.StatusNotFound, true}, {http.StatusUnprocessableEntity, false}, {http.StatusRequestEntityTooLarge, false}} {
 		ids := testIDs(t, maxManyInFlight+3)
-		conn := &manyConn{gate: make(chan struct{}), entered: make(chan struct{}, maxManyInFlight+8), manyErr: &client.Error{Status: tc.status, Message: "refused"}}
-		c := newCoalescer(conn, testTimeout)
+		conn := &manyConn{gate: make(chan struct{}), entered: make(chan struct{}, maxManyInFlight+8), manyErr: &Error{Status: tc.status, Message: "refused"}}
+		c := newCoalescer(conn)
 		outs := busy(c, conn, ids)
 		outs = append(outs, startWrites(c, ids[maxManyInFlight:])...)
 		queued(t, c, 3)
@@ -198,12 +192,12 @@ func TestCoalescerFallsBackToSingleWrites(t *testing.T) {
 func TestCoalescerWithdrawsAWriteWhoseCallerGaveUp(t *testing.T) {
 	ids := testIDs(t, maxManyInFlight+1)
 	conn := &manyConn{gate: make(chan struct{}), entered: make(chan struct{}, maxManyInFlight+8)}
-	c := newCoalescer(conn, testTimeout)
+	c := newCoalescer(conn)
 	outs := busy(c, conn, ids)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.write(ctx, &pendingWrite{item: client.AppendItem{ExecutionID: ids[maxManyInFlight], Version: 1, Batch: []core.AppendRequest{{}}}})
+		_, err := c.write(ctx, &pendingWrite{item: AppendItem{ExecutionID: ids[maxManyInFlight], Version: 1, Batch: []core.AppendRequest{{}}}})
 		done <- err
 	}()
 	queued(t, c, 1)

@@ -1,0 +1,96 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// WorkerConn is what a worker needs of Stela: the one executor contract of
+// the SDK. Both transports implement all of it, with the same semantics and
+// core's errors (ErrNotFound, *VersionConflictError, ErrAlreadyFinished,
+// …): *store.Service in-process (over the embedded store, DynamoDB or
+// store/mem) and *client.Client over HTTP (against `stela dev` or API
+// Gateway). It is defined here, beside the store's ports, because both
+// implementations stand below the worker (the store imports no SDK, the
+// client no worker) and name it to check themselves against it; package
+// worker takes it as worker.Conn.
+//
+// The methods that share a name with DbConnection's have its semantics.
+// The others are the worker's own needs, which each transport serves its
+// way (a long poll, the cancel routes, the deployment's components).
+type WorkerConn interface {
+	// LockPending locks up to req.BatchSize pending executions of ffqns,
+	// as LockPendingByFFQNs does with req; when none is pending it waits up
+	// to wait (0: not at all) for one to become pending or due, and locks
+	// again with req stamped at that moment (created_at and
+	// pending_at_or_sooner then, lock_expires_at as far after it as req
+	// asked). An empty result is not an error.
+	//
+	// ctx ends the wait, never a lock: a request that may lock is let
+	// finish (bounded by the lease) and what it locked is returned, even
+	// when ctx ended meanwhile, so that the caller runs or releases it.
+	LockPending(ctx context.Context, req LockRequest, ffqns []FunctionFqn, wait time.Duration) ([]LockedExecution, error)
+	Append(ctx context.Context, id ExecutionId, version Version, req AppendRequest) (Version, error)
+	AppendBatch(ctx context.Context, currentTime Timestamp, batch []AppendRequest, id ExecutionId, version Version) (Version, error)
+	AppendBatchCreateNewExecution(ctx context.Context, currentTime Timestamp, batch []AppendRequest, id ExecutionId, version Version, children []CreateRequest, backtraces []BacktraceInfo) (Version, error)
+	AppendBatchRespondToParent(ctx context.Context, events AppendEventsToExecution, resp AppendResponseToExecution, currentTime Timestamp) (Version, error)
+	AppendBatchWithDelayResponse(ctx context.Context, currentTime Timestamp, batch []AppendRequest, id ExecutionId, version Version, js JoinSetId, delay DelayId) (Version, error)
+	Create(ctx context.Context, req CreateRequest) (Version, error)
+	Get(ctx context.Context, id ExecutionId) (*ExecutionLog, error)
+	GetPendingState(ctx context.Context, id ExecutionId) (ExecutionWithState, error)
+	ReadHistory(ctx context.Context, id ExecutionId, fromVersion Version, afterCursor ResponseCursor) (HistoryDelta, error)
+	SubscribeToNextResponses(ctx context.Context, id ExecutionId, lastResponse ResponseCursor) ([]ResponseWithCursor, error)
+	WaitForFinishedResult(ctx context.Context, id ExecutionId) (ReturnValue, error)
+	// Cancel requests cancellation of an activity or a `-cancellable`
+	// workflow, by its stored type, at the store's time (CancelExecution):
+	// CancelRequested, or CancelAlreadyFinished / CancelAlreadyCancelling
+	// (not errors). Another type is an *IllegalStateError.
+	Cancel(ctx context.Context, id ExecutionId) (CancelOutcome, error)
+	// CancelDelay records a delay's cancellation at the store's time
+	// (CancelDelay), idempotently: DelayCancelled, or DelayAlreadyFinished
+	// when it already fired.
+	CancelDelay(ctx context.Context, delay DelayId) (DelayCancelOutcome, error)
+	// FunctionComponent returns the component of the current deployment
+	// that exports ffqn (not as an extension function) and that deployment;
+	// ErrNotFound when there is no deployment or none exports it.
+	FunctionComponent(ctx context.Context, ffqn FunctionFqn) (ComponentId, DeploymentId, error)
+}
+
+// CancelExecution requests cancellation of id at at, by its stored type:
+// an activity (CancelActivityWithRetries) or a workflow
+// (CancelWorkflowWithRetries, which refuses one that is not
+// `-cancellable`); another type is an *IllegalStateError.
+func CancelExecution(ctx context.Context, db DbConnection, id ExecutionId, at Timestamp) (CancelOutcome, error) {
+	cr, err := db.GetCreateRequest(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	switch t := cr.ComponentID.ComponentType; {
+	case t.IsActivity():
+		return CancelActivityWithRetries(ctx, db, id, at)
+	case t == ComponentTypeWorkflow:
+		return CancelWorkflowWithRetries(ctx, db, id, at)
+	}
+	return 0, &IllegalStateError{Reason: "cancelled execution must be an activity or cancellable workflow"}
+}
+
+// FunctionComponent finds the component of the current deployment of ds
+// that exports ffqn, not as an extension function (WorkerConn's method).
+func FunctionComponent(ctx context.Context, ds DeploymentStore, ffqn FunctionFqn) (ComponentId, DeploymentId, error) {
+	dep, err := ds.GetCurrentDeployment(ctx)
+	if err != nil {
+		return ComponentId{}, DeploymentId{}, err
+	}
+	comps, err := ds.ListDeploymentComponents(ctx, dep.DeploymentID)
+	if err != nil {
+		return ComponentId{}, DeploymentId{}, err
+	}
+	for _, comp := range comps {
+		for _, e := range comp.Exports {
+			if e.FFQN == ffqn && e.Extension == nil {
+				return comp.ComponentID, dep.DeploymentID, nil
+			}
+		}
+	}
+	return ComponentId{}, DeploymentId{}, ErrNotFound
+}
