@@ -32,7 +32,7 @@ func (w *Worker) runActivity(le core.LockedExecution, f *function) {
 		}
 		cancel(w.lostCause(le.ExecutionID))
 	})
-	rv, err, pv := callActivity(ctx, f, le.Params)
+	rv, err, pv := callActivity(withActivityInfo(ctx, activityInfo(le, time.Time{})), f, le.Params)
 	stop()
 	cause := context.Cause(ctx)
 	var refused *refusedError
