@@ -27,3 +27,44 @@ func ExampleActivityInfoFrom() {
 	fmt.Println(worker.Await[string](ctx, w, id))
 	// Output: charged 30 (attempt 1, key of 28 chars) <nil>
 }
+
+// Handles of ExampleDefineWorkflow: defined once, used to register, call,
+// start and await.
+var (
+	addHandle   = worker.DefineActivity[worker.Params2[int, int], int]("demo:calc/math.add")
+	totalHandle = worker.DefineWorkflow[[]int, int]("demo:calc/workflow.total")
+)
+
+func ExampleDefineWorkflow() {
+	w := worker.New(store.New(mem.New(), store.Options{}), worker.Options{})
+	defer w.Close()
+	addHandle.Register(w, func(_ context.Context, p worker.Params2[int, int]) (int, error) {
+		return p.P1 + p.P2, nil // WIT add(a: s64, b: s64) -> s64: params [a, b]
+	})
+	totalHandle.Register(w, func(wf *worker.Context, xs []int) (int, error) {
+		js := wf.NewJoinSet()
+		for i := 0; i+1 < len(xs); i += 2 {
+			if _, err := addHandle.Submit(js, worker.Params2[int, int]{P1: xs[i], P2: xs[i+1]}); err != nil {
+				return 0, err
+			}
+		}
+		total := 0
+		for js.Pending() > 0 {
+			r, err := js.Next()
+			if err != nil {
+				return 0, err
+			}
+			sum, err := addHandle.Result(r) // an int: addHandle's result type
+			if err != nil {
+				return 0, err
+			}
+			total += sum
+		}
+		return total, nil
+	})
+	ctx := context.Background()
+	id, _ := totalHandle.Start(ctx, w, []int{1, 2, 3, 4})
+	_ = w.RunUntilIdle(ctx)
+	fmt.Println(totalHandle.Await(ctx, w, id))
+	// Output: 10 <nil>
+}
