@@ -3,7 +3,9 @@ package worker_test
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/store/mem"
 	"github.com/stela-dev/stela/worker"
@@ -67,4 +69,24 @@ func ExampleDefineWorkflow() {
 	_ = w.RunUntilIdle(ctx)
 	fmt.Println(totalHandle.Await(ctx, w, id))
 	// Output: 10 <nil>
+}
+
+func ExampleStartToClose() {
+	svc := store.New(mem.New(), store.Options{})
+	w := worker.New(svc, worker.Options{})
+	defer w.Close()
+	worker.Activity(w, "demo:timeout/payments.charge", func(ctx context.Context, _ worker.Unit) (string, error) {
+		if info, _ := worker.ActivityInfoFrom(ctx); info.Attempt == 1 {
+			<-ctx.Done() // the first run hangs: its ctx is cancelled at the deadline
+			return "", context.Cause(ctx)
+		}
+		return "charged", nil
+	}, worker.StartToClose(50*time.Millisecond), worker.RetryPolicy(1, 0))
+	ctx := context.Background()
+	id, _ := w.Submit(ctx, "demo:timeout/payments.charge", nil)
+	_ = w.RunUntilIdle(ctx)                           // the first run times out; the worker writes nothing
+	_, _ = store.Sweep(ctx, svc, core.TS(time.Now())) // the server's timers: TemporarilyTimedOut
+	_ = w.RunUntilIdle(ctx)                           // the retry
+	fmt.Println(worker.Await[string](ctx, w, id))
+	// Output: charged <nil>
 }

@@ -25,8 +25,9 @@ type ActivityInfo struct {
 	// unlimited); the last attempt is MaxRetries+1.
 	MaxRetries *uint32
 	// Deadline is when this run's start-to-close timeout ends (see
-	// StartToClose); zero when it has none. The context's Deadline, if
-	// any, is the wall-clock counterpart.
+	// StartToClose), on the worker's clock; zero when it has none. The
+	// ctx is then cancelled with cause ErrStartToCloseTimeout (ctx has no
+	// Deadline of its own: the clock may be simulated).
 	Deadline time.Time
 	// LockExpiresAt is the lease's expiry when the run started; the worker
 	// extends it while the function runs.
