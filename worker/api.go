@@ -79,9 +79,10 @@ func Result[R any](r Response) (R, error) {
 // <id>.o:<n>-<function>_1 submitted with params (see Args) and awaited. A
 // child that returned its error or failed yields a *ResultError; a function
 // whose component type is unknown (see Worker.Declare) an error wrapping
-// ErrUnknownFunction, before anything is recorded.
-func Call[R any](wf *Context, ffqn string, params any) (R, error) {
-	r, err := wf.call(ffqn, params)
+// ErrUnknownFunction, before anything is recorded. Options (ScheduleToClose)
+// change how the call is recorded.
+func Call[R any](wf *Context, ffqn string, params any, opts ...CallOption) (R, error) {
+	r, err := wf.call(ffqn, params, opts)
 	if err != nil {
 		var zero R
 		return zero, err
@@ -89,12 +90,12 @@ func Call[R any](wf *Context, ffqn string, params any) (R, error) {
 	return Result[R](r)
 }
 
-func (wf *Context) call(ffqn string, params any) (_ Response, err error) {
+func (wf *Context) call(ffqn string, params any, opts []CallOption) (_ Response, err error) {
 	target, ps, err := parseTarget(ffqn, params)
 	if err != nil {
 		return Response{}, err
 	}
-	return wf.callTarget(target, ps, "")
+	return wf.callWith(target, ps, "", opts)
 }
 
 // callTarget is Call of target with encoded params; hint is the component

@@ -2,12 +2,14 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/store/mem"
+	"github.com/stela-dev/stela/store/storetest"
 	"github.com/stela-dev/stela/worker"
 )
 
@@ -89,4 +91,32 @@ func ExampleStartToClose() {
 	_ = w.RunUntilIdle(ctx)                           // the retry
 	fmt.Println(worker.Await[string](ctx, w, id))
 	// Output: charged <nil>
+}
+
+func ExampleScheduleToClose() {
+	clock := storetest.NewSimClock(core.TS(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))) // time moves when told
+	svc := store.New(mem.New(), store.Options{Clock: clock})
+	w := worker.New(svc, worker.Options{Clock: clock})
+	defer w.Close()
+	w.Declare("demo:deadline/quotes.fetch", core.ComponentTypeActivity) // served by nobody here
+	worker.Workflow(w, "demo:deadline/workflow.quote", func(wf *worker.Context, _ worker.Unit) (string, error) {
+		quote, err := worker.Call[string](wf, "demo:deadline/quotes.fetch", nil, worker.ScheduleToClose(time.Minute))
+		if errors.Is(err, worker.ErrScheduleToCloseTimeout) {
+			return "no quote in time", nil // the workflow goes on; the call's child is cancelled when it returns
+		}
+		return quote, err
+	})
+	ctx := context.Background()
+	id, _ := w.Submit(ctx, "demo:deadline/workflow.quote", nil)
+	_ = w.RunUntilIdle(ctx) // the call waits
+	clock.Advance(time.Minute)
+	for range 2 { // the server's timers: the delay fires; then the child's cancellation
+		_, _ = store.Sweep(ctx, svc, clock.Now())
+		_, _ = store.DriveCancellations(ctx, svc, clock.Now(), 10)
+		_ = w.RunUntilIdle(ctx)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	fmt.Println(worker.Await[string](ctx, w, id))
+	// Output: no quote in time <nil>
 }

@@ -81,14 +81,14 @@ func (f Func[P, R]) ComponentType() core.ComponentType { return f.kind }
 func (f Func[P, R]) Declare(w *Worker) { w.Declare(f.ffqn.String(), f.kind) }
 
 // Call runs the function as a child execution and waits for its result,
-// as worker.Call does.
-func (f Func[P, R]) Call(wf *Context, params P) (R, error) {
+// as worker.Call does (with the same options).
+func (f Func[P, R]) Call(wf *Context, params P, opts ...CallOption) (R, error) {
 	var zero R
 	ps, err := encodeParams(params)
 	if err != nil {
 		return zero, err
 	}
-	r, err := wf.callTarget(f.ffqn, ps, f.kind)
+	r, err := wf.callWith(f.ffqn, ps, f.kind, opts)
 	if err != nil {
 		return zero, err
 	}

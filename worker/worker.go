@@ -170,13 +170,13 @@ type Worker struct {
 
 // function is a registered activity or workflow.
 type function struct {
-	ffqn     core.FunctionFqn
-	kind     core.ComponentType
-	retry    core.ComponentRetryConfig
+	ffqn  core.FunctionFqn
+	kind  core.ComponentType
+	retry core.ComponentRetryConfig
 	// startToClose bounds one run of an activity (StartToClose); 0: none.
 	startToClose time.Duration
-	activity func(ctx context.Context, params core.Params) (core.ReturnValue, error)
-	workflow func(wf *Context, params core.Params) (core.ReturnValue, error)
+	activity     func(ctx context.Context, params core.Params) (core.ReturnValue, error)
+	workflow     func(wf *Context, params core.Params) (core.ReturnValue, error)
 }
 
 // New returns a worker over conn.
