@@ -23,9 +23,12 @@ const (
 // runActivity runs one locked activity execution and appends its outcome.
 func (w *Worker) runActivity(le core.LockedExecution, f *function) {
 	l := newLease(w, le)
+	l.deadline = w.startToCloseDeadline(le, f)
+	if !w.applyRetryOverride(&le, l) {
+		return
+	}
 	ctx, cancel := w.runContext()
 	defer cancel(nil)
-	l.deadline = w.startToCloseDeadline(le, f)
 	stopTimer := w.cancelAtDeadline(l.deadline, cancel)
 	stopWatch := w.watchCancellation(le.ExecutionID, cancel)
 	stop := w.keepLease(l.extendActivity, func(err error) {

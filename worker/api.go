@@ -210,7 +210,7 @@ func (wf *Context) submitChild(js *joinSetState, child core.ExecutionId, target 
 		now := wf.w.clock.Now()
 		wf.record(want, &core.CreateRequest{CreatedAt: now, ExecutionID: child, FFQN: target, Params: params,
 			Parent: &core.Parent{ExecutionID: wf.id, JoinSetID: js.id}, ScheduledAt: now,
-			ComponentID: c.component, DeploymentID: c.deployment, Metadata: maps.Clone(wf.trace)})
+			ComponentID: c.component, DeploymentID: c.deployment, Metadata: wf.childMetadata()})
 	}
 	js.submitted++
 	js.members = append(js.members, member{child: child, kind: c.component.ComponentType, ffqn: target})

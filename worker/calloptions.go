@@ -1,8 +1,11 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"strconv"
 	"time"
 
 	"github.com/stela-dev/stela/core"
@@ -13,6 +16,50 @@ type CallOption func(*callOptions)
 
 type callOptions struct {
 	scheduleToClose time.Duration
+	retry           *core.ComponentRetryConfig
+}
+
+// Metadata keys of a child's per-call retry policy (CallRetryPolicy), a
+// Stela extension (docs/http-api.md): the worker running the child locks
+// it with this policy instead of its registration's.
+const (
+	metaMaxRetries = "stela:retry:max_retries"
+	metaBackoffMs  = "stela:retry:backoff_ms"
+)
+
+// CallRetryPolicy overrides, for this call's child only, the retry policy
+// of the activity's registration (RetryPolicy): up to maxRetries failed
+// runs are retried, the n-th after backoff × 2^(n-1). It is recorded in
+// the child's Created metadata (stela:retry:max_retries,
+// stela:retry:backoff_ms); the worker running the child extends its lock
+// at once with that policy (one more write per run), so that the store's
+// timeout handling uses it too. Ignored for a workflow child.
+func CallRetryPolicy(maxRetries uint32, backoff time.Duration) CallOption {
+	return func(o *callOptions) {
+		o.retry = &core.ComponentRetryConfig{MaxRetries: &maxRetries, RetryExpBackoff: core.DurationOf(backoff)}
+	}
+}
+
+// childMetadata is the metadata of a child created now: the trace context
+// and the call's options. mu is held.
+func (wf *Context) childMetadata() core.ExecutionMetadata {
+	md := maps.Clone(wf.trace)
+	if md == nil && wf.childMeta != nil {
+		md = core.ExecutionMetadata{}
+	}
+	maps.Copy(md, wf.childMeta)
+	return md
+}
+
+// retryOverride returns the per-call retry policy recorded in md, if any.
+func retryOverride(md core.ExecutionMetadata) (core.ComponentRetryConfig, bool) {
+	n, err1 := strconv.ParseUint(md[metaMaxRetries], 10, 32)
+	ms, err2 := strconv.ParseInt(md[metaBackoffMs], 10, 64)
+	if err1 != nil || err2 != nil || ms < 0 {
+		return core.ComponentRetryConfig{}, false
+	}
+	m := uint32(n)
+	return core.ComponentRetryConfig{MaxRetries: &m, RetryExpBackoff: core.DurationOf(time.Duration(ms) * time.Millisecond)}, true
 }
 
 // ScheduleToClose bounds a Call to d from when it is made (Temporal's
@@ -58,6 +105,17 @@ func (wf *Context) callWith(target core.FunctionFqn, ps core.Params, hint core.C
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.retry != nil {
+		wf.l.mu.Lock()
+		wf.childMeta = core.ExecutionMetadata{metaMaxRetries: strconv.FormatUint(uint64(*o.retry.MaxRetries), 10),
+			metaBackoffMs: strconv.FormatUint(o.retry.RetryExpBackoff.Millis(), 10)}
+		wf.l.mu.Unlock()
+		defer func() {
+			wf.l.mu.Lock()
+			wf.childMeta = nil
+			wf.l.mu.Unlock()
+		}()
+	}
 	if o.scheduleToClose <= 0 {
 		return wf.callTarget(target, ps, hint)
 	}
@@ -83,4 +141,44 @@ func (wf *Context) callWithDeadline(target core.FunctionFqn, ps core.Params, hin
 	}
 	js.Close() // cancels the delay
 	return r, nil
+}
+
+// applyRetryOverride switches a run of a child whose call set a retry
+// policy (CallRetryPolicy) to it: the lock is extended at once with that
+// policy, so that the store's timeout handling and the worker's outcome
+// (activityOutcome reads le's) agree. It reports whether the run may go
+// on; a fenced or refused extension releases nothing (the new owner or the
+// refusal path takes over) and logs.
+func (w *Worker) applyRetryOverride(le *core.LockedExecution, l *lease) bool {
+	rc, ok := retryOverride(le.Metadata)
+	if !ok || sameRetry(rc, le.LockedEvent.RetryConfig) {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := w.clock.Now()
+	req := l.extension(now)
+	ev := req.Event.(*core.Locked)
+	ev.RetryConfig = rc
+	if !ev.LockExpiresAt.After(le.LockedEvent.LockExpiresAt) {
+		ev.LockExpiresAt = le.LockedEvent.LockExpiresAt // never shorten the lease
+	}
+	err := w.retryWrite(nil, func(ctx context.Context) error {
+		next, err := w.conn.Append(ctx, le.ExecutionID, l.next, req)
+		if err == nil {
+			l.next = next
+		}
+		return err
+	})
+	if err != nil {
+		w.log.Warn("cannot apply the call's retry policy; releasing the execution", "execution_id", le.ExecutionID.String(), "err", err)
+		if !isFenced(err) {
+			w.release(le.ExecutionID, l.next, "retry policy not applied")
+		}
+		return false
+	}
+	l.locked = *ev
+	le.LockedEvent = *ev
+	le.NextVersion = l.next
+	return true
 }

@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -103,5 +104,54 @@ func TestScheduleToCloseOverHTTP(t *testing.T) {
 	}
 	if took := time.Since(start); took > 3*time.Second {
 		t.Fatalf("the workflow finished %v after it started (deadline 500 ms)", took)
+	}
+}
+
+// TestCallRetryPolicy: a call's retry policy overrides the activity's
+// registration for that child only: recorded in its metadata, its lock
+// extended with it, its failures retried by it (here: 2 retries instead of
+// the registration's none), while a call without it keeps the registration's.
+func TestCallRetryPolicy(t *testing.T) {
+	env := workertest.New(t, worker.Options{})
+	runs := map[string]int{}
+	worker.Activity(env.Worker, elsewhereFFQN, func(ctx context.Context, key string) (string, error) {
+		runs[key]++
+		if info, _ := worker.ActivityInfoFrom(ctx); info.Attempt < 3 {
+			return "", errors.New("flaky")
+		}
+		return "ok", nil
+	}, worker.RetryPolicy(0, time.Second))
+	worker.Workflow(env.Worker, deadlineFFQN, func(wf *worker.Context, _ worker.Unit) (string, error) {
+		got, err := worker.Call[string](wf, elsewhereFFQN, "override", worker.CallRetryPolicy(2, time.Second))
+		if err != nil {
+			return "", err
+		}
+		_, err = worker.Call[string](wf, elsewhereFFQN, "default")
+		var re *worker.ResultError
+		if !errors.As(err, &re) || re.Message != "flaky" {
+			return "", worker.Permanent(errors.New("the second call must fail at once"))
+		}
+		return got, nil
+	})
+	id := env.Submit(deadlineFFQN, nil)
+	env.Run()
+	env.Advance(time.Second)
+	env.Advance(2 * time.Second)
+	env.Advance(0)
+	if got, err := workertest.Result[string](env, id); err != nil || got != "ok" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if runs["override"] != 3 || runs["default"] != 1 {
+		t.Fatalf("runs %v, want 3 with the call's policy and 1 with the registration's", runs)
+	}
+	child := id.NextLevel(core.JoinSetId{Kind: core.JoinSetKindOneOff, Name: "1-elsewhere"})
+	var policies []string
+	for _, e := range env.Log(child).Events {
+		if l, ok := e.Event.(*core.Locked); ok && l.RetryConfig.MaxRetries != nil {
+			policies = append(policies, fmt.Sprintf("%dms/%d", l.RetryConfig.RetryExpBackoff.Millis(), *l.RetryConfig.MaxRetries))
+		}
+	}
+	if len(policies) != 6 || policies[1] != "1000ms/2" {
+		t.Fatalf("locks of the child: %v, want each lock followed by an extension with the call's policy", policies)
 	}
 }
