@@ -99,6 +99,15 @@ func (e *ResultError) Error() string {
 	return "the execution finished"
 }
 
+// Is makes a cancelled execution (a cancelled failure) match ErrCancelled,
+// so that a workflow interrupted by its cancellation while it waits for a
+// child — the cancellation driver cancels the child, the wait returns its
+// cancelled result — sees the same errors.Is(err, ErrCancelled) as every
+// later call (see docs/worker.md, Cancellation).
+func (e *ResultError) Is(target error) bool {
+	return target == ErrCancelled && e.FailureKind() == core.FailureCancelled
+}
+
 // FailureKind returns the execution failure kind, or "" when the child
 // returned its error variant.
 func (e *ResultError) FailureKind() core.ExecutionFailureKind {
