@@ -13,7 +13,7 @@ import (
 	"github.com/stela-dev/stela/functions/app"
 	"github.com/stela-dev/stela/obs"
 	"github.com/stela-dev/stela/sqlite"
-	"github.com/stela-dev/stela/transfer"
+	"github.com/stela-dev/stela/store/transfer"
 )
 
 // The two ends of `stela export` and `stela import`: a store, opened the
