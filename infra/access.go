@@ -145,7 +145,7 @@ var functionSpecs = []functionSpec{
 
 // workerSpec is the optional worker function (context worker=true): it runs
 // worker passes (workerpass.Pass) over the functions registered in
-// functions/worker/main.go, calling the store directly, as timers does,
+// examples/lambda-worker/main.go, calling the store directly, as timers does,
 // rather than the HTTP API: no API Gateway hop or SigV4 signing per call,
 // and the same data permissions as a worker route function — lock (the
 // pending-ffqn index), append (ordinals for join-set reads in commits),

@@ -10,7 +10,7 @@
 // jwtIssuer and jwtAudience (comma-separated) select a JWT authorizer instead
 // of IAM; packaging=sam makes the template deployable with `sam deploy`;
 // throttleRate / throttleBurst limit the API stage; worker=true adds the
-// worker function (functions/worker) with its schedule and invoke policy;
+// worker function (examples/lambda-worker) with its schedule and invoke policy;
 // alarmTopicArn, alarmEmail, the alarm* thresholds, tracing=xray and
 // otelEndpoint configure the monitoring (monitoring.go, docs/operations.md).
 package main

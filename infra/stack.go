@@ -54,7 +54,7 @@ const (
 	CtxPackaging     = "packaging"     // "cdk" (default) or "sam"
 	CtxThrottleRate  = "throttleRate"  // steady requests/s of the stage (default 100)
 	CtxThrottleBurst = "throttleBurst" // burst of the stage (default 200)
-	// CtxWorker ("true") adds the worker function (functions/worker), its
+	// CtxWorker ("true") adds the worker function (examples/lambda-worker), its
 	// schedule and the policy that lets callers invoke it on demand.
 	CtxWorker = "worker"
 	// CtxRetention is how long a finished execution tree is kept
@@ -83,7 +83,7 @@ const (
 	// an old event is worth nothing.
 	TimersMaxEventAgeSeconds = 300
 	TimersRetryAttempts      = 2
-	// WorkerFunction names the optional worker function (functions/worker).
+	// WorkerFunction names the optional worker function (examples/lambda-worker).
 	WorkerFunction = "worker"
 	// The worker runs a pass per invocation until 5 s before its deadline
 	// (workerpass.DefaultMargin); its schedule runs one a minute, and

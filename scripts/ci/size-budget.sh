@@ -39,9 +39,14 @@ report=("${over[@]}")
 [ "${SIZE_REPORT:-0}" = 1 ] && report=("${FUNCTIONS[@]}")
 for fn in "${report[@]}"; do
 	# The same build with its symbol table, for the attribution.
-	CGO_ENABLED=0 GOOS=linux GOARCH="$GOARCH" go build -tags lambda.norpc -trimpath -o "$WORK/$fn.full" "./functions/$fn"
+	case $fn in
+	worker) mod=. pkg=./examples/lambda-worker ;;
+	aws-app-worker) mod=examples/aws-app pkg=./cmd/worker ;;
+	*) mod=. pkg=./functions/$fn ;;
+	esac
+	(cd "$mod" && CGO_ENABLED=0 GOOS=linux GOARCH="$GOARCH" go build -tags lambda.norpc -trimpath -o "$WORK/$fn.full" "$pkg")
 	echo
-	echo "== functions/$fn: what it is made of (unstripped build; the stripped one drops the symbol tables)"
+	echo "== $mod/$pkg ($fn): what it is made of (unstripped build; the stripped one drops the symbol tables)"
 	go run ./internal/tools/binsize -top 15 "$WORK/$fn.full"
 done
 if [ ${#over[@]} -gt 0 ]; then
