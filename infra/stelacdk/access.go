@@ -1,4 +1,4 @@
-package main
+package stelacdk
 
 import (
 	"strings"
@@ -78,6 +78,14 @@ type functionSpec struct {
 	ReservedConcurrency float64 // 0: unreserved
 	Scheduled           bool    // invoked asynchronously by the schedule
 	Access              dataAccess
+}
+
+// Package is the Go package of the function's main.
+func (f functionSpec) Package() string {
+	if f.Name == WorkerFunction {
+		return "github.com/stela-dev/stela/examples/lambda-worker"
+	}
+	return "github.com/stela-dev/stela/functions/" + f.Name
 }
 
 // ID is the construct id of the function ("ApiFunction").
