@@ -7,7 +7,7 @@
 # unstripped build of it). docs/deploy.md, "What a function links", says
 # what each function links and why.
 #
-#   scripts/ci/size-budget.sh                  # all five
+#   scripts/ci/size-budget.sh                  # all six (with the sample worker, examples/aws-app)
 #   SIZE_BUDGET=11000000 scripts/ci/size-budget.sh api
 #   SIZE_REPORT=1 scripts/ci/size-budget.sh    # the contributors of every function, within budget too
 set -euo pipefail
@@ -16,7 +16,7 @@ cd "$ROOT"
 BUDGET=${SIZE_BUDGET:-12582912}
 GOARCH=${GOARCH:-arm64}
 FUNCTIONS=("$@")
-[ ${#FUNCTIONS[@]} -gt 0 ] || FUNCTIONS=(api lock append timers worker)
+[ ${#FUNCTIONS[@]} -gt 0 ] || FUNCTIONS=(api lock append timers worker aws-app-worker)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/stela-size.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
