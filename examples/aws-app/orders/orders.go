@@ -13,8 +13,8 @@ import (
 
 // The functions' names (FFQNs: namespace:package/interface.function).
 const (
-	PriceFFQN   = "shop:orders/billing.price"
-	InvoiceFFQN = "shop:orders/billing.invoice"
+	PriceFFQN    = "shop:orders/billing.price"
+	InvoiceFFQN  = "shop:orders/billing.invoice"
 	CheckoutFFQN = "shop:orders/workflow.checkout"
 )
 
