@@ -7,6 +7,7 @@
 #      variant: its local Code paths are intended).
 #      cfn-lint exit code 4 (warnings only) passes; errors fail.
 #   3. the sample application (examples/aws-app, its own module): go vet,
+#      the determinism analyzer,
 #      its tests (the workflow, the offline synth asserting the worker's
 #      least-privilege IAM), a real synth (the constructs build Stela's
 #      functions and the worker for linux/arm64) and cfn-lint of its CDK
@@ -71,6 +72,7 @@ if ! go mod tidy -diff >/dev/null 2>&1; then
 	exit 1
 fi
 go vet ./...
+go run github.com/stela-dev/stela/cmd/stela-vet -test=false ./... # the determinism analyzer on its workflows
 go test -count=1 ./...
 (cd cdk && CDK_OUTDIR="$OUT/aws-app" go run .)
 lint "$OUT/aws-app/AwsApp.template.json" W3005
