@@ -88,7 +88,7 @@
 // Run long-polls for work until its context is done and then shuts down
 // gracefully: a lock the store granted is always run or released (Unlocked),
 // never left to expire. RunUntilIdle processes what is pending and returns:
-// the unit of a serverless invocation (see functions/worker) and of tests
+// the unit of a serverless invocation (see package lambdaworker) and of tests
 // (package workertest runs workflows against an in-memory store with a
 // simulated clock, without a server and without sleeping).
 package worker

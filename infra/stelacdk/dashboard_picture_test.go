@@ -1,4 +1,4 @@
-package main
+package stelacdk
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 //	cd infra && go test -run TestDashboardPictureIsCurrent -update
 var update = flag.Bool("update", false, "rewrite docs/operations-dashboard.svg")
 
-const dashboardPicture = "../docs/operations-dashboard.svg"
+const dashboardPicture = "../../docs/operations-dashboard.svg"
 
 func TestDashboardPictureIsCurrent(t *testing.T) {
 	dash := iamStack.one(t, "AWS::CloudWatch::Dashboard")

@@ -1,4 +1,4 @@
-package main
+package stelacdk
 
 import (
 	"fmt"
@@ -54,7 +54,7 @@ const (
 	CtxPackaging     = "packaging"     // "cdk" (default) or "sam"
 	CtxThrottleRate  = "throttleRate"  // steady requests/s of the stage (default 100)
 	CtxThrottleBurst = "throttleBurst" // burst of the stage (default 200)
-	// CtxWorker ("true") adds the worker function (functions/worker), its
+	// CtxWorker ("true") adds the worker function (examples/lambda-worker), its
 	// schedule and the policy that lets callers invoke it on demand.
 	CtxWorker = "worker"
 	// CtxRetention is how long a finished execution tree is kept
@@ -83,7 +83,7 @@ const (
 	// an old event is worth nothing.
 	TimersMaxEventAgeSeconds = 300
 	TimersRetryAttempts      = 2
-	// WorkerFunction names the optional worker function (functions/worker).
+	// WorkerFunction names the optional worker function (examples/lambda-worker).
 	WorkerFunction = "worker"
 	// The worker runs a pass per invocation until 5 s before its deadline
 	// (workerpass.DefaultMargin); its schedule runs one a minute, and
@@ -92,59 +92,94 @@ const (
 	WorkerReservedConcurrency    = 4
 )
 
-// StelaStackProps configure NewStelaStack.
-type StelaStackProps struct {
-	awscdk.StackProps
+// StelaProps configure NewStela. Zero fields take the defaults; nothing is
+// read from the CDK context (FromContext does that for an app that wants
+// it, as Stela's own infra/main.go does).
+type StelaProps struct {
 	// BuildDir holds <function>/bootstrap as built by scripts/build-lambdas.sh
-	// (default "build", relative to the working directory, i.e. infra/).
+	// (default "build", relative to the working directory).
 	BuildDir string
+	// BuildFromSource builds Stela's functions at synth time (go build
+	// github.com/stela-dev/stela/functions/<name> for linux/arm64, the
+	// version the CDK app's go.mod requires) into the cloud assembly,
+	// instead of taking them from BuildDir: what a user's own CDK app does.
+	BuildFromSource bool
 	// JWTIssuer selects a JWT authorizer instead of IAM (SigV4) on every
-	// route; JWTAudience is then required. Empty: context jwtIssuer /
-	// jwtAudience, else IAM.
+	// route; JWTAudience is then required (context jwtIssuer / jwtAudience).
 	JWTIssuer   string
 	JWTAudience []string
 	// SAMPackaging makes every function's Code a local path relative to the
 	// synthesized template, so that `sam deploy` packages and uploads it
-	// without a CDK bootstrap stack. Default: context packaging=sam.
+	// without a CDK bootstrap stack (context packaging=sam).
 	SAMPackaging bool
 	// Retention is how long a finished execution tree is kept (default
-	// core.DefaultRetentionPeriod, or context retention; "forever" keeps
-	// everything).
+	// core.DefaultRetentionPeriod; "forever" keeps everything; context
+	// retention).
 	Retention string
-	// ThrottleRate and ThrottleBurst limit the stage (default 100 and 200,
-	// or context throttleRate / throttleBurst).
+	// ThrottleRate and ThrottleBurst limit the stage (default 100 and 200;
+	// context throttleRate / throttleBurst).
 	ThrottleRate, ThrottleBurst float64
 	// LocalEndpoint, if set, becomes AWS_ENDPOINT_URL of every function
 	// (context localEndpoint): `sam local` only passes environment
 	// variables the template declares.
 	LocalEndpoint string
-	// Worker adds the worker function (context worker=true).
+	// Worker adds Stela's example worker function (examples/lambda-worker;
+	// context worker=true). Your own workers are NewWorker constructs.
 	Worker bool
 	// Monitoring configures the alarms, their topic, the dashboard and
 	// tracing (monitoring.go; context alarm*, tracing, otelEndpoint).
 	Monitoring MonitoringProps
 }
 
-// StelaStack is the deployed system: table, bucket, functions, API, schedule.
-type StelaStack struct {
-	awscdk.Stack
+// StelaStackProps configure NewStelaStack: the stack's own props and the
+// Stela construct's.
+type StelaStackProps struct {
+	awscdk.StackProps
+	StelaProps
+}
+
+// Stela is the deployed system as a construct: table, bucket, the api,
+// lock, append and timers functions, the HTTP API and its stage, the
+// function URLs, the timers schedule and its dead-letter queue, alarms,
+// dashboard and retention. Workers (NewWorker) run on it.
+type Stela struct {
+	constructs.Construct
 	Table     awsdynamodb.Table
 	Bucket    awss3.Bucket
 	Functions map[string]awslambda.Function
 	API       awsapigatewayv2.HttpApi
 	Stage     awsapigatewayv2.HttpStage
 	TimersDLQ awssqs.Queue
-	// WorkerDLQ and WorkerInvoke exist with the worker function: its
-	// failed passes, and the managed policy a caller attaches to invoke it.
+	// WorkerDLQ and WorkerInvoke exist with StelaProps.Worker: the example
+	// worker's failed passes, and the managed policy a caller attaches to
+	// invoke it.
 	WorkerDLQ    awssqs.Queue
 	WorkerInvoke awsiam.ManagedPolicy
 	// Monitoring holds the alarms, their topic and the dashboard.
 	Monitoring *Monitoring
 	// WorkerURLs are the function URLs of WorkerURLFunctions (function_urls.go).
 	WorkerURLs map[string]awslambda.FunctionUrl
+
+	props StelaProps // resolved
 }
 
-// NewStelaStack defines Stela's whole deployment in one stack.
+// StelaStack is Stela's own app: one stack holding one Stela.
+type StelaStack struct {
+	awscdk.Stack
+	*Stela
+}
+
+// StackName is the stack id of Stela's own app (infra/main.go) and the
+// name of its template file (cdk.out/StelaStack.template.json).
+const StackName = "StelaStack"
+
+// DefaultID is the id of the Stela construct in NewStelaStack. CDK leaves
+// an id "Default" out of the logical ids, so the resources keep the ids
+// they had when the stack defined them itself (no replacement on update).
+const DefaultID = "Default"
+
+// NewStelaStack defines Stela's whole deployment in one stack; props left
+// unset are read from the CDK context (FromContext).
 func NewStelaStack(scope constructs.Construct, id string, props *StelaStackProps) *StelaStack {
 	if props == nil {
 		props = &StelaStackProps{}
@@ -154,52 +189,67 @@ func NewStelaStack(scope constructs.Construct, id string, props *StelaStackProps
 	if sp.Description == nil {
 		sp.Description = jsii.String("Stela: durable-execution storage on DynamoDB, S3, Lambda and API Gateway")
 	}
-	resolveContext(scope.Node(), &p)
+	FromContext(scope.Node(), &p.StelaProps)
 	if p.SAMPackaging && sp.Synthesizer == nil {
-		// A template for `sam deploy` must not depend on the CDK bootstrap
-		// stack (its version parameter and rule).
-		sp.Synthesizer = awscdk.NewDefaultStackSynthesizer(&awscdk.DefaultStackSynthesizerProps{
-			GenerateBootstrapVersionRule: jsii.Bool(false),
-		})
+		sp.Synthesizer = SAMSynthesizer()
 	}
 	stack := awscdk.NewStack(scope, &id, &sp)
-	s := &StelaStack{Stack: stack, Functions: map[string]awslambda.Function{}}
+	return &StelaStack{Stack: stack, Stela: NewStela(stack, DefaultID, &p.StelaProps)}
+}
 
-	s.Table = newTable(stack)
-	s.Bucket = newBucket(stack)
+// SAMSynthesizer is the synthesizer of a stack deployed with `sam deploy`:
+// its template must not depend on the CDK bootstrap stack (its version
+// parameter and rule).
+func SAMSynthesizer() awscdk.IStackSynthesizer {
+	return awscdk.NewDefaultStackSynthesizer(&awscdk.DefaultStackSynthesizerProps{
+		GenerateBootstrapVersionRule: jsii.Bool(false),
+	})
+}
 
-	s.TimersDLQ = newDeadLetterQueue(stack, "TimersDeadLetters")
+// NewStela defines Stela in scope (a stack of the user's CDK app).
+func NewStela(scope constructs.Construct, id string, props *StelaProps) *Stela {
+	p := StelaProps{}
+	if props != nil {
+		p = *props
+	}
+	resolve(func(string) string { return "" }, &p)
+	c := constructs.NewConstruct(scope, &id)
+	s := &Stela{Construct: c, Functions: map[string]awslambda.Function{}, props: p}
+	s.Table = newTable(c)
+	s.Bucket = newBucket(c)
+
+	s.TimersDLQ = newDeadLetterQueue(c, "TimersDeadLetters")
 	if p.Worker {
-		s.WorkerDLQ = newDeadLetterQueue(stack, "WorkerDeadLetters")
+		s.WorkerDLQ = newDeadLetterQueue(c, "WorkerDeadLetters")
 	}
 
 	for _, spec := range specsOf(p) {
-		s.Functions[spec.Name] = s.newFunction(stack, spec, p)
+		s.Functions[spec.Name] = s.newFunction(c, spec, p)
 	}
 
-	s.newAPI(stack, p)
-	s.newWorkerURLs(stack)
+	s.newAPI(c, p)
+	s.newWorkerURLs(c)
 
-	schedule(stack, "TimersSchedule", "Runs the timer sweep (expired locks and delays, cancellations) every minute",
-		s.Functions["timers"], s.TimersDLQ)
+	schedule(c, "TimersSchedule", "Runs the timer sweep (expired locks and delays, cancellations) every minute",
+		s.Functions["timers"], s.TimersDLQ, awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))))
 	if p.Worker {
-		s.newWorkerAccess(stack)
+		s.newWorkerAccess(c)
 	}
-	s.Monitoring = s.newMonitoring(stack, p.Monitoring)
+	s.Monitoring = s.newMonitoring(c, p.Monitoring)
 
-	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
+	awscdk.NewCfnOutput(c, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Base URL of the HTTP API"), Value: s.Stage.Url()})
-	awscdk.NewCfnOutput(stack, jsii.String("TableName"), &awscdk.CfnOutputProps{
+	awscdk.NewCfnOutput(c, jsii.String("TableName"), &awscdk.CfnOutputProps{
 		Description: jsii.String("DynamoDB table (" + EnvTable + ")"), Value: s.Table.TableName()})
-	awscdk.NewCfnOutput(stack, jsii.String("BucketName"), &awscdk.CfnOutputProps{
+	awscdk.NewCfnOutput(c, jsii.String("BucketName"), &awscdk.CfnOutputProps{
 		Description: jsii.String("S3 bucket of the content-addressed store (" + EnvBucket + ")"), Value: s.Bucket.BucketName()})
-	awscdk.NewCfnOutput(stack, jsii.String("TimersDeadLetterQueueUrl"), &awscdk.CfnOutputProps{
+	awscdk.NewCfnOutput(c, jsii.String("TimersDeadLetterQueueUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Sweeps that could not be delivered or failed after retries"), Value: s.TimersDLQ.QueueUrl()})
 	return s
 }
 
-// specsOf returns the functions the stack deploys.
-func specsOf(p StelaStackProps) []functionSpec {
+// specsOf returns the functions Stela deploys.
+func specsOf(p StelaProps) []functionSpec {
 	specs := append([]functionSpec{}, functionSpecs...)
 	if p.Worker {
 		specs = append(specs, workerSpec)
@@ -207,56 +257,80 @@ func specsOf(p StelaStackProps) []functionSpec {
 	return specs
 }
 
-func newDeadLetterQueue(stack awscdk.Stack, id string) awssqs.Queue {
-	return awssqs.NewQueue(stack, jsii.String(id), &awssqs.QueueProps{
+// FunctionNames are the bootstrap directories (BuildDir/<name>) a Stela
+// with props needs.
+func FunctionNames(props StelaProps) []string {
+	var out []string
+	for _, s := range specsOf(props) {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func newDeadLetterQueue(scope constructs.Construct, id string) awssqs.Queue {
+	return awssqs.NewQueue(scope, jsii.String(id), &awssqs.QueueProps{
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
 	})
 }
 
-// schedule invokes fn every minute; late events are dropped and failed
+// schedule invokes fn on sched; late events are dropped and failed
 // deliveries kept in dlq (both functions are level-triggered: the next
-// minute's invocation does the same work).
-func schedule(stack awscdk.Stack, id, description string, fn awslambda.Function, dlq awssqs.Queue) {
-	rule := awsevents.NewRule(stack, jsii.String(id), &awsevents.RuleProps{
+// invocation does the same work).
+func schedule(scope constructs.Construct, id, description string, fn awslambda.IFunction, dlq awssqs.IQueue, sched awsevents.Schedule) awsevents.Rule {
+	rule := awsevents.NewRule(scope, jsii.String(id), &awsevents.RuleProps{
 		Description: jsii.String(description),
-		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
+		Schedule:    sched,
 	})
 	rule.AddTarget(awseventstargets.NewLambdaFunction(fn, &awseventstargets.LambdaFunctionProps{
 		DeadLetterQueue: dlq,
 		MaxEventAge:     awscdk.Duration_Seconds(jsii.Number(TimersMaxEventAgeSeconds)),
 		RetryAttempts:   jsii.Number(TimersRetryAttempts),
 	}))
+	return rule
 }
 
-// newWorkerAccess schedules the worker function and creates the managed
-// policy that allows invoking it on demand (e.g. by the service that just
-// submitted work): lambda:InvokeFunction on that one function, nothing else.
-func (s *StelaStack) newWorkerAccess(stack awscdk.Stack) {
+// newWorkerAccess schedules the example worker function and creates the
+// managed policy that allows invoking it on demand (e.g. by the service
+// that just submitted work): lambda:InvokeFunction on that one function,
+// nothing else.
+func (s *Stela) newWorkerAccess(scope constructs.Construct) {
 	fn := s.Functions[WorkerFunction]
-	schedule(stack, "WorkerSchedule", "Runs a worker pass every minute (pending executions of the worker's functions)",
-		fn, s.WorkerDLQ)
-	s.WorkerInvoke = awsiam.NewManagedPolicy(stack, jsii.String("WorkerInvokePolicy"), &awsiam.ManagedPolicyProps{
-		Description: jsii.String("Invoke the Stela worker function on demand (one more worker pass)"),
+	schedule(scope, "WorkerSchedule", "Runs a worker pass every minute (pending executions of the worker's functions)",
+		fn, s.WorkerDLQ, awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))))
+	s.WorkerInvoke = invokePolicy(scope, "WorkerInvokePolicy", "Invoke the Stela worker function on demand (one more worker pass)", fn)
+	workerOutputs(scope, "Worker", fn, s.WorkerInvoke, s.WorkerDLQ)
+}
+
+// invokePolicy is a managed policy allowing lambda:InvokeFunction on fn only.
+func invokePolicy(scope constructs.Construct, id, description string, fn awslambda.IFunction) awsiam.ManagedPolicy {
+	return awsiam.NewManagedPolicy(scope, jsii.String(id), &awsiam.ManagedPolicyProps{
+		Description: jsii.String(description),
 		Statements: &[]awsiam.PolicyStatement{awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Actions:   jsii.Strings("lambda:InvokeFunction"),
 			Resources: jsii.Strings(*fn.FunctionArn()),
 		})},
 	})
-	awscdk.NewCfnOutput(stack, jsii.String("WorkerFunctionName"), &awscdk.CfnOutputProps{
-		Description: jsii.String("Worker function: `aws lambda invoke --function-name <it> --invocation-type Event` runs a pass"),
-		Value:       fn.FunctionName()})
-	awscdk.NewCfnOutput(stack, jsii.String("WorkerInvokePolicyArn"), &awscdk.CfnOutputProps{
-		Description: jsii.String("Managed policy allowing on-demand invocation of the worker function"),
-		Value:       s.WorkerInvoke.ManagedPolicyArn()})
-	awscdk.NewCfnOutput(stack, jsii.String("WorkerDeadLetterQueueUrl"), &awscdk.CfnOutputProps{
-		Description: jsii.String("Worker passes that could not be delivered or failed after retries"), Value: s.WorkerDLQ.QueueUrl()})
 }
 
-// resolveContext fills unset props from the CDK context.
-func resolveContext(node constructs.Node, p *StelaStackProps) {
-	ctx := func(key string) string {
+// workerOutputs are a worker's outputs <prefix>FunctionName,
+// <prefix>InvokePolicyArn and <prefix>DeadLetterQueueUrl.
+func workerOutputs(scope constructs.Construct, prefix string, fn awslambda.IFunction, invoke awsiam.ManagedPolicy, dlq awssqs.IQueue) {
+	awscdk.NewCfnOutput(scope, jsii.String(prefix+"FunctionName"), &awscdk.CfnOutputProps{
+		Description: jsii.String("Worker function: `aws lambda invoke --function-name <it> --invocation-type Event` runs a pass"),
+		Value:       fn.FunctionName()})
+	awscdk.NewCfnOutput(scope, jsii.String(prefix+"InvokePolicyArn"), &awscdk.CfnOutputProps{
+		Description: jsii.String("Managed policy allowing on-demand invocation of the worker function"),
+		Value:       invoke.ManagedPolicyArn()})
+	awscdk.NewCfnOutput(scope, jsii.String(prefix+"DeadLetterQueueUrl"), &awscdk.CfnOutputProps{
+		Description: jsii.String("Worker passes that could not be delivered or failed after retries"), Value: dlq.QueueUrl()})
+}
+
+// FromContext fills the props left unset from the CDK context of node
+// (`cdk synth -c key=value`, CDK_CONTEXT_JSON): the Ctx* keys.
+func FromContext(node constructs.Node, p *StelaProps) {
+	resolve(func(key string) string {
 		v := node.TryGetContext(jsii.String(key))
 		if v == nil {
 			return ""
@@ -273,7 +347,12 @@ func resolveContext(node constructs.Node, p *StelaStackProps) {
 		default:
 			return fmt.Sprint(v)
 		}
-	}
+	}, p)
+}
+
+// resolve fills unset props from ctx (the context, or nothing) and the
+// defaults, and checks them (a bad value panics: synth fails).
+func resolve(ctx func(string) string, p *StelaProps) {
 	if p.JWTIssuer == "" {
 		p.JWTIssuer = ctx(CtxJWTIssuer)
 	}
@@ -298,7 +377,7 @@ func resolveContext(node constructs.Node, p *StelaStackProps) {
 	}
 	positiveContext(ctx, &p.ThrottleRate, CtxThrottleRate, 100)
 	positiveContext(ctx, &p.ThrottleBurst, CtxThrottleBurst, 200)
-	if p.BuildDir == "" {
+	if p.BuildDir == "" && !p.BuildFromSource {
 		p.BuildDir = "build"
 	}
 	if p.LocalEndpoint == "" {
@@ -375,9 +454,9 @@ func nonKey(ix dynamo.TableIndex) *[]*string {
 // newTable creates the table exactly as dynamo.CreateTableInput describes it
 // (keys, attribute types, every index), plus what only a deployment has:
 // point-in-time recovery and TTL.
-func newTable(stack awscdk.Stack) awsdynamodb.Table {
+func newTable(scope constructs.Construct) awsdynamodb.Table {
 	sch := dynamo.Schema
-	t := awsdynamodb.NewTable(stack, jsii.String("Table"), &awsdynamodb.TableProps{
+	t := awsdynamodb.NewTable(scope, jsii.String("Table"), &awsdynamodb.TableProps{
 		PartitionKey: attr(sch.Key.PartitionKey),
 		SortKey:      attr(sch.Key.SortKey),
 		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
@@ -413,8 +492,8 @@ func newTable(stack awscdk.Stack) awsdynamodb.Table {
 
 // newBucket creates the CAS bucket (docs/spec/reliability.md §4.3): private, no ACLs,
 // SSE-S3, TLS only, incomplete multipart uploads aborted.
-func newBucket(stack awscdk.Stack) awss3.Bucket {
-	return awss3.NewBucket(stack, jsii.String("Cas"), &awss3.BucketProps{
+func newBucket(scope constructs.Construct) awss3.Bucket {
+	return awss3.NewBucket(scope, jsii.String("Cas"), &awss3.BucketProps{
 		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
 		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
 		Encryption:        awss3.BucketEncryption_S3_MANAGED,
@@ -429,21 +508,58 @@ func newBucket(stack awscdk.Stack) awss3.Bucket {
 	})
 }
 
-// newFunction creates one Go function with its own role, log group and the
-// data permissions of its access profile (access.go).
-func (s *StelaStack) newFunction(stack awscdk.Stack, spec functionSpec, p StelaStackProps) awslambda.Function {
-	id := spec.ID()
-	logs := awslogs.NewLogGroup(stack, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
+// newFunction creates one of Stela's functions (functionSpecs, workerSpec).
+func (s *Stela) newFunction(scope constructs.Construct, spec functionSpec, p StelaProps) awslambda.Function {
+	var dlq awssqs.IQueue
+	if spec.Scheduled {
+		dlq = s.TimersDLQ
+		if spec.Name == WorkerFunction {
+			dlq = s.WorkerDLQ
+		}
+	}
+	assetDir := filepath.Join(p.BuildDir, spec.Name)
+	if p.BuildFromSource {
+		assetDir = buildEntry(scope, spec.Name, spec.Package())
+	}
+	fn, _ := s.goFunction(scope, goFunction{ID: spec.ID(), Name: spec.Name, Description: spec.Description,
+		MemoryMB: spec.MemoryMB, TimeoutSeconds: spec.TimeoutSeconds, ReservedConcurrency: spec.ReservedConcurrency,
+		AssetDir: assetDir, DLQ: dlq, FollowWait: !spec.Scheduled, Access: spec.Access})
+	return fn
+}
+
+// goFunction is what goFunction creates.
+type goFunction struct {
+	ID, Name, Description    string
+	MemoryMB, TimeoutSeconds float64
+	ReservedConcurrency      float64 // 0: unreserved
+	// AssetDir holds the bootstrap.
+	AssetDir string
+	// DLQ, for a scheduled function, receives the asynchronous invocations
+	// that failed after their retries or came too late.
+	DLQ awssqs.IQueue
+	// FollowWait sets the long-poll bound (the HTTP functions).
+	FollowWait bool
+	Access     dataAccess
+	// Env adds environment variables.
+	Env map[string]string
+}
+
+// goFunction creates one Go function on arm64 with its own role, log group
+// and the data permissions of its access profile (access.go) on s.
+func (s *Stela) goFunction(scope constructs.Construct, spec goFunction) (awslambda.Function, awsiam.Role) {
+	p := s.props
+	id := spec.ID
+	logs := awslogs.NewLogGroup(scope, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
 		Retention:     awslogs.RetentionDays_ONE_MONTH,
 		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 	})
-	role := awsiam.NewRole(stack, jsii.String(id+"Role"), &awsiam.RoleProps{
+	role := awsiam.NewRole(scope, jsii.String(id+"Role"), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 		Description: jsii.String("Stela " + spec.Name + " function"),
 	})
 	logs.GrantWrite(role)
 
-	assetDir := filepath.Join(p.BuildDir, spec.Name)
+	assetDir := spec.AssetDir
 	fp := &awslambda.FunctionProps{
 		Description:  jsii.String(spec.Description),
 		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
@@ -461,7 +577,10 @@ func (s *StelaStack) newFunction(stack awscdk.Stack, spec functionSpec, p StelaS
 			EnvRetention:    jsii.String(p.Retention),
 		},
 	}
-	if !spec.Scheduled {
+	for k, v := range spec.Env {
+		(*fp.Environment)[k] = jsii.String(v)
+	}
+	if spec.FollowWait {
 		(*fp.Environment)[EnvFollowWait] = jsii.String(FollowWait)
 	}
 	if p.LocalEndpoint != "" {
@@ -470,21 +589,17 @@ func (s *StelaStack) newFunction(stack awscdk.Stack, spec functionSpec, p StelaS
 	if spec.ReservedConcurrency > 0 {
 		fp.ReservedConcurrentExecutions = jsii.Number(spec.ReservedConcurrency)
 	}
-	if spec.Scheduled {
-		dlq := s.TimersDLQ
-		if spec.Name == WorkerFunction {
-			dlq = s.WorkerDLQ
-		}
+	if spec.DLQ != nil {
 		fp.RetryAttempts = jsii.Number(TimersRetryAttempts)
 		fp.MaxEventAge = awscdk.Duration_Seconds(jsii.Number(TimersMaxEventAgeSeconds))
-		fp.OnFailure = awslambdadestinations.NewSqsDestination(dlq)
+		fp.OnFailure = awslambdadestinations.NewSqsDestination(spec.DLQ)
 	}
-	instrumentFunction(stack, fp, p.Monitoring)
-	fn := awslambda.NewFunction(stack, jsii.String(id), fp)
+	instrumentFunction(scope, fp, p.Monitoring)
+	fn := awslambda.NewFunction(scope, jsii.String(id), fp)
 	if p.SAMPackaging {
 		// `sam deploy` zips and uploads a local-path Code (relative to the
 		// template in the cloud assembly directory).
-		outdir, err := filepath.Abs(*awscdk.Stage_Of(stack).Outdir()) // relative when set by the cdk CLI
+		outdir, err := filepath.Abs(*awscdk.Stage_Of(scope).Outdir()) // relative when set by the cdk CLI
 		if err != nil {
 			panic(err)
 		}
@@ -504,13 +619,13 @@ func (s *StelaStack) newFunction(stack awscdk.Stack, spec functionSpec, p StelaS
 		})
 	}
 	grantData(role, spec.Access, s.Table, s.Bucket)
-	return fn
+	return fn, role
 }
 
 // newAPI creates the HTTP API, its $default stage and the routes of routes.go,
 // each with the IAM or JWT authorizer (the console's static routes are public
 // with JWT, see consoleRoutes).
-func (s *StelaStack) newAPI(stack awscdk.Stack, p StelaStackProps) {
+func (s *Stela) newAPI(scope constructs.Construct, p StelaProps) {
 	var auth awsapigatewayv2.IHttpRouteAuthorizer
 	if p.JWTIssuer != "" {
 		auth = awsapigatewayv2authorizers.NewHttpJwtAuthorizer(jsii.String("JwtAuthorizer"), jsii.String(p.JWTIssuer),
@@ -518,12 +633,12 @@ func (s *StelaStack) newAPI(stack awscdk.Stack, p StelaStackProps) {
 	} else {
 		auth = awsapigatewayv2authorizers.NewHttpIamAuthorizer()
 	}
-	s.API = awsapigatewayv2.NewHttpApi(stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
+	s.API = awsapigatewayv2.NewHttpApi(scope, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
 		Description:        jsii.String("Stela HTTP API v1"),
 		CreateDefaultStage: jsii.Bool(false),
 		DefaultAuthorizer:  auth,
 	})
-	accessLogs := awslogs.NewLogGroup(stack, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
+	accessLogs := awslogs.NewLogGroup(scope, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
 		Retention:     awslogs.RetentionDays_ONE_MONTH,
 		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 	})

@@ -1,4 +1,4 @@
-package main
+package stelacdk
 
 import (
 	"encoding/json"
@@ -382,7 +382,7 @@ func TestDashboard(t *testing.T) {
 		}
 	})
 	t.Run("AlarmsAreInTheRunbook", func(t *testing.T) {
-		doc, err := os.ReadFile("../docs/operations.md")
+		doc, err := os.ReadFile("../../docs/operations.md")
 		if err != nil {
 			t.Fatal(err)
 		}

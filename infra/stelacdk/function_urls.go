@@ -1,8 +1,9 @@
-package main
+package stelacdk
 
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -19,12 +20,12 @@ var WorkerURLFunctions = []string{"lock", "append"}
 
 // newWorkerURLs adds the function URLs of WorkerURLFunctions and their
 // outputs (LockFunctionUrl, AppendFunctionUrl).
-func (s *StelaStack) newWorkerURLs(stack awscdk.Stack) {
+func (s *Stela) newWorkerURLs(scope constructs.Construct) {
 	s.WorkerURLs = map[string]awslambda.FunctionUrl{}
 	for _, name := range WorkerURLFunctions {
 		u := s.Functions[name].AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: awslambda.FunctionUrlAuthType_AWS_IAM})
 		s.WorkerURLs[name] = u
-		awscdk.NewCfnOutput(stack, jsii.String(functionID(name)+"Url"), &awscdk.CfnOutputProps{
+		awscdk.NewCfnOutput(scope, jsii.String(functionID(name)+"Url"), &awscdk.CfnOutputProps{
 			Description: jsii.String("Function URL (IAM auth, SigV4 service lambda) of the " + name + " worker routes"),
 			Value:       u.Url(),
 		})

@@ -1,4 +1,4 @@
-package main
+package stelacdk
 
 // apiRoute sends the requests matching Path (API Gateway syntax: {name} is one
 // segment, {proxy+} is the rest of the path) and one of Methods to Function.

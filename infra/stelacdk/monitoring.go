@@ -1,4 +1,4 @@
-package main
+package stelacdk
 
 import (
 	"fmt"
@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawscloudwatch"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/stela-dev/stela/functions/app"
@@ -117,8 +118,8 @@ type Monitoring struct {
 // metricsNamespace is the namespace the functions write their EMF metrics
 // to (STELA_METRICS_NAMESPACE): per stack, so two stacks in one account
 // and region do not mix.
-func metricsNamespace(stack awscdk.Stack) string {
-	return obs.DefaultNamespace + "/" + *stack.StackName()
+func metricsNamespace(scope constructs.Construct) string {
+	return obs.DefaultNamespace + "/" + *awscdk.Stack_Of(scope).StackName()
 }
 
 // resolveMonitoring fills unset monitoring props from the context.
@@ -175,8 +176,8 @@ func positiveContext(ctx func(string) string, dst *float64, key string, def floa
 
 // instrumentFunction sets what a function needs to report: the metrics
 // namespace, X-Ray active tracing and the OTLP endpoint when configured.
-func instrumentFunction(stack awscdk.Stack, fp *awslambda.FunctionProps, p MonitoringProps) {
-	(*fp.Environment)[app.EnvMetricsNamespace] = jsii.String(metricsNamespace(stack))
+func instrumentFunction(scope constructs.Construct, fp *awslambda.FunctionProps, p MonitoringProps) {
+	(*fp.Environment)[app.EnvMetricsNamespace] = jsii.String(metricsNamespace(scope))
 	if p.Tracing == TracingXRay {
 		fp.Tracing = awslambda.Tracing_ACTIVE
 	}
@@ -192,12 +193,12 @@ var (
 )
 
 // newMonitoring creates the alarms, their topic and the dashboard.
-func (s *StelaStack) newMonitoring(stack awscdk.Stack, p MonitoringProps) *Monitoring {
-	m := &Monitoring{Namespace: metricsNamespace(stack), Alarms: map[string]awscloudwatch.Alarm{}}
+func (s *Stela) newMonitoring(scope constructs.Construct, p MonitoringProps) *Monitoring {
+	m := &Monitoring{Namespace: metricsNamespace(scope), Alarms: map[string]awscloudwatch.Alarm{}}
 	if p.AlarmTopicArn != "" {
-		m.Topic = awssns.Topic_FromTopicArn(stack, jsii.String("AlarmTopic"), jsii.String(p.AlarmTopicArn))
+		m.Topic = awssns.Topic_FromTopicArn(scope, jsii.String("AlarmTopic"), jsii.String(p.AlarmTopicArn))
 	} else {
-		topic := awssns.NewTopic(stack, jsii.String("AlarmTopic"), &awssns.TopicProps{
+		topic := awssns.NewTopic(scope, jsii.String("AlarmTopic"), &awssns.TopicProps{
 			DisplayName: jsii.String("Stela alarms"), EnforceSSL: jsii.Bool(true)})
 		if p.AlarmEmail != "" {
 			topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(p.AlarmEmail), nil))
@@ -210,7 +211,7 @@ func (s *StelaStack) newMonitoring(stack awscdk.Stack, p MonitoringProps) *Monit
 	// docs/operations.md called anchor.
 	alarm := func(id, anchor, description string, metric awscloudwatch.IMetric, threshold, periods float64,
 		op awscloudwatch.ComparisonOperator, missing awscloudwatch.TreatMissingData) {
-		a := awscloudwatch.NewAlarm(stack, jsii.String(id), &awscloudwatch.AlarmProps{
+		a := awscloudwatch.NewAlarm(scope, jsii.String(id), &awscloudwatch.AlarmProps{
 			AlarmDescription:   jsii.String(description + " Runbook: " + RunbookURL + "#" + strings.ToLower(anchor) + "."),
 			Metric:             metric,
 			Threshold:          jsii.Number(threshold),
@@ -266,12 +267,12 @@ func (s *StelaStack) newMonitoring(stack awscdk.Stack, p MonitoringProps) *Monit
 			fn.MetricThrottles(&awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Period: fiveMinutes}), th.LambdaThrottles, 1, ge, notBreaching)
 	}
 
-	m.Dashboard = s.newDashboard(stack, m, th)
+	m.Dashboard = s.newDashboard(scope, m, th)
 	if p.AlarmTopicArn == "" {
-		awscdk.NewCfnOutput(stack, jsii.String("AlarmTopicArn"), &awscdk.CfnOutputProps{
+		awscdk.NewCfnOutput(scope, jsii.String("AlarmTopicArn"), &awscdk.CfnOutputProps{
 			Description: jsii.String("SNS topic the alarms notify (subscribe to it)"), Value: m.Topic.TopicArn()})
 	}
-	awscdk.NewCfnOutput(stack, jsii.String("DashboardName"), &awscdk.CfnOutputProps{
+	awscdk.NewCfnOutput(scope, jsii.String("DashboardName"), &awscdk.CfnOutputProps{
 		Description: jsii.String("CloudWatch dashboard of Stela (docs/operations.md)"), Value: m.Dashboard.DashboardName()})
 	return m
 }
@@ -303,14 +304,14 @@ var tableOperations = []awsdynamodb.Operation{
 }
 
 // dynamoThrottles sums the table's ThrottledRequests over tableOperations.
-func (s *StelaStack) dynamoThrottles(period awscdk.Duration) awscloudwatch.IMetric {
+func (s *Stela) dynamoThrottles(period awscdk.Duration) awscloudwatch.IMetric {
 	return s.Table.MetricThrottledRequestsForOperations(&awsdynamodb.OperationsMetricOptions{
 		Operations: &tableOperations, Period: period, Statistic: jsii.String("Sum"),
 		Label: jsii.String("throttled requests (AWS/DynamoDB)")})
 }
 
 // functionNames lists the deployed functions in a stable order.
-func (s *StelaStack) functionNames() []string {
+func (s *Stela) functionNames() []string {
 	var names []string
 	for n := range s.Functions {
 		names = append(names, n)
@@ -326,7 +327,7 @@ type deadLetters struct {
 
 // deadLetterQueues are the queues of the scheduled functions (the worker's
 // exists with context worker=true).
-func (s *StelaStack) deadLetterQueues() []deadLetters {
+func (s *Stela) deadLetterQueues() []deadLetters {
 	out := []deadLetters{{"TimersDeadLetters", "timers", s.TimersDLQ}}
 	if s.WorkerDLQ != nil {
 		out = append(out, deadLetters{"WorkerDeadLetters", WorkerFunction, s.WorkerDLQ})
@@ -336,7 +337,7 @@ func (s *StelaStack) deadLetterQueues() []deadLetters {
 
 // newDashboard lays out the dashboard: alarms; the sweep; executions and
 // the store; DynamoDB; the API; the functions.
-func (s *StelaStack) newDashboard(stack awscdk.Stack, m *Monitoring, th AlarmThresholds) awscloudwatch.Dashboard {
+func (s *Stela) newDashboard(scope constructs.Construct, m *Monitoring, th AlarmThresholds) awscloudwatch.Dashboard {
 	graph := func(title string, width float64, left []awscloudwatch.IMetric, right []awscloudwatch.IMetric, annotations ...*awscloudwatch.HorizontalAnnotation) awscloudwatch.IWidget {
 		props := &awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Width: jsii.Number(width), Height: jsii.Number(6),
 			Left: &left}
@@ -458,7 +459,7 @@ func (s *StelaStack) newDashboard(stack awscdk.Stack, m *Monitoring, th AlarmThr
 	for i := range rows {
 		widgets[i] = &rows[i]
 	}
-	return awscloudwatch.NewDashboard(stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
+	return awscloudwatch.NewDashboard(scope, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
 		DefaultInterval: awscdk.Duration_Hours(jsii.Number(3)),
 		Widgets:         &widgets,
 	})

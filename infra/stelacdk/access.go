@@ -1,4 +1,4 @@
-package main
+package stelacdk
 
 import (
 	"strings"
@@ -80,6 +80,14 @@ type functionSpec struct {
 	Access              dataAccess
 }
 
+// Package is the Go package of the function's main.
+func (f functionSpec) Package() string {
+	if f.Name == WorkerFunction {
+		return "github.com/stela-dev/stela/examples/lambda-worker"
+	}
+	return "github.com/stela-dev/stela/functions/" + f.Name
+}
+
 // ID is the construct id of the function ("ApiFunction").
 func (f functionSpec) ID() string { return functionID(f.Name) }
 
@@ -145,7 +153,7 @@ var functionSpecs = []functionSpec{
 
 // workerSpec is the optional worker function (context worker=true): it runs
 // worker passes (workerpass.Pass) over the functions registered in
-// functions/worker/main.go, calling the store directly, as timers does,
+// examples/lambda-worker/main.go, calling the store directly, as timers does,
 // rather than the HTTP API: no API Gateway hop or SigV4 signing per call,
 // and the same data permissions as a worker route function — lock (the
 // pending-ffqn index), append (ordinals for join-set reads in commits),

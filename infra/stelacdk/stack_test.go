@@ -1,4 +1,4 @@
-package main
+package stelacdk
 
 import (
 	"context"
@@ -72,7 +72,7 @@ func TestMain(m *testing.M) {
 				rel = outdir
 			}
 			app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(rel), Context: &ctx})
-			s := NewStelaStack(app, StackName, &StelaStackProps{BuildDir: buildDir})
+			s := NewStelaStack(app, StackName, &StelaStackProps{StelaProps: StelaProps{BuildDir: buildDir}})
 			t := assertions.Template_FromStack(s.Stack, nil)
 			return t, tmpl(*t.ToJSON()), outdir
 		}
@@ -131,13 +131,14 @@ func (t tmpl) get(id string) resource {
 	return resource{ID: id, Type: r["Type"].(string), Props: props, Raw: r}
 }
 
-// byPath finds the resource whose aws:cdk:path is StelaStack/<path>.
+// byPath finds the resource whose aws:cdk:path is StelaStack/Default/<path>
+// (the Stela construct, DefaultID, in the stack).
 func (t tmpl) byPath(tb testing.TB, path string) resource {
 	tb.Helper()
 	for id, r := range t["Resources"].(map[string]any) {
 		r := r.(map[string]any)
 		md, _ := r["Metadata"].(map[string]any)
-		if md["aws:cdk:path"] == StackName+"/"+path {
+		if md["aws:cdk:path"] == StackName+"/"+DefaultID+"/"+path {
 			return t.get(id)
 		}
 	}
@@ -941,7 +942,13 @@ func TestFunctionsHaveLeastPrivilege(t *testing.T) {
 // checkLeastPrivilege checks that the role of spec's function in stack
 // grants exactly wantData, its logs and (scheduled functions) its queue.
 func checkLeastPrivilege(t *testing.T, stack tmpl, spec functionSpec) {
-	fn := stack.function(t, spec.Name)
+	checkLeastPrivilegeOf(t, stack, stack.function(t, spec.Name), stack.byPath(t, spec.ID()+"Logs/Resource").ID,
+		wantData[spec.Name], spec.Scheduled)
+}
+
+// checkLeastPrivilegeOf checks that the role of fn in stack grants exactly
+// want, its log group logs and (scheduled functions) its queue.
+func checkLeastPrivilegeOf(t *testing.T, stack tmpl, fn resource, logs string, want map[string][]string, scheduled bool) {
 	roleID := fn.Props["Role"].(map[string]any)["Fn::GetAtt"].([]any)[0].(string)
 	role := stack.get(roleID)
 	t.Run("RoleHasNoManagedPolicies", func(t *testing.T) {
@@ -987,7 +994,6 @@ func checkLeastPrivilege(t *testing.T, stack tmpl, spec functionSpec) {
 		got[k] = slices.Compact(got[k])
 	}
 	t.Run("DataAccessIsExactlyWhatItNeeds", func(t *testing.T) {
-		want := wantData[spec.Name]
 		for kind := range mergeKeys(got, want) {
 			if extra := without(got[kind], want[kind]); len(extra) > 0 {
 				t.Errorf("%s: broader than needed: %v", kind, extra)
@@ -998,7 +1004,6 @@ func checkLeastPrivilege(t *testing.T, stack tmpl, spec functionSpec) {
 		}
 	})
 	t.Run("OtherGrantsAreItsLogsAndDeadLetters", func(t *testing.T) {
-		logs := stack.byPath(t, spec.ID()+"Logs/Resource").ID
 		for kind, actions := range other {
 			switch {
 			case kind == "loggroup:"+logs:
@@ -1006,7 +1011,7 @@ func checkLeastPrivilege(t *testing.T, stack tmpl, spec functionSpec) {
 				if !slices.Equal(actions, []string{"logs:CreateLogStream", "logs:PutLogEvents"}) {
 					t.Errorf("log group actions %v", actions)
 				}
-			case strings.HasPrefix(kind, "queue:") && spec.Scheduled:
+			case strings.HasPrefix(kind, "queue:") && scheduled:
 				for _, a := range actions {
 					if !strings.HasPrefix(a, "sqs:") || a == "sqs:ReceiveMessage" || a == "sqs:DeleteMessage" || a == "sqs:PurgeQueue" {
 						t.Errorf("queue action %s", a)
