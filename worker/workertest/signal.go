@@ -36,3 +36,17 @@ func (e *Env) TrySignal(id core.ExecutionId, name string, v any, key string) (ui
 	}
 	return core.SendSignal(e.ctx(), e.Store, id, name, core.SignalPayload{Key: key, Value: raw}, e.Clock.Now())
 }
+
+// State decodes into out the value the workflow execution id last
+// published under key (worker.Context.SetState); false when none.
+func (e *Env) State(id core.ExecutionId, key string, out any) bool {
+	e.t.Helper()
+	raw, ok := core.LatestState(e.Log(id).EventHistory(), key)
+	if !ok {
+		return false
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		e.t.Fatalf("state %s of %s: %v", key, id, err)
+	}
+	return true
+}
