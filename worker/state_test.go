@@ -98,4 +98,3 @@ func TestSetStateRefusesBadKeysAndBigValues(t *testing.T) {
 		t.Fatalf("%d state events, want 0", n)
 	}
 }
-
