@@ -182,3 +182,55 @@ func TestSignalRefused(t *testing.T) {
 		t.Errorf("finished workflow has %d responses, want only its sleep's", n)
 	}
 }
+
+// TestWaitSignalTimeoutRaceKeepsTheSignal: the timer fires and the signal
+// arrives before the workflow runs again (the delay's response first): the
+// wait returns the signal rather than dropping it with the cancelled stub.
+func TestWaitSignalTimeoutRaceKeepsTheSignal(t *testing.T) {
+	env := workertest.New(t, worker.Options{})
+	const ffqn = "demo:test/workflow.timeout-race"
+	worker.Workflow(env.Worker, ffqn, func(wf *worker.Context, _ struct{}) (string, error) {
+		v, ok, err := worker.WaitSignalTimeout[string](wf, "go", time.Hour)
+		if err != nil || !ok {
+			return "timed out", err
+		}
+		return "got " + v, nil
+	})
+	id := env.Submit(ffqn, nil)
+	env.Run()
+	env.Clock.Advance(time.Hour)
+	env.Sweep() // the delay's response is written, the workflow not run yet
+	if seq := env.Signal(id, "go", "v"); seq != 1 {
+		t.Fatalf("signal got sequence %d, want 1 (the stub was not cancelled yet)", seq)
+	}
+	env.Run()
+	if got, err := workertest.Result[string](env, id); err != nil || got != "got v" {
+		t.Fatalf("result %q, %v; want %q", got, err, "got v")
+	}
+}
+
+// TestCancellingAWorkflowWaitingForASignal: the store's cancellation
+// driver cancels the stub it waits on and finishes it as cancelled; a
+// signal after that is refused.
+func TestCancellingAWorkflowWaitingForASignal(t *testing.T) {
+	env := workertest.New(t, worker.Options{})
+	const ffqn = "demo:test/workflow.wait-cancellable"
+	worker.Workflow(env.Worker, ffqn, func(wf *worker.Context, _ struct{}) (string, error) {
+		return worker.WaitSignal[string](wf, "go")
+	})
+	id := env.Submit(ffqn, nil)
+	env.Run()
+	if _, err := env.Store.Cancel(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // driver passes: cancel the stub, finish it, finish the workflow
+		env.Advance(0)
+	}
+	rv := env.ReturnValue(id)
+	if rv.Failure == nil || rv.Failure.Kind != core.FailureCancelled {
+		t.Fatalf("result %+v, want cancelled", rv)
+	}
+	if _, err := env.TrySignal(id, "go", "late", ""); !errors.Is(err, core.ErrAlreadyFinished) {
+		t.Fatalf("signal after the cancellation: %v, want already finished", err)
+	}
+}
