@@ -54,6 +54,9 @@ type WorkerConn interface {
 	// that exports ffqn (not as an extension function) and that deployment;
 	// ErrNotFound when there is no deployment or none exports it.
 	FunctionComponent(ctx context.Context, ffqn FunctionFqn) (ComponentId, DeploymentId, error)
+	// AppendLogBatch stores execution log rows (the SDK's execution
+	// logger, worker.Logger); fire-and-forget.
+	AppendLogBatch(ctx context.Context, rows []LogInfoAppendRow) error
 }
 
 // CancelExecution requests cancellation of id at at, by its stored type:

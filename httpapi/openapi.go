@@ -122,6 +122,7 @@ func operation(rt *route) map[string]any {
 var pathParamDesc = map[string]string{
 	"execution_id":  "E_<ULID> or a derived id E_<ULID>.<join set>_<n>…",
 	"delay_id":      "Delay_<ULID>.<join set>_<n>…",
+	"name":          "a signal name: 1…64 ASCII letters, digits or '-'",
 	"deployment_id": "Dep_<ULID>",
 	"digest":        "sha256:<64 hex digits>",
 }
@@ -233,6 +234,14 @@ func schemas() map[string]any {
 		"Err":             closedObj([]string{"err"}, map[string]any{"err": str("error message")}),
 		"Ok":              closedObj([]string{"ok"}, map[string]any{"ok": str("success message or execution id")}),
 		"ExecutionIdList": arr(ref("ExecutionId")),
+		"SignalBody": closedObj([]string{"value"}, map[string]any{
+			"value": desc("the signal's value, any JSON", map[string]any{}),
+			"key":   desc("idempotency key (≤128 bytes): a retry with the same key and value is delivered once", str("")),
+		}),
+		"SignalResponse": closedObj([]string{"seq", "stub_execution_id"}, map[string]any{
+			"seq":               uint("the signal's sequence number among those of its name"),
+			"stub_execution_id": ref("ExecutionId"),
+		}),
 		"ExecutionWithState": closedObj([]string{"execution_id", "ffqn", "pending_state", "created_at", "first_scheduled_at", "component_digest", "component_type", "deployment_id"},
 			map[string]any{
 				"execution_id": ref("ExecutionId"), "ffqn": ref("FunctionFqn"), "pending_state": ref("PendingState"), "created_at": ts,

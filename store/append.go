@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -423,6 +424,36 @@ func (s *Service) AppendBatchCreateNewExecutionChecked(ctx context.Context, curr
 }
 
 func (s *Service) createChildren(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo, check bool) (core.Version, error) {
+	return s.createChildrenOnce(ctx, currentTime, batch, id, version, children, backtraces, check, false)
+}
+
+// hasSignalStub reports whether children create a signal stub.
+func hasSignalStub(children []core.CreateRequest) bool {
+	for _, c := range children {
+		if core.IsSignalStub(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// signalStubExists reports whether the signal stub c exists already, as the
+// child of the same parent and join set (a sender created it first); a
+// different execution under its id is a conflict.
+func (s *Service) signalStubExists(t *txn, c core.CreateRequest) (bool, error) {
+	h, err := t.head(c.ExecutionID)
+	if errors.Is(err, core.ErrNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	if h.FFQN != c.FFQN { // the derived id names the parent and the join set
+		return false, fmt.Errorf("%w: execution %s exists and is not this signal stub", core.ErrConflict, c.ExecutionID)
+	}
+	return true, nil
+}
+
+func (s *Service) createChildrenOnce(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo, check, retried bool) (core.Version, error) {
 	var next core.Version
 	err := s.updateAs(ctx, OpAppend, func(t *txn) error {
 		res, err := s.appendIn(t, id, version, batch, currentTime, core.AppendOptions{})
@@ -449,12 +480,25 @@ func (s *Service) createChildren(ctx context.Context, currentTime core.Timestamp
 			}
 		}
 		for _, c := range children {
+			if core.IsSignalStub(c) {
+				// A sender may have created the stub already (core.SendSignal).
+				if exists, err := s.signalStubExists(t, c); err != nil {
+					return err
+				} else if exists {
+					continue
+				}
+			}
 			if err := s.createIn(t, c); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+	if err != nil && errors.Is(err, core.ErrConflict) && hasSignalStub(children) && !retried {
+		// A sender created a signal stub between the read and the commit:
+		// run again, which now sees it.
+		return s.createChildrenOnce(ctx, currentTime, batch, id, version, children, backtraces, check, true)
+	}
 	if err != nil {
 		return 0, err
 	}

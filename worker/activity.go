@@ -32,6 +32,7 @@ func (w *Worker) runActivity(le core.LockedExecution, f *function) {
 		}
 		cancel(w.lostCause(le.ExecutionID))
 	})
+	ctx = withExecutionLog(ctx, w, le) // Logger(ctx), worker/log.go
 	rv, err, pv := callActivity(ctx, f, le.Params)
 	stop()
 	cause := context.Cause(ctx)
