@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/internal/apitest"
 	"github.com/stela-dev/stela/internal/backendtest"
 	"github.com/stela-dev/stela/worker"
 	"github.com/stela-dev/stela/worker/workertest"
@@ -19,7 +20,7 @@ import (
 func TestApprovalAgainstAServer(t *testing.T) {
 	svc := backendtest.SQLite(t)
 	backendtest.Timers(t, svc, 50*time.Millisecond)
-	url := backendtest.Server(t, svc)
+	url := apitest.Server(t, svc)
 	for _, tc := range []struct {
 		args []string
 		want string

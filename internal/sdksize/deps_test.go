@@ -28,8 +28,11 @@ var sdkAllowed = map[string][]string{
 // otherAllowed are the packages outside this module, other than the ULID
 // package, that an SDK package may link, by path prefix.
 var otherAllowed = map[string][]string{
-	"client/sigv4":      {"github.com/aws/"},
-	"worker/workertest": {"golang.org/x/sync/"},
+	"client/sigv4": {"github.com/aws/"},
+	// robfig/cron (a small pure-Go parser, no dependencies of its own) parses
+	// the cron specs of recurring schedules (worker/cron.go).
+	"worker":            {"github.com/robfig/cron/v3"},
+	"worker/workertest": {"golang.org/x/sync/", "github.com/robfig/cron/v3"},
 }
 
 // deps lists the non-standard packages pkg depends on (itself included).
