@@ -16,9 +16,9 @@ import (
 
 const (
 	upgradeFFQN = "test:upgrade/wf.order"
-	actA      = "test:upgrade/acts.a"
-	actB      = "test:upgrade/acts.b"
-	actC      = "test:upgrade/acts.c"
+	actA        = "test:upgrade/acts.a"
+	actB        = "test:upgrade/acts.b"
+	actC        = "test:upgrade/acts.c"
 )
 
 // calls records the activities run.
