@@ -186,6 +186,7 @@ func executionCommand() *command {
 			simplePut("pause", "pause an execution", "<execution-id>", "pause"),
 			simplePut("unpause", "unpause a paused execution", "<execution-id>", "unpause"),
 			simplePut("cancel", "cancel an activity or a cancellable workflow", "<execution-id>", "cancel"),
+			historyCommand(), upgradeCommand(),
 		},
 	}
 }
