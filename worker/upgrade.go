@@ -162,3 +162,28 @@ func (w *Worker) upgradeOne(ctx context.Context, db UpgradeStore, id core.Execut
 	rep.Upgraded = append(rep.Upgraded, id)
 	return nil
 }
+
+// divergedSig is raised by a pinned worker's replay that diverged.
+type divergedSig struct{ err *NondeterminismError }
+
+// reasonDiverged starts the Unlocked reason of an execution a pinned
+// worker paused because its history diverged.
+const reasonDiverged = "nondeterminism detected, execution paused: "
+
+// pauseDiverged leaves an execution whose history this pinned worker's
+// code does not replay recoverable instead of finishing it: Unlocked
+// (reason: the divergence) and Paused in one write, nothing else. Rolling
+// back (a worker of code that replays it) or Worker.Upgrade to such code,
+// then `stela execution unpause`, resumes it.
+func (wf *Context) pauseDiverged(d *NondeterminismError) {
+	wf.l.mu.Lock()
+	defer wf.l.mu.Unlock()
+	now := wf.w.clock.Now()
+	batch := []core.AppendRequest{
+		{CreatedAt: now, Event: &core.Unlocked{UnlockedAt: now, Reason: fmt.Sprintf("%sversion %d: %s", reasonDiverged, d.Version, d.Detail)}},
+		{CreatedAt: now, Event: &core.Paused{}},
+	}
+	if err := wf.writeBatch(batch, nil); err != nil {
+		wf.w.log.Error("cannot pause the diverged execution", "execution_id", wf.id.String(), "err", err)
+	}
+}

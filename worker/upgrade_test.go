@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,5 +71,47 @@ func TestUpgradeMovesOnlyCleanReplays(t *testing.T) {
 		if got, err := workertest.Result[string](e, id); err != nil || got != want {
 			t.Fatalf("%s: %q, %v; want %q", id, got, err, want)
 		}
+	}
+}
+
+// TestPinnedDivergenceIsPausedNotFinished: a pinned worker whose code no
+// longer replays an execution of its own digest (the build id was not
+// changed with the code) pauses it with the divergence as the reason
+// instead of finishing it; rolling the code back and unpausing finishes it.
+func TestPinnedDivergenceIsPausedNotFinished(t *testing.T) {
+	e := workertest.New(t, worker.Options{BuildID: "same", Pinned: true})
+	orderCode(e.Worker, &calls{}, v1)
+	id := e.Submit(upgradeFFQN, nil)
+	e.Run() // a done, sleeping
+	e.Worker.Close()
+
+	changed := e.NewWorker(nil, worker.Options{BuildID: "same", Pinned: true})
+	orderCode(changed, &calls{}, unpatched)
+	e.Worker = changed
+	e.Advance(time.Minute)
+	st := e.Status(id)
+	if st.Finished != nil || st.Lifecycle != core.LifecyclePaused {
+		t.Fatalf("after the divergence: %s, want paused", st)
+	}
+	log := e.Log(id)
+	var reason string
+	for _, ev := range log.Events {
+		if u, ok := ev.Event.(*core.Unlocked); ok {
+			reason = u.Reason
+		}
+	}
+	if !strings.Contains(reason, "nondeterminism detected, execution paused: version 2") {
+		t.Fatalf("unlock reason %q", reason)
+	}
+
+	back := e.NewWorker(nil, worker.Options{BuildID: "same", Pinned: true})
+	orderCode(back, &calls{}, v1)
+	e.Worker = back
+	if _, err := e.Store.UnpauseExecution(context.Background(), id, e.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	e.Run()
+	if got, err := workertest.Result[string](e, id); err != nil || got != "v1" {
+		t.Fatalf("after rollback: %q, %v", got, err)
 	}
 }

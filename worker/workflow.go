@@ -354,11 +354,13 @@ type outcome struct {
 	abort *abortSig
 	// replayEnd ends a replay check (replay.go).
 	replayEnd *replayEndSig
+	// diverged is a divergence found by a pinned worker (upgrade.go).
+	diverged *NondeterminismError
 }
 
 func (wf *Context) main() {
 	out := wf.runUser()
-	if out.abort == nil && out.fail == nil && !wf.isCancelled() {
+	if out.abort == nil && out.fail == nil && out.diverged == nil && !wf.isCancelled() {
 		out = wf.finishOutcome(out)
 	}
 	switch {
@@ -368,6 +370,8 @@ func (wf *Context) main() {
 		// The store's cancellation driver cancels what is open and
 		// finishes the execution as cancelled.
 		wf.w.log.Info("workflow cancelled; the store finishes its cancellation", "execution_id", wf.id.String())
+	case out.diverged != nil:
+		wf.pauseDiverged(out.diverged)
 	case out.abort != nil:
 		if out.abort.shutdown {
 			wf.w.release(wf.id, wf.l.next, reasonExecutorClose)
@@ -435,6 +439,8 @@ func (wf *Context) classify(p any) outcome {
 		return outcome{}
 	case replayEndSig:
 		return outcome{replayEnd: &s}
+	case divergedSig:
+		return outcome{diverged: s.err}
 	}
 	reason := fmt.Sprintf("workflow panicked: %v", p)
 	stack := string(debug.Stack())
@@ -456,6 +462,10 @@ func (wf *Context) nondeterminism(version core.Version, detail string) {
 	err := &NondeterminismError{Version: version, Detail: detail}
 	if wf.replay != nil {
 		wf.raise(replayEndSig{divergence: err})
+	}
+	if wf.w.opts.Pinned {
+		wf.w.log.Error("nondeterminism detected; pausing the execution", "execution_id", wf.id.String(), "version", version, "detail", detail)
+		wf.raise(divergedSig{err: err})
 	}
 	wf.w.log.Error("nondeterminism detected", "execution_id", wf.id.String(), "version", version, "detail", detail)
 	wf.raise(failSig{rv: core.RetFailure(core.FailureNondeterminismDetected, nil, &err.Detail)})
