@@ -54,6 +54,10 @@ type LockRequest struct {
 	// history it has seen asks for what it lacks with ReadHistory instead of
 	// receiving the whole history with every lock.
 	SkipHistory bool
+	// ByComponentDigest makes WorkerConn.LockPending lock by
+	// ComponentID.ComponentDigest (LockPendingByComponentDigest) instead
+	// of by its ffqns: a pinned worker's lock (worker.Options.Pinned).
+	ByComponentDigest bool
 }
 
 // ValidateExpiry rejects a request whose lock would expire at or before its

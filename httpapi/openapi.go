@@ -286,6 +286,13 @@ func schemas() map[string]any {
 				map[string]any{"component_type": str(""), "count": uint("")}))})),
 		}),
 		"DeploymentStateList": arr(ref("DeploymentState")),
+		"WorkerDeployment": closedObj([]string{"components"}, map[string]any{
+			"build_id": str("the worker's build id"), "description": str(""),
+			"components": arr(closedObj([]string{"name", "component_type", "component_digest", "exports"}, map[string]any{
+				"name": str(""), "component_type": map[string]any{"type": "string", "enum": []string{"activity", "workflow"}},
+				"component_digest": ref("Digest"), "exports": arr(ref("FunctionMetadata")), "wit": str("WIT generated from the Go types"),
+			})),
+		}),
 		"Deployment": closedObj([]string{"deployment_id", "digest", "status", "created_at", "deployment_toml", "files"}, map[string]any{
 			"deployment_id": ref("DeploymentId"), "description": nullable(str("")), "digest": ref("Digest"),
 			"status": map[string]any{"type": "string", "enum": []string{"inactive", "enqueued", "active"}}, "created_at": ts,

@@ -293,7 +293,13 @@ func (s *Service) LockPending(ctx context.Context, req core.LockRequest, ffqns [
 	defer cancel()
 	start := time.Now()
 	for {
-		locked, err := s.LockPendingByFFQNs(lctx, req, ffqns)
+		var locked []core.LockedExecution
+		var err error
+		if req.ByComponentDigest {
+			locked, err = s.LockPendingByComponentDigest(lctx, req)
+		} else {
+			locked, err = s.LockPendingByFFQNs(lctx, req, ffqns)
+		}
 		if err != nil || len(locked) > 0 || wait <= 0 {
 			return locked, err
 		}
@@ -302,7 +308,11 @@ func (s *Service) LockPending(ctx context.Context, req core.LockRequest, ffqns [
 			return locked, nil
 		}
 		wctx, wcancel := context.WithTimeout(ctx, min(remaining, lockWaitSlice))
-		s.WaitForPendingByFFQN(wctx, s.clock.Now(), ffqns, nil)
+		if req.ByComponentDigest {
+			s.WaitForPendingByComponentDigest(wctx, s.clock.Now(), req.ComponentID.ComponentDigest)
+		} else {
+			s.WaitForPendingByFFQN(wctx, s.clock.Now(), ffqns, nil)
+		}
 		wcancel()
 		if ctx.Err() != nil {
 			return nil, nil

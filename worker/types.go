@@ -48,11 +48,11 @@ func (w *Worker) knownCallee(f core.FunctionFqn) (callee, bool) {
 	declared, isDeclared := w.declared[f]
 	w.mu.Unlock()
 	local := func(t core.ComponentType) callee {
-		return callee{component: core.ComponentId{ComponentType: t, Name: w.opts.Name}, deployment: w.opts.DeploymentID}
+		return callee{component: core.ComponentId{ComponentType: t, Name: w.opts.Name}, deployment: w.deploymentID()}
 	}
 	switch {
 	case registered:
-		return local(fn.kind), true
+		return w.ownCallee(fn), true
 	case isDeclared:
 		return local(declared), true
 	}

@@ -266,6 +266,7 @@ func executionCommand() *command {
 			simplePut("unpause", "unpause a paused execution", "<execution-id>", "unpause"),
 			simplePut("cancel", "cancel an activity or a cancellable workflow", "<execution-id>", "cancel"),
 			signalCommand(),
+			historyCommand(), upgradeCommand(),
 		},
 	}
 }
