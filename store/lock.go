@@ -85,14 +85,6 @@ func overFetch(n int) int {
 	return min(4*n, n+64)
 }
 
-// BatchLocker is an optional Backend capability: backends whose transactions
-// are cheap and never abort on contention (SQLite's single writer) lock a
-// whole batch in one Update; the others (DynamoDB) lock each candidate in its
-// own conditional transaction so one contended item cannot abort the batch.
-type BatchLocker interface {
-	LockBatchInOneUpdate() bool
-}
-
 // lockCandidates locks candidates in order until the batch is full; stale
 // index hits and lost races are skipped, never returned.
 func (s *Service) lockCandidates(ctx context.Context, req core.LockRequest, cands []candidate, auto bool) ([]core.LockedExecution, error) {
@@ -105,7 +97,7 @@ func (s *Service) lockCandidates(ctx context.Context, req core.LockRequest, cand
 		s.lockCall(ctx, limit, 0)
 		return out, nil
 	}
-	if bl, ok := s.b.(BatchLocker); ok && bl.LockBatchInOneUpdate() {
+	if s.caps.batchLock {
 		err := s.updateAs(ctx, OpLock, func(t *txn) error {
 			out = out[:0]
 			for _, c := range cands {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/internal/apitest"
 	"github.com/stela-dev/stela/internal/backendtest"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/worker"
@@ -99,7 +100,7 @@ func TestCalleeTypeComesFromTheDeployment(t *testing.T) {
 	svc := backendtest.SQLite(t)
 	backendtest.Timers(t, svc, 20*time.Millisecond)
 	deployWorkflowComponent(t, svc, childWFFFQN)
-	httpConn, err := client.New(backendtest.Server(t, svc))
+	httpConn, err := client.New(apitest.Server(t, svc))
 	if err != nil {
 		t.Fatal(err)
 	}

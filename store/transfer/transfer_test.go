@@ -26,7 +26,7 @@ import (
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/store/mem"
 	"github.com/stela-dev/stela/store/storetest"
-	"github.com/stela-dev/stela/transfer"
+	"github.com/stela-dev/stela/store/transfer"
 )
 
 // end returns a fresh store: a service on b with its own clock and CAS.
