@@ -34,6 +34,12 @@ type LockedExecution struct {
 	Responses              []ResponseWithCursor
 	Parent                 *Parent
 	IntermittentEventCount uint32
+	// ComponentType is the type the execution was created with (its
+	// Created event's component_id.component_type), which the store keeps
+	// for good: a worker checks it against the function it registered
+	// without reading the execution's state (a Stela extension; empty from
+	// a server that predates it).
+	ComponentType ComponentType
 }
 
 // LockRequest carries the parameters shared by every lock method.

@@ -324,6 +324,7 @@ func schemas() map[string]any {
 			"event_history": desc("empty with skip_history", arr(ref("HistoryEventWithVersion"))),
 			"responses":     desc("empty with skip_history", arr(ref("ResponseWithCursor"))),
 			"parent":        nullable(ref("Parent")), "intermittent_event_count": uint(""),
+			"component_type": str("the type the execution was created with (Stela extension; absent from older servers)"),
 		}),
 		"LockedExecutionList": arr(ref("LockedExecution")),
 		"AppendBody": closedObj([]string{"execution_id", "version", "req"}, map[string]any{

@@ -187,7 +187,7 @@ func (s *Service) lockIn(t *txn, req core.LockRequest, id core.ExecutionId, vers
 	le := core.LockedExecution{
 		ExecutionID: id, NextVersion: res.NextVersion, Metadata: c.Metadata,
 		ComponentDigest: res.State.ComponentDigest, LockedEvent: *locked, FFQN: c.FFQN, Params: c.Params,
-		Parent: c.Parent, IntermittentEventCount: res.State.IntermittentEventCount,
+		Parent: c.Parent, IntermittentEventCount: res.State.IntermittentEventCount, ComponentType: c.ComponentID.ComponentType,
 	}
 	if req.SkipHistory {
 		return le, nil
