@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/internal/apitest"
 	"github.com/stela-dev/stela/internal/backendtest"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/store/mem"
@@ -50,7 +51,7 @@ func TestExecutionsSeesEachExecutionOnce(t *testing.T) {
 			if slices.IsSortedFunc(want, func(a, b core.ExecutionId) int { return strings.Compare(b.String(), a.String()) }) {
 				t.Fatal("the ids sort like their creation: the test cannot tell the orders apart")
 			}
-			c := newClient(t, backendtest.Server(t, svc))
+			c := newClient(t, apitest.Server(t, svc))
 			for _, size := range []uint16{100, 37, 500} {
 				var seen []core.ExecutionId
 				for e, err := range c.Executions(ctx, core.ListExecutionsFilter{}, size) {

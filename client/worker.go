@@ -137,12 +137,16 @@ func (c *Client) LockPending(ctx context.Context, req core.LockRequest, ffqns []
 	lease := req.LockExpiresAt.Sub(req.CreatedAt.Time)
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(wait, 0)+lease)
 	defer cancel()
+	sel := ByFFQNs(ffqns...)
+	if req.ByComponentDigest {
+		sel = ByComponentDigest()
+	}
 	if wait <= 0 {
-		return c.LockPendingByFFQNs(lctx, req, ffqns)
+		return c.lockPending(lctx, req, sel, 0)
 	}
 	req.CreatedAt, req.PendingAtOrSooner = core.Timestamp{}, core.Timestamp{}
 	req.LockExpiresAt = req.LockExpiresAt.Add(wait)
-	return c.lockPendingWait(lctx, ctx, req, ByFFQNs(ffqns...), wait)
+	return c.lockPendingWait(lctx, ctx, req, sel, wait)
 }
 
 // LockOne implements core.DbExecutor (a zero req.CreatedAt is the server's clock).

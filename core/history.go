@@ -187,8 +187,11 @@ func (b *Bytes) UnmarshalJSON(data []byte) error {
 
 // PersistKind describes a persisted random value (tag "type").
 type PersistKind struct {
-	// Type is "random_u64", "random_string" or "execution_id".
+	// Type is "random_u64", "random_string", "execution_id" or (Stela
+	// extension, published workflow state) "stela_state".
 	Type string
+	// Key is set for stela_state: the published key.
+	Key string
 	// Min and MaxInclusive are set for random_u64.
 	Min, MaxInclusive uint64
 	// MinLength and MaxLengthExclusive are set for random_string.
@@ -214,6 +217,8 @@ func (k PersistKind) MarshalJSON() ([]byte, error) {
 		return marshalInternallyTagged("type", k.Type, persistStringJSON{k.MinLength, k.MaxLengthExclusive})
 	case "execution_id":
 		return marshalInternallyTagged("type", k.Type, nil)
+	case PersistKindState:
+		return marshalInternallyTagged("type", k.Type, persistStateJSON{k.Key})
 	}
 	return nil, fmt.Errorf("unknown persist kind %q", k.Type)
 }
@@ -239,6 +244,15 @@ func (k *PersistKind) UnmarshalJSON(b []byte) error {
 		*k = PersistKind{Type: tag, MinLength: j.MinLength, MaxLengthExclusive: j.MaxLengthExclusive}
 	case "execution_id":
 		*k = PersistKind{Type: tag}
+	case PersistKindState:
+		var j persistStateJSON
+		if err := decodeStrictTag(b, &j, "type"); err != nil {
+			return err
+		}
+		if err := ValidateStateKey(j.Key); err != nil {
+			return err
+		}
+		*k = PersistKind{Type: tag, Key: j.Key}
 	default:
 		return invalid(fmt.Sprintf("unknown persist kind %q", tag))
 	}

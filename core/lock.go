@@ -34,6 +34,12 @@ type LockedExecution struct {
 	Responses              []ResponseWithCursor
 	Parent                 *Parent
 	IntermittentEventCount uint32
+	// ComponentType is the type the execution was created with (its
+	// Created event's component_id.component_type), which the store keeps
+	// for good: a worker checks it against the function it registered
+	// without reading the execution's state (a Stela extension; empty from
+	// a server that predates it).
+	ComponentType ComponentType
 }
 
 // LockRequest carries the parameters shared by every lock method.
@@ -54,6 +60,10 @@ type LockRequest struct {
 	// history it has seen asks for what it lacks with ReadHistory instead of
 	// receiving the whole history with every lock.
 	SkipHistory bool
+	// ByComponentDigest makes WorkerConn.LockPending lock by
+	// ComponentID.ComponentDigest (LockPendingByComponentDigest) instead
+	// of by its ffqns: a pinned worker's lock (worker.Options.Pinned).
+	ByComponentDigest bool
 }
 
 // ValidateExpiry rejects a request whose lock would expire at or before its

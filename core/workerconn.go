@@ -54,6 +54,13 @@ type WorkerConn interface {
 	// that exports ffqn (not as an extension function) and that deployment;
 	// ErrNotFound when there is no deployment or none exports it.
 	FunctionComponent(ctx context.Context, ffqn FunctionFqn) (ComponentId, DeploymentId, error)
+	// AppendLogBatch stores execution log rows (the SDK's execution
+	// logger, worker.Logger); fire-and-forget.
+	AppendLogBatch(ctx context.Context, rows []LogInfoAppendRow) error
+	// RegisterDeployment records the worker's components as a deployment,
+	// idempotently, at the store's time (RegisterWorkerDeployment), and
+	// returns the deployment the worker belongs to.
+	RegisterDeployment(ctx context.Context, wd WorkerDeployment) (DeploymentId, error)
 }
 
 // CancelExecution requests cancellation of id at at, by its stored type:

@@ -60,9 +60,15 @@ type faultInjector struct {
 	mu      sync.Mutex
 	rng     *rand.Rand
 	counts  map[string]int
+	// model refuses what DynamoDB refuses when requests meet on an item
+	// (conflict_test.go), while the injector is enabled.
+	model *conflictModel
 }
 
 func (f *faultInjector) register(o *dynamodb.Options) {
+	if f.model != nil {
+		f.model.register(o)
+	}
 	o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
 		return s.Deserialize.Add(middleware.DeserializeMiddlewareFunc("FaultInjector", f.handle), middleware.Before)
 	})
@@ -148,7 +154,8 @@ func newFaultFixture(t *testing.T, stream uint64) (uint64, *faultInjector, *dyna
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (replay with -dynamo.faultseed=%d)", seed, seed)
-	f := &faultInjector{rng: rand.New(rand.NewPCG(seed, stream)), counts: map[string]int{}}
+	f := &faultInjector{rng: rand.New(rand.NewPCG(seed, stream)), counts: map[string]int{}, model: newConflictModel(20 * time.Millisecond)}
+	f.model.follow = &f.enabled
 	b, _ := newBackend(t, dynamo.Options{}, f.register)
 	return seed, f, b, store.New(b, store.Options{Clock: &fixedClock{t0}})
 }
@@ -165,6 +172,9 @@ func (f *faultInjector) log(t *testing.T, b *dynamo.Backend) {
 	sort.Strings(kinds)
 	st := b.Stats()
 	t.Logf("faults: %s", strings.Join(kinds, " "))
+	if f.model != nil {
+		f.model.log(t)
+	}
 	t.Logf("backend: commits=%d retries=%d resends=%d own-commits-recognised=%d registered=%d",
 		st.Commits, st.Retries, st.Resends, st.OwnCommits, st.Registered)
 }
@@ -176,8 +186,10 @@ type ack struct {
 }
 
 // Faults at random points of every DynamoDB call — including "execute, then
-// return a timeout" — must never lose an acknowledged write, duplicate a
-// version or grant a lock twice (docs/spec/reliability.md S1–S3, T3).
+// return a timeout", and the conflicts DynamoDB raises when a single-item
+// write meets a transaction on the same item (conflictModel) — must never
+// lose an acknowledged write, duplicate a version or grant a lock twice
+// (docs/spec/reliability.md S1–S3, T3).
 func TestFaultInjectionKeepsTheInvariants(t *testing.T) {
 	seed, f, b, svc := newFaultFixture(t, 0x5eed)
 	ctx := context.Background()

@@ -169,7 +169,7 @@ func (h *headRec) encode(shards int, digestIndex bool) item {
 	}
 	it[AttrListPK] = avS(lp + shard)
 	it[AttrListSK] = avS(s.CreatedAt.SortableText() + "#" + id)
-	h.ret.encode(it, shard)
+	h.ret.encode(it, shard, s.ExecutionID.IsTopLevel())
 	return it
 }
 

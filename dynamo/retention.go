@@ -40,6 +40,9 @@ const (
 	DefaultRetentionLag = 15 * time.Minute
 
 	retentionPK = "RT#"
+	// aFinishedAt is a head's finish time once its retention entry was
+	// moved forward (rearm).
+	aFinishedAt = "rf"
 	// aChildren is the number of derived executions created by the
 	// execution's own commits (present on heads this build created).
 	aChildren = "nc"
@@ -65,22 +68,34 @@ var (
 type headRetention struct {
 	// ttl is the tree's expiry in epoch seconds; 0 while unmarked.
 	ttl int64
-	// rs is the retention index sort key, set once when the execution
-	// finished.
+	// rs is "<finish time>#<id>", set once when the execution finished; on
+	// a top-level head it is also the retention index sort key (derived
+	// heads carry no entry: their tree is decided from its root, see
+	// Retention in doc.go), moved forward by rearm.
 	rs string
+	// rf is the finish time, kept once rearm moved rs past it ("" until
+	// then: the finish time is rs's).
+	rf string
 	// nc counts the derived executions created by this execution's
 	// commits; ncKnown tells a head written by a build that counts them.
 	nc      int64
 	ncKnown bool
 }
 
-func (r *headRetention) encode(it item, shard string) {
+// encode writes r into a head item; indexed (a top-level head) gives a
+// finished head its retention index entry.
+func (r *headRetention) encode(it item, shard string, indexed bool) {
 	if r.ttl > 0 {
 		it[AttrTTL] = avN(r.ttl)
 	}
 	if r.rs != "" {
-		it[AttrRetentionPK] = avS(retentionPK + shard)
+		if indexed {
+			it[AttrRetentionPK] = avS(retentionPK + shard)
+		}
 		it[AttrRetentionSK] = avS(r.rs)
+	}
+	if r.rf != "" {
+		it[aFinishedAt] = avS(r.rf)
 	}
 	if r.ncKnown {
 		it[aChildren] = avN(r.nc)
@@ -94,6 +109,7 @@ func (r *headRetention) decode(it item) error {
 		return err
 	}
 	r.rs, _ = getS(it, AttrRetentionSK)
+	r.rf, _ = getS(it, aFinishedAt)
 	r.nc, ok, err = getN(it, aChildren)
 	r.ncKnown = ok
 	return err
@@ -102,6 +118,9 @@ func (r *headRetention) decode(it item) error {
 // finishedAt is the finish time recorded in rs (zero if none).
 func (r *headRetention) finishedAt() core.Timestamp {
 	ts, _, _ := strings.Cut(r.rs, "#")
+	if r.rf != "" {
+		ts = r.rf
+	}
 	t, err := core.ParseSortableText(ts)
 	if err != nil {
 		return core.Timestamp{}
@@ -377,12 +396,57 @@ func (b *Backend) RetentionTree(ctx context.Context, root core.ExecutionId) (sto
 			found[parent]++
 		}
 	}
+	live := false
 	for id, h := range heads {
 		if found[id] < h.ret.nc {
 			tree.Complete = false
 		}
+		live = live || !h.st.IsFinished()
+	}
+	if live {
+		// The tree is kept (core.DecideRetention); its last finish will be
+		// a derived execution's, which has no retention entry: decide it
+		// again later.
+		if err := b.rearm(ctx, root, rh); err != nil {
+			return tree, err
+		}
 	}
 	return tree, nil
+}
+
+// rearm moves the retention entry of a finished root whose tree still has
+// unfinished members to now, so that a pass decides the tree again after
+// Options.RetentionLag: derived executions write no entry of their own (a
+// tree is decided from its root), so without it a tree whose last finish
+// is a derived execution's would never be marked. The finish time moves to
+// rf; the revision moves too, so that a commit that read the head before
+// runs again rather than putting the old entry back. A lost race (another
+// pass moved it, the head changed) leaves it to the winner.
+func (b *Backend) rearm(ctx context.Context, root core.ExecutionId, h *headRec) error {
+	rs := b.now().SortableText() + "#" + root.String()
+	if h.ret.rs == "" || rs <= h.ret.rs {
+		return nil
+	}
+	fin := h.ret.rf
+	if fin == "" {
+		fin, _, _ = strings.Cut(h.ret.rs, "#")
+	}
+	_, err := b.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: b.tableName(),
+		Key:                       keyOf(pkExec(root), skHead),
+		UpdateExpression:          aws.String("SET #rs = :rs, #rf = :rf, #rv = #rv + :one"),
+		ConditionExpression:       aws.String("#rs = :old AND #rv = :rv"),
+		ExpressionAttributeNames:  map[string]string{"#rs": AttrRetentionSK, "#rf": aFinishedAt, "#rv": aRev},
+		ExpressionAttributeValues: item{":rs": avS(rs), ":rf": avS(fin), ":one": avN(1), ":old": avS(h.ret.rs), ":rv": avN(h.rev)},
+	}, b.optFns...)
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &ccf) {
+		return fmt.Errorf("dynamo: move the retention entry of %s: %w", root, err)
+	}
+	if err == nil {
+		h.ret.rs, h.ret.rf = rs, fin
+		h.rev++
+	}
+	return nil
 }
 
 // eachDerived calls fn with the entry of every execution derived from

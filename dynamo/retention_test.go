@@ -330,3 +330,42 @@ func TestRetentionRepairsAnInterruptedMarking(t *testing.T) {
 		}
 	}
 }
+
+// Only a tree's root carries a retention index entry (doc.go, Retention:
+// a tree is decided from its root, so a derived execution's finish writes
+// one index entry less); derived heads keep their finish time in rs, which
+// the decision reads. The tree is still marked whole, with the expiry of
+// its last finish.
+func TestRetentionEntryOnlyOnTheRoot(t *testing.T) {
+	e := newRetentionEnv(t)
+	done := storetest.BuildTree(t, e.svc, e.clock, true, false)
+	finish := e.clock.Now()
+	heads := 0
+	for _, it := range e.owned(t, done.Root) {
+		if keyString(it, dynamo.AttrSK) != "H" {
+			continue
+		}
+		heads++
+		pk := keyString(it, dynamo.AttrPK)
+		_, indexed := it[dynamo.AttrRetentionPK]
+		if rs := keyString(it, dynamo.AttrRetentionSK); rs == "" {
+			t.Fatalf("finished head %s has no finish time (rs)", pk)
+		}
+		if root := pk == "E#"+done.Root.String(); indexed != root {
+			t.Fatalf("head %s: retention index entry %v, want %v (only the root's)", pk, indexed, root)
+		}
+	}
+	if heads < 4 {
+		t.Fatalf("the fixture has %d heads, want a root and its derived executions", heads)
+	}
+	e.clock.Advance(30 * time.Minute)
+	if res := e.retain(t); res.Expired != 1 {
+		t.Fatalf("retention pass: %+v, want the tree marked", res)
+	}
+	want := finish.Add(testRetention).Unix() + 1
+	for _, it := range e.owned(t, done.Root) {
+		if got := ttlOfItem(t, it); got != want && keyString(it, dynamo.AttrPK)[:2] == "E#" {
+			t.Fatalf("%s/%s: ttl %d, want %d", keyString(it, dynamo.AttrPK), keyString(it, dynamo.AttrSK), got, want)
+		}
+	}
+}

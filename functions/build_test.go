@@ -11,7 +11,7 @@ func TestMainsBuildWithLambdaNoRPC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the Lambda binaries")
 	}
-	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "./api", "./lock", "./append", "./timers", "./worker")
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "./api", "./lock", "./append", "./timers", "../examples/lambda-worker")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build -tags lambda.norpc: %v\n%s", err, out)
 	}

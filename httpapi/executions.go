@@ -2,8 +2,11 @@ package httpapi
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -643,4 +646,38 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// POST /v1/executions/{execution_id}/signals/{name} (Stela extension:
+// core.SendSignal).
+func (s *server) signalExecution(c *call) error {
+	id, err := pathExecutionID(c.r)
+	if err != nil {
+		return err
+	}
+	name := c.r.PathValue("name")
+	if err := core.ValidateSignalName(name); err != nil {
+		return &apiError{status: http.StatusBadRequest, msg: "`name`: " + err.Error(), err: err}
+	}
+	var body wire.SignalBody
+	if err := c.decodeBody(&body); err != nil {
+		return err
+	}
+	if len(body.Key) > wire.MaxSignalKeyLen {
+		return httpErr(http.StatusBadRequest, fmt.Sprintf("`key`: longer than %d bytes", wire.MaxSignalKeyLen))
+	}
+	if len(body.Value) == 0 {
+		return httpErr(http.StatusBadRequest, "`value`: missing")
+	}
+	if body.Key == "" {
+		var b [12]byte
+		_, _ = rand.Read(b[:])
+		body.Key = hex.EncodeToString(b[:])
+	}
+	seq, err := core.SendSignal(c.ctx(), s.db, id, name, core.SignalPayload{Key: body.Key, Value: body.Value}, s.now())
+	if err != nil {
+		return err
+	}
+	stub, _, _ := core.SignalStubID(id, name, seq)
+	return c.json(http.StatusOK, wire.SignalResponse{Seq: seq, StubExecutionID: stub.String()})
 }

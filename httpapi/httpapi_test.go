@@ -42,6 +42,7 @@ func TestRoutesOnMemStore(t *testing.T) {
 var sampleValues = map[string]string{
 	"execution_id":  "E_01KJ3ZC4Q5W8X7V6T5R4Q3P2N1",
 	"delay_id":      "Delay_01KJ3ZC4Q5W8X7V6T5R4Q3P2N1.o:1_1",
+	"name":          "approve",
 	"deployment_id": "Dep_01KJ3ZC4Q5W8X7V6T5R4Q3P2N1",
 	"digest":        "sha256:" + strings.Repeat("0", 64),
 }

@@ -122,6 +122,7 @@ func operation(rt *route) map[string]any {
 var pathParamDesc = map[string]string{
 	"execution_id":  "E_<ULID> or a derived id E_<ULID>.<join set>_<n>…",
 	"delay_id":      "Delay_<ULID>.<join set>_<n>…",
+	"name":          "a signal name: 1…64 ASCII letters, digits or '-'",
 	"deployment_id": "Dep_<ULID>",
 	"digest":        "sha256:<64 hex digits>",
 }
@@ -233,6 +234,14 @@ func schemas() map[string]any {
 		"Err":             closedObj([]string{"err"}, map[string]any{"err": str("error message")}),
 		"Ok":              closedObj([]string{"ok"}, map[string]any{"ok": str("success message or execution id")}),
 		"ExecutionIdList": arr(ref("ExecutionId")),
+		"SignalBody": closedObj([]string{"value"}, map[string]any{
+			"value": desc("the signal's value, any JSON", map[string]any{}),
+			"key":   desc("idempotency key (≤128 bytes): a retry with the same key and value is delivered once", str("")),
+		}),
+		"SignalResponse": closedObj([]string{"seq", "stub_execution_id"}, map[string]any{
+			"seq":               uint("the signal's sequence number among those of its name"),
+			"stub_execution_id": ref("ExecutionId"),
+		}),
 		"ExecutionWithState": closedObj([]string{"execution_id", "ffqn", "pending_state", "created_at", "first_scheduled_at", "component_digest", "component_type", "deployment_id"},
 			map[string]any{
 				"execution_id": ref("ExecutionId"), "ffqn": ref("FunctionFqn"), "pending_state": ref("PendingState"), "created_at": ts,
@@ -277,6 +286,13 @@ func schemas() map[string]any {
 				map[string]any{"component_type": str(""), "count": uint("")}))})),
 		}),
 		"DeploymentStateList": arr(ref("DeploymentState")),
+		"WorkerDeployment": closedObj([]string{"components"}, map[string]any{
+			"build_id": str("the worker's build id"), "description": str(""),
+			"components": arr(closedObj([]string{"name", "component_type", "component_digest", "exports"}, map[string]any{
+				"name": str(""), "component_type": map[string]any{"type": "string", "enum": []string{"activity", "workflow"}},
+				"component_digest": ref("Digest"), "exports": arr(ref("FunctionMetadata")), "wit": str("WIT generated from the Go types"),
+			})),
+		}),
 		"Deployment": closedObj([]string{"deployment_id", "digest", "status", "created_at", "deployment_toml", "files"}, map[string]any{
 			"deployment_id": ref("DeploymentId"), "description": nullable(str("")), "digest": ref("Digest"),
 			"status": map[string]any{"type": "string", "enum": []string{"inactive", "enqueued", "active"}}, "created_at": ts,
@@ -308,6 +324,7 @@ func schemas() map[string]any {
 			"event_history": desc("empty with skip_history", arr(ref("HistoryEventWithVersion"))),
 			"responses":     desc("empty with skip_history", arr(ref("ResponseWithCursor"))),
 			"parent":        nullable(ref("Parent")), "intermittent_event_count": uint(""),
+			"component_type": str("the type the execution was created with (Stela extension; absent from older servers)"),
 		}),
 		"LockedExecutionList": arr(ref("LockedExecution")),
 		"AppendBody": closedObj([]string{"execution_id", "version", "req"}, map[string]any{

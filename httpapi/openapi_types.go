@@ -120,7 +120,8 @@ func coreSchemas() map[string]any {
 		"PersistKind": oneOf(
 			variant("type", "random_u64", []string{"min", "max_inclusive"}, map[string]any{"min": uint(""), "max_inclusive": uint("")}),
 			variant("type", "random_string", []string{"min_length", "max_length_exclusive"}, map[string]any{"min_length": uint(""), "max_length_exclusive": uint("")}),
-			variant("type", "execution_id", nil, nil)),
+			variant("type", "execution_id", nil, nil),
+			variant("type", "stela_state", []string{"key"}, map[string]any{"key": str("published state key (Stela extension)")})),
 		"JoinSetRequest": desc("internally tagged by type", oneOf(
 			variant("type", "delay_request", []string{"delay_id", "expires_at", "schedule_at", "paused"}, map[string]any{
 				"delay_id": ref("DelayId"), "expires_at": ts, "schedule_at": ref("ScheduleAt"), "paused": typ("boolean", "")}),

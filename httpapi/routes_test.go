@@ -43,6 +43,7 @@ func runRouteTests(t *testing.T, newDB func(t *testing.T) core.DbExternalApi) {
 	t.Run("EngineRoutes", func(t *testing.T) { testEngineRoutes(t, fresh(t)) })
 	t.Run("DeploymentsOnTheBareStore", func(t *testing.T) { testDeploymentsBare(t, fresh(t)) })
 	t.Run("Deployments", func(t *testing.T) { testDeployments(t, newDB) })
+	t.Run("WorkerDeployments", func(t *testing.T) { testWorkerDeployments(t, fresh(t)) })
 	t.Run("Files", func(t *testing.T) { testFiles(t, newDB) })
 	t.Run("WorkerLock", func(t *testing.T) { testWorkerLock(t, fresh) })
 	t.Run("WorkerAppend", func(t *testing.T) { testWorkerAppend(t, fresh(t)) })
@@ -794,7 +795,6 @@ func testEngineRoutes(t *testing.T, e *env) {
 		{"PUT", "/v1/executions/" + id.String() + "/backtrace/persist"},
 		{"GET", "/v1/functions"},
 		{"GET", "/v1/functions/wit"},
-		{"POST", "/v1/deployments"},
 		{"PUT", "/v1/deployments/Dep_01KJ3ZC4Q5W8X7V6T5R4Q3P2N1/switch"},
 	} {
 		t.Run(r.method+r.path, func(t *testing.T) {

@@ -1,5 +1,6 @@
 // Command infra is Stela's CDK app: it synthesizes the StelaStack
-// CloudFormation template into cdk.out (`cd infra && go run .`, or
+// (package stelacdk: one stack holding the Stela construct, with the props
+// read from the CDK context) CloudFormation template into cdk.out (`cd infra && go run .`, or
 // `cdk synth` through cdk.json). The functions' bootstrap binaries must be
 // in build/<name>/bootstrap first (scripts/build-lambdas.sh). With
 // STELA_PLACEHOLDER_ASSETS=1 and a binary missing, every function gets a
@@ -10,7 +11,8 @@
 // jwtIssuer and jwtAudience (comma-separated) select a JWT authorizer instead
 // of IAM; packaging=sam makes the template deployable with `sam deploy`;
 // throttleRate / throttleBurst limit the API stage; worker=true adds the
-// worker function (functions/worker) with its schedule and invoke policy;
+// example worker function (examples/lambda-worker) with its schedule and
+// invoke policy;
 // alarmTopicArn, alarmEmail, the alarm* thresholds, tracing=xray and
 // otelEndpoint configure the monitoring (monitoring.go, docs/operations.md).
 package main
@@ -22,11 +24,9 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
-)
 
-// StackName is the stack id and the name of the template file
-// (cdk.out/StelaStack.template.json).
-const StackName = "StelaStack"
+	"github.com/stela-dev/stela/infra/stelacdk"
+)
 
 func main() {
 	defer jsii.Close()
@@ -41,19 +41,18 @@ func main() {
 		// without the cdk CLI (`go run .`).
 		Context: &map[string]any{"aws:cdk:enable-asset-metadata": true, "aws:cdk:enable-path-metadata": true},
 	})
-	specs := functionSpecs
-	if v := app.Node().TryGetContext(jsii.String(CtxWorker)); fmt.Sprint(v) == "true" {
-		specs = specsOf(StelaStackProps{Worker: true})
-	}
-	buildDir, cleanup, err := assetDir("build", specs, os.Getenv("STELA_PLACEHOLDER_ASSETS") == "1")
+	var props stelacdk.StelaProps
+	stelacdk.FromContext(app.Node(), &props)
+	buildDir, cleanup, err := assetDir("build", stelacdk.FunctionNames(props), os.Getenv("STELA_PLACEHOLDER_ASSETS") == "1")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "infra:", err)
 		os.Exit(1)
 	}
 	defer cleanup()
-	NewStelaStack(app, StackName, &StelaStackProps{
+	props.BuildDir = buildDir
+	stelacdk.NewStelaStack(app, stelacdk.StackName, &stelacdk.StelaStackProps{
 		StackProps: awscdk.StackProps{Env: envFromCLI()},
-		BuildDir:   buildDir,
+		StelaProps: props,
 	})
 	app.Synth(nil)
 }
@@ -68,13 +67,13 @@ func envFromCLI() *awscdk.Environment {
 	return &awscdk.Environment{Account: jsii.String(acct), Region: jsii.String(region)}
 }
 
-// assetDir returns buildDir when every function of specs has
+// assetDir returns buildDir when every function of names has
 // <name>/bootstrap in it. Otherwise, with placeholders set, it returns a
 // temporary directory of placeholders (removed by cleanup); without, an error.
-func assetDir(buildDir string, specs []functionSpec, placeholders bool) (dir string, cleanup func(), err error) {
+func assetDir(buildDir string, names []string, placeholders bool) (dir string, cleanup func(), err error) {
 	var missing []string
-	for _, spec := range specs {
-		p := filepath.Join(buildDir, spec.Name, "bootstrap")
+	for _, name := range names {
+		p := filepath.Join(buildDir, name, "bootstrap")
 		if _, err := os.Stat(p); err != nil {
 			missing = append(missing, p)
 		}
@@ -90,25 +89,12 @@ func assetDir(buildDir string, specs []functionSpec, placeholders bool) (dir str
 		return "", nil, err
 	}
 	cleanup = func() { os.RemoveAll(tmp) }
-	for _, spec := range specs {
-		if err := WritePlaceholder(filepath.Join(tmp, spec.Name, "bootstrap")); err != nil {
+	for _, name := range names {
+		if err := stelacdk.WritePlaceholder(filepath.Join(tmp, name, "bootstrap")); err != nil {
 			cleanup()
 			return "", nil, err
 		}
 	}
 	fmt.Fprintf(os.Stderr, "infra: %v missing; synthesizing with placeholder functions (not deployable)\n", missing)
 	return tmp, cleanup, nil
-}
-
-// WritePlaceholder writes a stand-in bootstrap (a shell script that exits 1)
-// at path, so that the stack synthesizes without cross-compiled binaries.
-func WritePlaceholder(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("placeholder %s: %w", path, err)
-	}
-	const stub = "#!/bin/sh\necho 'placeholder bootstrap: build the function with scripts/build-lambdas.sh' >&2\nexit 1\n"
-	if err := os.WriteFile(path, []byte(stub), 0o755); err != nil {
-		return fmt.Errorf("placeholder %s: %w", path, err)
-	}
-	return nil
 }

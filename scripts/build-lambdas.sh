@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the Lambda functions (functions/<name>/main.go) as `bootstrap`
-# binaries for the provided.al2023 runtime into infra/build/<name>/bootstrap,
+# Builds the Lambda functions (functions/<name>/main.go; `worker` is the
+# example worker examples/lambda-worker, `aws-app-worker` the sample
+# application's examples/aws-app/cmd/worker, built in its own module) as
+# `bootstrap` binaries for the provided.al2023 runtime into infra/build/<name>/bootstrap,
 # where the CDK stack (infra/) packages them, and prints their sizes.
 #
 #   scripts/build-lambdas.sh                 # all five, linux/arm64 (Graviton)
@@ -18,16 +20,27 @@ TAGS=${TAGS:-}
 FUNCTIONS=("$@")
 [ ${#FUNCTIONS[@]} -gt 0 ] || FUNCTIONS=(api lock append timers worker)
 
+# source NAME: the module directory and the package of function NAME.
+source_of() {
+	case $1 in
+	worker) echo ". ./examples/lambda-worker" ;;
+	aws-app-worker) echo "examples/aws-app ./cmd/worker" ;;
+	*) echo ". ./functions/$1" ;;
+	esac
+}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
 cd "$ROOT"
 for fn in "${FUNCTIONS[@]}"; do
-	if [ ! -f "functions/$fn/main.go" ]; then
-		echo "build-lambdas: functions/$fn/main.go does not exist" >&2
+	read -r mod pkg < <(source_of "$fn")
+	if [ ! -f "$mod/$pkg/main.go" ]; then
+		echo "build-lambdas: $mod/$pkg/main.go does not exist" >&2
 		exit 1
 	fi
 	mkdir -p "$OUT/$fn"
 	start=$(date +%s.%N)
-	CGO_ENABLED=0 GOOS=linux GOARCH="$GOARCH" go build -tags "lambda.norpc $TAGS" -trimpath -ldflags "-s -w" \
-		-o "$OUT/$fn/bootstrap" "./functions/$fn"
+	(cd "$mod" && CGO_ENABLED=0 GOOS=linux GOARCH="$GOARCH" go build -tags "lambda.norpc $TAGS" -trimpath -ldflags "-s -w" \
+		-o "$OUT/$fn/bootstrap" "$pkg")
 	end=$(date +%s.%N)
 	size=$(stat -c %s "$OUT/$fn/bootstrap")
 	printf '%-8s linux/%-5s %10d bytes (%5.1f MiB)  %5.1f s  %s\n' "$fn" "$GOARCH" "$size" \

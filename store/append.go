@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -58,7 +59,7 @@ func (s *Service) appendIn(t *txn, id core.ExecutionId, version core.Version, ba
 // by the backend (Inbox): t then leaves id's head alone, and the response is
 // applied by the next drainIn or settle of id.
 func (s *Service) respondIn(t *txn, id core.ExecutionId, createdAt core.Timestamp, ev core.JoinSetResponseEvent, currentTime core.Timestamp) error {
-	if ib, ok := t.tx.(Inbox); ok && t.heads[id] == nil {
+	if ib := t.caps.inbox; ib != nil && t.heads[id] == nil {
 		if _, child := ev.Event.(*core.ChildExecutionFinished); child {
 			deferred, err := ib.DeferResponse(id, core.JoinSetResponseEventOuter{CreatedAt: createdAt, Event: ev})
 			if err != nil {
@@ -123,8 +124,8 @@ func (e *unsettledError) Error() string {
 // the backend returns them: what a read of id's responses or a JoinNext must
 // see first.
 func (s *Service) drainIn(t *txn, id core.ExecutionId, currentTime core.Timestamp) error {
-	ib, ok := t.tx.(Inbox)
-	if !ok {
+	ib := t.caps.inbox
+	if ib == nil {
 		return nil
 	}
 	rs, err := ib.DeferredResponses(id)
@@ -146,8 +147,8 @@ func (s *Service) drainIn(t *txn, id core.ExecutionId, currentTime core.Timestam
 // own, maxDrain at a time, so that a read of its responses that follows sees
 // them. A no-op on backends without Inbox.
 func (s *Service) settle(ctx context.Context, id core.ExecutionId) error {
-	ib, ok := s.b.(InboxBackend)
-	if !ok {
+	ib := s.caps.inbox
+	if ib == nil {
 		return nil
 	}
 	for {
@@ -157,8 +158,8 @@ func (s *Service) settle(ctx context.Context, id core.ExecutionId) error {
 		}
 		applied := 0
 		err = s.update1(ctx, OpOther, func(t *txn) error {
-			inbox, ok := t.tx.(Inbox)
-			if !ok {
+			inbox := t.caps.inbox
+			if inbox == nil {
 				return nil
 			}
 			rs, err := inbox.DeferredResponses(id)
@@ -238,20 +239,34 @@ func (s *Service) AppendBatchRespondToParentChecked(ctx context.Context, events 
 }
 
 func (s *Service) respondToParent(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp, check bool) (core.Version, error) {
-	var next core.Version
-	err := s.updateAs(ctx, OpAppend, func(t *txn) error {
-		res, err := s.appendIn(t, events.ExecutionID, events.Version, events.Batch, currentTime, core.AppendOptions{})
-		if err != nil {
-			return err
-		}
-		next = res.NextVersion
-		if check {
+	var checkIn func(t *txn) error
+	if check {
+		checkIn = func(t *txn) error {
 			ev, err := t.tx.Event(events.ExecutionID, 0)
 			if err != nil {
 				return err
 			}
 			created, _ := ev.Event.(*core.Created)
-			if err := core.CheckRespondToParent(events, resp, created); err != nil {
+			return core.CheckRespondToParent(events, resp, created)
+		}
+	}
+	return s.appendRespondingToParent(ctx, events.ExecutionID, events.Version, events.Batch, resp, currentTime, checkIn)
+}
+
+// appendRespondingToParent appends batch to the child id and, in the same
+// Update, records resp (a ChildExecutionFinished) in the parent; check, when
+// not nil, runs between the two. After a failure the parent is settled
+// (settleAfterFailure).
+func (s *Service) appendRespondingToParent(ctx context.Context, id core.ExecutionId, version core.Version, batch []core.AppendRequest, resp core.AppendResponseToExecution, currentTime core.Timestamp, check func(t *txn) error) (core.Version, error) {
+	var next core.Version
+	err := s.updateAs(ctx, OpAppend, func(t *txn) error {
+		res, err := s.appendIn(t, id, version, batch, currentTime, core.AppendOptions{})
+		if err != nil {
+			return err
+		}
+		next = res.NextVersion
+		if check != nil {
+			if err := check(t); err != nil {
 				return err
 			}
 		}
@@ -272,7 +287,7 @@ func (s *Service) respondToParent(ctx context.Context, events core.AppendEventsT
 // and the siblings' deferred responses must not wait for its retry. Best
 // effort (the sweep does it again when the child's lock expires).
 func (s *Service) settleAfterFailure(ctx context.Context, parent core.ExecutionId) {
-	if _, ok := s.b.(InboxBackend); !ok {
+	if s.caps.inbox == nil {
 		return
 	}
 	if err := s.settle(context.WithoutCancel(ctx), parent); err != nil && !errors.Is(err, core.ErrNotFound) {
@@ -282,19 +297,7 @@ func (s *Service) settleAfterFailure(ctx context.Context, parent core.ExecutionI
 
 // UpsertStubResponse implements core.DbConnection.
 func (s *Service) UpsertStubResponse(ctx context.Context, id core.ExecutionIdDerived, version core.Version, req core.AppendRequest, resp core.AppendResponseToExecution, currentTime core.Timestamp) error {
-	err := s.updateAs(ctx, OpAppend, func(t *txn) error {
-		if _, err := s.appendIn(t, id.ExecutionId, version, []core.AppendRequest{req}, currentTime, core.AppendOptions{}); err != nil {
-			return err
-		}
-		return s.respondIn(t, resp.ParentExecutionID, resp.CreatedAt, core.JoinSetResponseEvent{
-			JoinSetID: resp.JoinSetID,
-			Event: &core.ChildExecutionFinished{ChildExecutionID: resp.ChildExecutionID,
-				FinishedVersion: resp.FinishedVersion, Result: resp.Result},
-		}, currentTime)
-	})
-	if err != nil {
-		s.settleAfterFailure(ctx, resp.ParentExecutionID)
-	}
+	_, err := s.appendRespondingToParent(ctx, id.ExecutionId, version, []core.AppendRequest{req}, resp, currentTime, nil)
 	if !errors.Is(err, core.ErrAlreadyFinished) {
 		return err
 	}
@@ -421,6 +424,36 @@ func (s *Service) AppendBatchCreateNewExecutionChecked(ctx context.Context, curr
 }
 
 func (s *Service) createChildren(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo, check bool) (core.Version, error) {
+	return s.createChildrenOnce(ctx, currentTime, batch, id, version, children, backtraces, check, false)
+}
+
+// hasSignalStub reports whether children create a signal stub.
+func hasSignalStub(children []core.CreateRequest) bool {
+	for _, c := range children {
+		if core.IsSignalStub(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// signalStubExists reports whether the signal stub c exists already, as the
+// child of the same parent and join set (a sender created it first); a
+// different execution under its id is a conflict.
+func (s *Service) signalStubExists(t *txn, c core.CreateRequest) (bool, error) {
+	h, err := t.head(c.ExecutionID)
+	if errors.Is(err, core.ErrNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	if h.FFQN != c.FFQN { // the derived id names the parent and the join set
+		return false, fmt.Errorf("%w: execution %s exists and is not this signal stub", core.ErrConflict, c.ExecutionID)
+	}
+	return true, nil
+}
+
+func (s *Service) createChildrenOnce(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo, check, retried bool) (core.Version, error) {
 	var next core.Version
 	err := s.updateAs(ctx, OpAppend, func(t *txn) error {
 		res, err := s.appendIn(t, id, version, batch, currentTime, core.AppendOptions{})
@@ -447,12 +480,25 @@ func (s *Service) createChildren(ctx context.Context, currentTime core.Timestamp
 			}
 		}
 		for _, c := range children {
+			if core.IsSignalStub(c) {
+				// A sender may have created the stub already (core.SendSignal).
+				if exists, err := s.signalStubExists(t, c); err != nil {
+					return err
+				} else if exists {
+					continue
+				}
+			}
 			if err := s.createIn(t, c); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+	if err != nil && errors.Is(err, core.ErrConflict) && hasSignalStub(children) && !retried {
+		// A sender created a signal stub between the read and the commit:
+		// run again, which now sees it.
+		return s.createChildrenOnce(ctx, currentTime, batch, id, version, children, backtraces, check, true)
+	}
 	if err != nil {
 		return 0, err
 	}

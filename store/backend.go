@@ -100,44 +100,6 @@ type Tx interface {
 	DeploymentTx
 }
 
-// Inbox is an optional capability of a backend's Tx for fan-in without
-// contention on the parent (DynamoDB, dynamo/doc.go "Fan-in"): a child's
-// response may be deferred instead of applied to the parent's head in the
-// child's transaction, so that siblings finishing together write disjoint
-// items. The service still makes every decision: it applies a deferred
-// response (core.ApplyResponse: cursor and unblock rule, then AddResponse)
-// the next time it reads the parent's responses — before a JoinNext, a lock
-// or any read of responses (store.Service.settle). A backend without Inbox
-// (SQLite, mem) applies every response in the child's transaction.
-//
-// Guarantees a backend implementing Inbox must give:
-//   - a deferred response is committed with the child's Finished event (it
-//     exists iff that commit succeeded) and is returned by
-//     DeferredResponses until AddResponse has applied it, once;
-//   - a JoinNext that reads the n-th response of a join set as absent and
-//     a response of that join set that the backend defers are serialised:
-//     either the JoinNext's transaction sees the response (in
-//     DeferredResponses or applied) or the response is not deferred
-//     (DeferResponse returns false in a later run of its transaction) and is
-//     applied to the parent's head by the service as usual.
-type Inbox interface {
-	// DeferResponse offers resp, a ChildExecutionFinished response to id
-	// carried by the Finished event this transaction appends to the child it
-	// names. It returns true when the backend deferred it: the caller must
-	// then neither read nor write id's head for it. false means "apply it
-	// now", as without Inbox. Only called before this transaction read id.
-	DeferResponse(id core.ExecutionId, resp core.JoinSetResponseEventOuter) (bool, error)
-	// DeferredResponses returns the deferred responses to id not applied yet,
-	// in the order to apply them (reading id's head as Head does).
-	DeferredResponses(id core.ExecutionId) ([]core.JoinSetResponseEventOuter, error)
-}
-
-// InboxBackend is the Backend side of Inbox: a cheap check, outside a
-// transaction, whether id may have deferred responses to apply.
-type InboxBackend interface {
-	HasDeferredResponses(ctx context.Context, id core.ExecutionId) (bool, error)
-}
-
 // Queries are index-backed reads outside transactions. Their results may be
 // stale (DynamoDB indexes are eventually consistent); the service re-checks
 // every candidate inside Update before acting on it.
@@ -231,4 +193,239 @@ type DeploymentTx interface {
 	InsertComponentMetadata(records []core.ComponentMetadataRecord) error
 	// PutSourceMapping inserts or replaces the mapping of (component, key).
 	PutSourceMapping(m core.SourceMapping) error
+}
+
+// Optional capabilities.
+//
+// Beyond Backend, a backend may implement the interfaces below; they are
+// all declared here, and the service finds them once, in New
+// (capabilitiesOf), and per transaction (txCapabilitiesOf), never by a type
+// assertion elsewhere. Without one the service does without (its fallback
+// is named with each). Which backend implements which:
+//
+//	capability                 mem  sqlite  dynamo  without it
+//	BatchLocker                 x     x       -     one Update per lock candidate
+//	ReadyChecker                -     x       x     one strongly consistent read
+//	InboxBackend + Inbox (Tx)   -     -       x     responses applied in the child's transaction
+//	Retainer + RetentionTx (Tx) x     x       x     no retention (ApplyRetention is a no-op)
+//	Exporter (+ ExportTx)       x     x       x     stela export fails with core.ErrNotImplemented
+//	Importer                    -     -       x     imported executions written in one Update
+//
+// TestCapabilitiesTable (internal/backendtest) holds this table against the
+// backends. The CAS has two optional capabilities of its own, declared
+// here too: blobSizer (a size without reading the blob) and
+// OrphanCollector (gc_orphan_files).
+
+// capabilities are the optional interfaces a Backend implements (nil or
+// false when it does not), found once by New.
+type capabilities struct {
+	batchLock bool
+	ready     ReadyChecker
+	inbox     InboxBackend
+	retainer  Retainer
+	exporter  Exporter
+	importer  Importer
+}
+
+func capabilitiesOf(b Backend) capabilities {
+	var c capabilities
+	if bl, ok := b.(BatchLocker); ok {
+		c.batchLock = bl.LockBatchInOneUpdate()
+	}
+	c.ready, _ = b.(ReadyChecker)
+	c.inbox, _ = b.(InboxBackend)
+	c.retainer, _ = b.(Retainer)
+	c.exporter, _ = b.(Exporter)
+	c.importer, _ = b.(Importer)
+	return c
+}
+
+// txCapabilities are the optional interfaces of a backend's Tx.
+type txCapabilities struct {
+	inbox     Inbox
+	retention RetentionTx
+}
+
+func txCapabilitiesOf(tx Tx) txCapabilities {
+	var c txCapabilities
+	c.inbox, _ = tx.(Inbox)
+	c.retention, _ = tx.(RetentionTx)
+	return c
+}
+
+// casCapabilities are the optional interfaces of the CAS (nil for none).
+type casCapabilities struct {
+	sizer     blobSizer
+	collector OrphanCollector
+}
+
+func casCapabilitiesOf(c core.Cas) casCapabilities {
+	var cc casCapabilities
+	cc.sizer, _ = c.(blobSizer)
+	cc.collector, _ = c.(OrphanCollector)
+	return cc
+}
+
+// BatchLocker is an optional Backend capability: backends whose transactions
+// are cheap and never abort on contention (SQLite's single writer) lock a
+// whole batch in one Update; the others (DynamoDB) lock each candidate in its
+// own conditional transaction so one contended item cannot abort the batch.
+type BatchLocker interface {
+	LockBatchInOneUpdate() bool
+}
+
+// ReadyChecker is an optional Backend capability: Ready reports whether the
+// store is reachable and its schema is the one this build expects (SQLite:
+// PRAGMA user_version; DynamoDB: the table and every index ACTIVE). It
+// backs the /readyz health check.
+type ReadyChecker interface {
+	Ready(ctx context.Context) error
+}
+
+// Inbox is an optional capability of a backend's Tx for fan-in without
+// contention on the parent (DynamoDB, dynamo/doc.go "Fan-in"): a child's
+// response may be deferred instead of applied to the parent's head in the
+// child's transaction, so that siblings finishing together write disjoint
+// items. The service still makes every decision: it applies a deferred
+// response (core.ApplyResponse: cursor and unblock rule, then AddResponse)
+// the next time it reads the parent's responses — before a JoinNext, a lock
+// or any read of responses (store.Service.settle). A backend without Inbox
+// (SQLite, mem) applies every response in the child's transaction.
+//
+// Guarantees a backend implementing Inbox must give:
+//   - a deferred response is committed with the child's Finished event (it
+//     exists iff that commit succeeded) and is returned by
+//     DeferredResponses until AddResponse has applied it, once;
+//   - a JoinNext that reads the n-th response of a join set as absent and
+//     a response of that join set that the backend defers are serialised:
+//     either the JoinNext's transaction sees the response (in
+//     DeferredResponses or applied) or the response is not deferred
+//     (DeferResponse returns false in a later run of its transaction) and is
+//     applied to the parent's head by the service as usual.
+type Inbox interface {
+	// DeferResponse offers resp, a ChildExecutionFinished response to id
+	// carried by the Finished event this transaction appends to the child it
+	// names. It returns true when the backend deferred it: the caller must
+	// then neither read nor write id's head for it. false means "apply it
+	// now", as without Inbox. Only called before this transaction read id.
+	DeferResponse(id core.ExecutionId, resp core.JoinSetResponseEventOuter) (bool, error)
+	// DeferredResponses returns the deferred responses to id not applied yet,
+	// in the order to apply them (reading id's head as Head does).
+	DeferredResponses(id core.ExecutionId) ([]core.JoinSetResponseEventOuter, error)
+}
+
+// InboxBackend is the Backend side of Inbox: a cheap check, outside a
+// transaction, whether id may have deferred responses to apply.
+type InboxBackend interface {
+	HasDeferredResponses(ctx context.Context, id core.ExecutionId) (bool, error)
+}
+
+// Retainer is the Backend capability retention needs. A backend that
+// implements it must also implement RetentionTx on its Tx.
+type Retainer interface {
+	// RetentionMarksAhead reports whether ExpireTree marks a finished tree
+	// with its expiry at once (the database deletes it when due) rather
+	// than removing it when it is due.
+	RetentionMarksAhead() bool
+	// ResumeExpiry completes the expiries a crash interrupted (backends
+	// whose ExpireTree spans several transactions record the decision
+	// first); the others do nothing.
+	ResumeExpiry(ctx context.Context) (ExpireStats, error)
+	// RetentionCandidates returns up to limit candidate trees in scan
+	// order. A backend that removes trees when due returns trees that look
+	// finished and due at now under r; one that marks ahead returns trees
+	// in which an execution finished since its cursor. The service
+	// re-reads and decides each one.
+	RetentionCandidates(ctx context.Context, now core.Timestamp, r core.Retention, limit int) ([]RetentionCandidate, error)
+	// RetentionTree reads root and every execution derived from it.
+	RetentionTree(ctx context.Context, root core.ExecutionId) (RetentionTree, error)
+	// ExpireTree removes (or marks with expiresAt) every item of tree:
+	// heads, events, responses and their guards, timer rows, JoinNext
+	// counters, outboxes, backtraces, logs, index entries and the
+	// references of offloaded payloads. It checks that the tree did not
+	// change since RetentionTree read it (an error wrapping
+	// core.ErrConflict otherwise) and is idempotent.
+	ExpireTree(ctx context.Context, tree RetentionTree, expiresAt core.Timestamp) (ExpireStats, error)
+	// RetentionDone records that every candidate up to pos was handled.
+	RetentionDone(ctx context.Context, pos string) error
+}
+
+// RetentionTx is implemented by the Tx of a Retainer.
+type RetentionTx interface {
+	// RecordFinished records, in the commit that finishes execution id,
+	// when it finished by the store's clock. treeExpiresAt, when not nil,
+	// is core.FinishExpiry of a top-level execution: a backend that marks
+	// ahead marks the head with it in this commit if it knows the
+	// execution has no derived executions.
+	RecordFinished(id core.ExecutionId, at core.Timestamp, treeExpiresAt *core.Timestamp) error
+}
+
+// Exporter is the Backend capability `stela export` needs: reading whole
+// executions and trees as they are stored.
+type Exporter interface {
+	// ExportView runs fn with a reader of the whole store: one consistent
+	// snapshot when the backend has them (SQLite: one read transaction; the
+	// in-memory backend: under its lock, so fn must read only through
+	// tx), strongly consistent reads otherwise (DynamoDB).
+	ExportView(ctx context.Context, fn func(tx ExportTx) error) error
+}
+
+// ExportTx reads inside ExportView.
+type ExportTx interface {
+	// DeploymentReadTx reads deployments, component metadata and source
+	// mappings by key.
+	DeploymentReadTx
+	// TreeRoots returns the roots of every tree (the top-level id of the
+	// stored executions, whether or not the root itself is stored), in the
+	// order their first executions were created: the order in which an
+	// import recreates them. The list is held in memory (tens of bytes per
+	// tree).
+	TreeRoots() ([]core.ExecutionId, error)
+	// TreeMembers returns the ids of the stored executions of root's tree,
+	// in any order (possibly stale on backends with eventually consistent
+	// indexes).
+	TreeMembers(root core.ExecutionId) ([]core.ExecutionId, error)
+	// Tree reads every execution of root's tree (core.ExecutionRecord,
+	// normalized) in the backend's creation order: the order in which its
+	// pending and cancelling queries break ties, parents before their
+	// children. A backend without snapshots returns an error wrapping
+	// ErrChanged when the tree changed while it read it or it cannot prove
+	// it found every member, and *UnsettledError when a member's deferred
+	// responses are not applied.
+	Tree(root core.ExecutionId) ([]core.ExecutionRecord, error)
+	// Executions reads the records of ids (absent ones omitted), each at
+	// one committed state (ErrChanged when that cannot be had).
+	Executions(ids []core.ExecutionId) ([]core.ExecutionRecord, error)
+	// TreeLogs returns the logs of root's tree in the backend's log order.
+	TreeLogs(root core.ExecutionId) ([]core.LogInfoAppendRow, error)
+	// SourceMappingsOf returns every source mapping of component.
+	SourceMappingsOf(component core.ComponentDigest) ([]core.SourceMapping, error)
+}
+
+// Importer is the optional Backend capability of writing executions
+// verbatim for backends whose transactions are bounded (DynamoDB).
+type Importer interface {
+	// ImportExecutions writes recs, which the service found absent, in
+	// order (parents before their children). Each execution must become
+	// visible only complete: its head is written last. A record whose id
+	// exists meanwhile, or a response whose child or delay already has one,
+	// fails with an error wrapping core.ErrConflict. expiresAt, when set,
+	// is the tree's expiry (core.DecideRetention) for a backend that marks
+	// finished trees ahead (Retainer.RetentionMarksAhead): everything
+	// written carries it.
+	ImportExecutions(ctx context.Context, recs []core.ExecutionRecord, expiresAt *core.Timestamp) error
+}
+
+// blobSizer is the optional size lookup of a CAS (cas.Dir, cas.S3): a
+// HeadObject instead of reading the blob.
+type blobSizer interface {
+	Size(ctx context.Context, d core.ContentDigest) (int64, error)
+}
+
+// OrphanCollector is a CAS that can delete the blobs nothing refers to
+// (cas.Dir and cas.S3, see cas.CollectOrphans). referenced reports which
+// candidates are still referenced, read right before each deletion.
+type OrphanCollector interface {
+	CollectOrphans(ctx context.Context, now time.Time, grace time.Duration,
+		referenced func(ctx context.Context, candidates []core.ContentDigest) (map[core.ContentDigest]bool, error)) (uint64, error)
 }

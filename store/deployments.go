@@ -39,20 +39,6 @@ func gcGrace(configured time.Duration) time.Duration {
 	return configured
 }
 
-// blobSizer is the optional size lookup of a CAS (cas.Dir, cas.S3): a
-// HeadObject instead of reading the blob.
-type blobSizer interface {
-	Size(ctx context.Context, d core.ContentDigest) (int64, error)
-}
-
-// OrphanCollector is a CAS that can delete the blobs nothing refers to
-// (cas.Dir and cas.S3, see cas.CollectOrphans). referenced reports which
-// candidates are still referenced, read right before each deletion.
-type OrphanCollector interface {
-	CollectOrphans(ctx context.Context, now time.Time, grace time.Duration,
-		referenced func(ctx context.Context, candidates []core.ContentDigest) (map[core.ContentDigest]bool, error)) (uint64, error)
-}
-
 // casParallelism bounds the CAS lookups of one call (sizes, presence).
 const casParallelism = 8
 
@@ -415,8 +401,8 @@ func (s *Service) GCOrphanFiles(ctx context.Context) (uint64, error) {
 	if s.cas == nil {
 		return 0, nil
 	}
-	c, ok := s.cas.(OrphanCollector)
-	if !ok {
+	c := s.casc.collector
+	if c == nil {
 		return 0, fmt.Errorf("store: gc: the CAS (%T) cannot list and delete blobs: %w", s.cas, core.ErrNotImplemented)
 	}
 	grace := s.grace
@@ -482,7 +468,7 @@ func (s *Service) blobSize(ctx context.Context, d core.ContentDigest) (int64, bo
 	}
 	var n int64
 	var err error
-	if sz, ok := s.cas.(blobSizer); ok {
+	if sz := s.casc.sizer; sz != nil {
 		n, err = sz.Size(ctx, d)
 	} else {
 		var data []byte

@@ -85,14 +85,6 @@ func overFetch(n int) int {
 	return min(4*n, n+64)
 }
 
-// BatchLocker is an optional Backend capability: backends whose transactions
-// are cheap and never abort on contention (SQLite's single writer) lock a
-// whole batch in one Update; the others (DynamoDB) lock each candidate in its
-// own conditional transaction so one contended item cannot abort the batch.
-type BatchLocker interface {
-	LockBatchInOneUpdate() bool
-}
-
 // lockCandidates locks candidates in order until the batch is full; stale
 // index hits and lost races are skipped, never returned.
 func (s *Service) lockCandidates(ctx context.Context, req core.LockRequest, cands []candidate, auto bool) ([]core.LockedExecution, error) {
@@ -105,7 +97,7 @@ func (s *Service) lockCandidates(ctx context.Context, req core.LockRequest, cand
 		s.lockCall(ctx, limit, 0)
 		return out, nil
 	}
-	if bl, ok := s.b.(BatchLocker); ok && bl.LockBatchInOneUpdate() {
+	if s.caps.batchLock {
 		err := s.updateAs(ctx, OpLock, func(t *txn) error {
 			out = out[:0]
 			for _, c := range cands {
@@ -195,7 +187,7 @@ func (s *Service) lockIn(t *txn, req core.LockRequest, id core.ExecutionId, vers
 	le := core.LockedExecution{
 		ExecutionID: id, NextVersion: res.NextVersion, Metadata: c.Metadata,
 		ComponentDigest: res.State.ComponentDigest, LockedEvent: *locked, FFQN: c.FFQN, Params: c.Params,
-		Parent: c.Parent, IntermittentEventCount: res.State.IntermittentEventCount,
+		Parent: c.Parent, IntermittentEventCount: res.State.IntermittentEventCount, ComponentType: c.ComponentID.ComponentType,
 	}
 	if req.SkipHistory {
 		return le, nil
@@ -301,7 +293,13 @@ func (s *Service) LockPending(ctx context.Context, req core.LockRequest, ffqns [
 	defer cancel()
 	start := time.Now()
 	for {
-		locked, err := s.LockPendingByFFQNs(lctx, req, ffqns)
+		var locked []core.LockedExecution
+		var err error
+		if req.ByComponentDigest {
+			locked, err = s.LockPendingByComponentDigest(lctx, req)
+		} else {
+			locked, err = s.LockPendingByFFQNs(lctx, req, ffqns)
+		}
 		if err != nil || len(locked) > 0 || wait <= 0 {
 			return locked, err
 		}
@@ -310,7 +308,11 @@ func (s *Service) LockPending(ctx context.Context, req core.LockRequest, ffqns [
 			return locked, nil
 		}
 		wctx, wcancel := context.WithTimeout(ctx, min(remaining, lockWaitSlice))
-		s.WaitForPendingByFFQN(wctx, s.clock.Now(), ffqns, nil)
+		if req.ByComponentDigest {
+			s.WaitForPendingByComponentDigest(wctx, s.clock.Now(), req.ComponentID.ComponentDigest)
+		} else {
+			s.WaitForPendingByFFQN(wctx, s.clock.Now(), ffqns, nil)
+		}
 		wcancel()
 		if ctx.Err() != nil {
 			return nil, nil

@@ -78,46 +78,6 @@ func (e *ExpireStats) add(o ExpireStats) {
 	e.BlobRefs += o.BlobRefs
 }
 
-// Retainer is the Backend capability retention needs. A backend that
-// implements it must also implement RetentionTx on its Tx.
-type Retainer interface {
-	// RetentionMarksAhead reports whether ExpireTree marks a finished tree
-	// with its expiry at once (the database deletes it when due) rather
-	// than removing it when it is due.
-	RetentionMarksAhead() bool
-	// ResumeExpiry completes the expiries a crash interrupted (backends
-	// whose ExpireTree spans several transactions record the decision
-	// first); the others do nothing.
-	ResumeExpiry(ctx context.Context) (ExpireStats, error)
-	// RetentionCandidates returns up to limit candidate trees in scan
-	// order. A backend that removes trees when due returns trees that look
-	// finished and due at now under r; one that marks ahead returns trees
-	// in which an execution finished since its cursor. The service
-	// re-reads and decides each one.
-	RetentionCandidates(ctx context.Context, now core.Timestamp, r core.Retention, limit int) ([]RetentionCandidate, error)
-	// RetentionTree reads root and every execution derived from it.
-	RetentionTree(ctx context.Context, root core.ExecutionId) (RetentionTree, error)
-	// ExpireTree removes (or marks with expiresAt) every item of tree:
-	// heads, events, responses and their guards, timer rows, JoinNext
-	// counters, outboxes, backtraces, logs, index entries and the
-	// references of offloaded payloads. It checks that the tree did not
-	// change since RetentionTree read it (an error wrapping
-	// core.ErrConflict otherwise) and is idempotent.
-	ExpireTree(ctx context.Context, tree RetentionTree, expiresAt core.Timestamp) (ExpireStats, error)
-	// RetentionDone records that every candidate up to pos was handled.
-	RetentionDone(ctx context.Context, pos string) error
-}
-
-// RetentionTx is implemented by the Tx of a Retainer.
-type RetentionTx interface {
-	// RecordFinished records, in the commit that finishes execution id,
-	// when it finished by the store's clock. treeExpiresAt, when not nil,
-	// is core.FinishExpiry of a top-level execution: a backend that marks
-	// ahead marks the head with it in this commit if it knows the
-	// execution has no derived executions.
-	RecordFinished(id core.ExecutionId, at core.Timestamp, treeExpiresAt *core.Timestamp) error
-}
-
 // RetentionResult counts what one ApplyRetention call did.
 type RetentionResult struct {
 	// Trees is the number of trees decided.
@@ -155,8 +115,8 @@ func (s *Service) Retention() core.Retention { return s.ret.r }
 // recordFinished records, in the commit that finishes st, when it finished
 // (for retention). Nothing is recorded when trees are kept forever.
 func (s *Service) recordFinished(t *txn, st *core.ExecutionState) error {
-	rt, ok := t.tx.(RetentionTx)
-	if !ok || s.ret.r.Forever() {
+	rt := t.caps.retention
+	if rt == nil || s.ret.r.Forever() {
 		return nil
 	}
 	now := s.clock.Now()
@@ -175,8 +135,8 @@ func (s *Service) recordFinished(t *txn, st *core.ExecutionState) error {
 // a no-op.
 func (s *Service) ApplyRetention(ctx context.Context, now core.Timestamp) (RetentionResult, error) {
 	var res RetentionResult
-	rb, ok := s.b.(Retainer)
-	if !ok || s.ret.r.Forever() {
+	rb := s.caps.retainer
+	if rb == nil || s.ret.r.Forever() {
 		return res, nil
 	}
 	s.ret.mu.Lock()

@@ -52,6 +52,8 @@ func (SystemClock) Now() core.Timestamp { return core.TS(time.Now()) }
 // retention.go, sweep.go; this file holds the transactions they share.
 type Service struct {
 	b     Backend
+	caps  capabilities
+	casc  casCapabilities
 	clock core.Clock
 	poll  time.Duration
 	log   *slog.Logger
@@ -80,7 +82,7 @@ func New(b Backend, opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Service{b: b, clock: opts.Clock, poll: opts.PollInterval, log: opts.Logger.WithGroup("store"), hub: newHub(),
+	return &Service{b: b, caps: capabilitiesOf(b), casc: casCapabilitiesOf(opts.Cas), clock: opts.Clock, poll: opts.PollInterval, log: opts.Logger.WithGroup("store"), hub: newHub(),
 		cas: opts.Cas, grace: gcGrace(opts.GCGrace), obs: opts.Observer, ret: retention{r: opts.Retention}}
 }
 
@@ -95,6 +97,7 @@ func (s *Service) Close() error {
 // a successful commit.
 type txn struct {
 	tx      Tx
+	caps    txCapabilities
 	heads   map[core.ExecutionId]*core.ExecutionState
 	created map[core.ExecutionId]bool
 	dirty   []core.ExecutionId
@@ -106,7 +109,7 @@ type txn struct {
 }
 
 func newTxn(tx Tx) *txn {
-	return &txn{tx: tx, heads: map[core.ExecutionId]*core.ExecutionState{}, created: map[core.ExecutionId]bool{}}
+	return &txn{tx: tx, caps: txCapabilitiesOf(tx), heads: map[core.ExecutionId]*core.ExecutionState{}, created: map[core.ExecutionId]bool{}}
 }
 
 func (t *txn) head(id core.ExecutionId) (*core.ExecutionState, error) {

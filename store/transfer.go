@@ -51,62 +51,6 @@ func (e *UnsettledError) Error() string {
 	return fmt.Sprintf("store: %d executions have deferred responses to apply", len(e.Parents))
 }
 
-// Exporter is the Backend capability `stela export` needs: reading whole
-// executions and trees as they are stored.
-type Exporter interface {
-	// ExportView runs fn with a reader of the whole store: one consistent
-	// snapshot when the backend has them (SQLite: one read transaction; the
-	// in-memory backend: under its lock, so fn must read only through
-	// tx), strongly consistent reads otherwise (DynamoDB).
-	ExportView(ctx context.Context, fn func(tx ExportTx) error) error
-}
-
-// ExportTx reads inside ExportView.
-type ExportTx interface {
-	// DeploymentReadTx reads deployments, component metadata and source
-	// mappings by key.
-	DeploymentReadTx
-	// TreeRoots returns the roots of every tree (the top-level id of the
-	// stored executions, whether or not the root itself is stored), in the
-	// order their first executions were created: the order in which an
-	// import recreates them. The list is held in memory (tens of bytes per
-	// tree).
-	TreeRoots() ([]core.ExecutionId, error)
-	// TreeMembers returns the ids of the stored executions of root's tree,
-	// in any order (possibly stale on backends with eventually consistent
-	// indexes).
-	TreeMembers(root core.ExecutionId) ([]core.ExecutionId, error)
-	// Tree reads every execution of root's tree (core.ExecutionRecord,
-	// normalized) in the backend's creation order: the order in which its
-	// pending and cancelling queries break ties, parents before their
-	// children. A backend without snapshots returns an error wrapping
-	// ErrChanged when the tree changed while it read it or it cannot prove
-	// it found every member, and *UnsettledError when a member's deferred
-	// responses are not applied.
-	Tree(root core.ExecutionId) ([]core.ExecutionRecord, error)
-	// Executions reads the records of ids (absent ones omitted), each at
-	// one committed state (ErrChanged when that cannot be had).
-	Executions(ids []core.ExecutionId) ([]core.ExecutionRecord, error)
-	// TreeLogs returns the logs of root's tree in the backend's log order.
-	TreeLogs(root core.ExecutionId) ([]core.LogInfoAppendRow, error)
-	// SourceMappingsOf returns every source mapping of component.
-	SourceMappingsOf(component core.ComponentDigest) ([]core.SourceMapping, error)
-}
-
-// Importer is the optional Backend capability of writing executions
-// verbatim for backends whose transactions are bounded (DynamoDB).
-type Importer interface {
-	// ImportExecutions writes recs, which the service found absent, in
-	// order (parents before their children). Each execution must become
-	// visible only complete: its head is written last. A record whose id
-	// exists meanwhile, or a response whose child or delay already has one,
-	// fails with an error wrapping core.ErrConflict. expiresAt, when set,
-	// is the tree's expiry (core.DecideRetention) for a backend that marks
-	// finished trees ahead (Retainer.RetentionMarksAhead): everything
-	// written carries it.
-	ImportExecutions(ctx context.Context, recs []core.ExecutionRecord, expiresAt *core.Timestamp) error
-}
-
 // TreeRecord is one execution tree as an export reads it.
 type TreeRecord struct {
 	// Root is the tree's top-level id (the root itself may not be stored).
@@ -167,8 +111,8 @@ type ExportReader struct {
 // snapshot on SQLite and in memory). It fails with core.ErrNotImplemented
 // when the backend cannot export.
 func (s *Service) Export(ctx context.Context, fn func(r *ExportReader) error) error {
-	ex, ok := s.b.(Exporter)
-	if !ok {
+	ex := s.caps.exporter
+	if ex == nil {
 		return fmt.Errorf("store: backend %T cannot export: %w", s.b, core.ErrNotImplemented)
 	}
 	return ex.ExportView(ctx, func(tx ExportTx) error { return fn(&ExportReader{s: s, tx: tx, ctx: ctx}) })
@@ -337,7 +281,7 @@ func (s *Service) ImportTree(ctx context.Context, tree TreeRecord) (ImportResult
 	}
 	if len(plan.missing) > 0 {
 		var expires *core.Timestamp
-		if rb, ok := s.b.(Retainer); ok && rb.RetentionMarksAhead() && d.Action == core.RetentionExpire {
+		if rb := s.caps.retainer; rb != nil && rb.RetentionMarksAhead() && d.Action == core.RetentionExpire {
 			expires = &d.ExpiresAt
 		}
 		if err := s.importExecutions(ctx, plan.missing, expires); err != nil {
@@ -544,7 +488,7 @@ func (s *Service) treeRetention(tree *TreeRecord) core.RetentionDecision {
 // importExecutions writes recs through the backend's Importer, else in one
 // Update.
 func (s *Service) importExecutions(ctx context.Context, recs []core.ExecutionRecord, expires *core.Timestamp) error {
-	if imp, ok := s.b.(Importer); ok {
+	if imp := s.caps.importer; imp != nil {
 		return imp.ImportExecutions(ctx, recs, expires)
 	}
 	return s.b.Update(ctx, func(tx Tx) error {
@@ -566,7 +510,7 @@ func (s *Service) importExecutions(ctx context.Context, recs []core.ExecutionRec
 					return err
 				}
 			}
-			if rt, ok := tx.(RetentionTx); ok && r.FinishRecordedAt != nil {
+			if rt := txCapabilitiesOf(tx).retention; rt != nil && r.FinishRecordedAt != nil {
 				if err := rt.RecordFinished(id, *r.FinishRecordedAt, nil); err != nil {
 					return err
 				}
@@ -740,6 +684,5 @@ func (s *Service) ImportSourceMapping(ctx context.Context, m core.SourceMapping)
 // insertion (SQLite, in memory), into which trees are imported one after
 // the other in the source's order.
 func (s *Service) ParallelImport() bool {
-	_, ok := s.b.(Importer)
-	return ok
+	return s.caps.importer != nil
 }

@@ -116,6 +116,9 @@ type LockedExecutionJSON struct {
 	Responses              []core.ResponseWithCursor `json:"responses"`
 	Parent                 *core.Parent              `json:"parent"`
 	IntermittentEventCount uint32                    `json:"intermittent_event_count"`
+	// ComponentType is the type the execution was created with (a Stela
+	// extension, docs/http-api.md; absent from older servers).
+	ComponentType core.ComponentType `json:"component_type,omitempty"`
 }
 
 // NewLockedExecutionJSON converts a locked execution to its wire form.
@@ -128,6 +131,7 @@ func NewLockedExecutionJSON(l core.LockedExecution) LockedExecutionJSON {
 		ExecutionID: l.ExecutionID, NextVersion: l.NextVersion, Metadata: l.Metadata, ComponentDigest: l.ComponentDigest,
 		LockedEvent: l.LockedEvent, FFQN: l.FFQN, Params: l.Params, EventHistory: hist,
 		Responses: nonNil(l.Responses), Parent: l.Parent, IntermittentEventCount: l.IntermittentEventCount,
+		ComponentType: l.ComponentType,
 	}
 }
 
@@ -141,6 +145,7 @@ func (j LockedExecutionJSON) Core() core.LockedExecution {
 		ExecutionID: j.ExecutionID, NextVersion: j.NextVersion, Metadata: j.Metadata, ComponentDigest: j.ComponentDigest,
 		LockedEvent: j.LockedEvent, FFQN: j.FFQN, Params: j.Params, EventHistory: hist,
 		Responses: j.Responses, Parent: j.Parent, IntermittentEventCount: j.IntermittentEventCount,
+		ComponentType: j.ComponentType,
 	}
 }
 

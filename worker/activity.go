@@ -38,6 +38,7 @@ func (w *Worker) runActivity(le core.LockedExecution, f *function) {
 		}
 		cancel(w.lostCause(le.ExecutionID))
 	})
+	ctx = withExecutionLog(ctx, w, le) // Logger(ctx), worker/log.go
 	rv, err, pv := callActivity(withActivityInfo(ctx, activityInfo(le, l.deadline.Time)), f, le.Params)
 	stop()
 	stopWatch()

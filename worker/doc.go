@@ -83,12 +83,23 @@
 // ErrCancelled and nothing more is written: the store's cancellation driver
 // finishes the execution.
 //
+// # Signals, published state, logs and schedules
+//
+// WaitSignal / WaitSignalTimeout receive signals a client sends by
+// execution id and name (client.Signal), kept when sent before the wait
+// and received in order, each once (stub children n:signal/<name>/<k>,
+// core.SendSignal). SetState publishes a value under a key for clients
+// (client.GetState, WaitState). Logger(ctx) and Context.Logger write
+// slog records into the execution's log, a workflow's only when it is not
+// replaying. RegisterSchedules and CreateSchedule run a function on a cron
+// expression, each tick created once. See docs/worker.md.
+//
 // # Running
 //
 // Run long-polls for work until its context is done and then shuts down
 // gracefully: a lock the store granted is always run or released (Unlocked),
 // never left to expire. RunUntilIdle processes what is pending and returns:
-// the unit of a serverless invocation (see functions/worker) and of tests
+// the unit of a serverless invocation (see package lambdaworker) and of tests
 // (package workertest runs workflows against an in-memory store with a
 // simulated clock, without a server and without sleeping).
 package worker

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/client"
+	"github.com/stela-dev/stela/internal/apitest"
 	"github.com/stela-dev/stela/internal/backendtest"
 	"github.com/stela-dev/stela/worker"
 	"github.com/stela-dev/stela/worker/workertest"
@@ -111,7 +112,7 @@ func httpConn(t *testing.T) *client.Client {
 	t.Helper()
 	svc := backendtest.SQLite(t)
 	backendtest.Timers(t, svc, 20*time.Millisecond)
-	c, err := client.New(backendtest.Server(t, svc))
+	c, err := client.New(apitest.Server(t, svc))
 	if err != nil {
 		t.Fatal(err)
 	}

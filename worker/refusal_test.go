@@ -13,6 +13,7 @@ import (
 
 	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/internal/apitest"
 	"github.com/stela-dev/stela/internal/backendtest"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/worker"
@@ -54,7 +55,7 @@ func (c *extensionWatch) AppendBatchCreateNewExecution(ctx context.Context, now 
 // (and again after every replay: it never finished).
 func TestLeaseExtensionFlushesAFullBuffer(t *testing.T) {
 	svc := backendtest.SQLite(t)
-	c, err := client.New(backendtest.Server(t, svc))
+	c, err := client.New(apitest.Server(t, svc))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/client"
+	"github.com/stela-dev/stela/internal/apitest"
 	"github.com/stela-dev/stela/internal/backendtest"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/worker"
@@ -30,7 +31,7 @@ func TestSDKOnBothTransports(t *testing.T) {
 			width = 10
 		}
 		backendtest.Timers(t, svc, 20*time.Millisecond)
-		url := backendtest.Server(t, svc)
+		url := apitest.Server(t, svc)
 		httpConn, err := client.New(url)
 		if err != nil {
 			t.Fatal(err)

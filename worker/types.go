@@ -48,11 +48,11 @@ func (w *Worker) knownCallee(f core.FunctionFqn) (callee, bool) {
 	declared, isDeclared := w.declared[f]
 	w.mu.Unlock()
 	local := func(t core.ComponentType) callee {
-		return callee{component: core.ComponentId{ComponentType: t, Name: w.opts.Name}, deployment: w.opts.DeploymentID}
+		return callee{component: core.ComponentId{ComponentType: t, Name: w.opts.Name}, deployment: w.deploymentID()}
 	}
 	switch {
 	case registered:
-		return local(fn.kind), true
+		return w.ownCallee(fn), true
 	case isDeclared:
 		return local(declared), true
 	}
@@ -103,9 +103,10 @@ const firstLockNextVersion = 2
 // is finished at once with an uncategorized execution failure saying so,
 // logged at ERROR, instead of running. The store keeps the type for good,
 // so the check is made once, at the execution's first lock (a mismatch
-// never gets a second one); a state the worker cannot read does not stop
-// the run. It costs one read per top-level workflow execution (the lock
-// does not carry the stored type). Children are not checked: their
+// never gets a second one). The lock carries the stored type
+// (LockedExecution.ComponentType); only from a server that predates it is
+// the state read, once per top-level workflow execution, and a state the
+// worker cannot read does not stop the run. Children are not checked: their
 // creator took the type from the function's registration or deployment
 // (see resolveCallee); nor are activities, as that read would nearly
 // double an activity's requests. It reports whether the run may go on.
@@ -113,16 +114,23 @@ func (w *Worker) checkType(le core.LockedExecution, f *function) bool {
 	if f.kind != core.ComponentTypeWorkflow || le.Parent != nil || le.NextVersion != firstLockNextVersion {
 		return true
 	}
-	ctx, cancel := w.ioContext()
-	st, err := w.conn.GetPendingState(ctx, le.ExecutionID)
-	cancel()
-	if err != nil || typeFits(st.ComponentType, f.kind) {
+	stored := le.ComponentType
+	if stored == "" {
+		ctx, cancel := w.ioContext()
+		st, err := w.conn.GetPendingState(ctx, le.ExecutionID)
+		cancel()
+		if err != nil {
+			return true
+		}
+		stored = st.ComponentType
+	}
+	if typeFits(stored, f.kind) {
 		return true
 	}
 	reason := fmt.Sprintf("component type mismatch: the execution was created as %s but %s is registered as %s; submit it as %s",
-		st.ComponentType, f.ffqn, f.kind, f.kind)
+		stored, f.ffqn, f.kind, f.kind)
 	w.log.Error("refusing an execution of the wrong component type", "execution_id", le.ExecutionID.String(),
-		"stored", string(st.ComponentType), "registered", string(f.kind))
+		"stored", string(stored), "registered", string(f.kind))
 	if err := w.finishWithFailure(le, newLease(w, le), reason); err != nil {
 		w.log.Warn("cannot refuse the execution; releasing it", "execution_id", le.ExecutionID.String(), "err", err)
 		w.release(le.ExecutionID, le.NextVersion, reason)

@@ -3,12 +3,15 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/internal/apitest"
 	"github.com/stela-dev/stela/internal/backendtest"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/worker"
@@ -97,7 +100,7 @@ func TestCalleeTypeComesFromTheDeployment(t *testing.T) {
 	svc := backendtest.SQLite(t)
 	backendtest.Timers(t, svc, 20*time.Millisecond)
 	deployWorkflowComponent(t, svc, childWFFFQN)
-	httpConn, err := client.New(backendtest.Server(t, svc))
+	httpConn, err := client.New(apitest.Server(t, svc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,5 +180,79 @@ func TestMismatchedComponentTypeIsRefused(t *testing.T) {
 	}
 	if ran != 0 {
 		t.Errorf("the workflow ran %d times", ran)
+	}
+}
+
+// stateCountingConn counts the worker's state reads; with oldServer it
+// answers locks as a server that predates LockedExecution.ComponentType.
+type stateCountingConn struct {
+	*store.Service
+	oldServer bool
+	reads     atomic.Int32
+}
+
+func (c *stateCountingConn) GetPendingState(ctx context.Context, id core.ExecutionId) (core.ExecutionWithState, error) {
+	c.reads.Add(1)
+	return c.Service.GetPendingState(ctx, id)
+}
+
+func (c *stateCountingConn) LockPending(ctx context.Context, req core.LockRequest, ffqns []core.FunctionFqn, wait time.Duration) ([]core.LockedExecution, error) {
+	locked, err := c.Service.LockPending(ctx, req, ffqns, wait)
+	if c.oldServer {
+		for i := range locked {
+			locked[i].ComponentType = ""
+		}
+	}
+	return locked, err
+}
+
+// TestComponentTypeCheckReadsNoState: the stored component type comes with
+// the lock, so a top-level workflow is checked (a mismatch refused, a
+// match run) without reading its state; against a server whose locks do
+// not carry it the worker reads the state once, as it used to. Before the
+// lock carried the type, every top-level workflow cost a state read.
+func TestComponentTypeCheckReadsNoState(t *testing.T) {
+	for _, old := range []bool{false, true} {
+		t.Run(fmt.Sprintf("oldServer=%v", old), func(t *testing.T) {
+			env := workertest.New(t, worker.Options{})
+			conn := &stateCountingConn{Service: env.Store, oldServer: old}
+			w := env.NewWorker(conn, worker.Options{})
+			ran := 0
+			worker.Workflow(w, parentWFFFQN, func(wf *worker.Context, _ worker.Unit) (string, error) {
+				ran++
+				return "ran", nil
+			})
+			good := env.Submit(parentWFFFQN, worker.Unit{})
+			f, err := core.ParseFunctionFqn(parentWFFFQN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bad, err := core.NewExecutionId(uint64(env.Clock.Now().UnixMilli()), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := env.Clock.Now()
+			if _, err := env.Store.Create(context.Background(), core.CreateRequest{CreatedAt: now, ExecutionID: bad, FFQN: f,
+				Params: core.Params{}, ScheduledAt: now, ComponentID: core.ComponentId{ComponentType: core.ComponentTypeActivity, Name: "cli"},
+				Metadata: core.ExecutionMetadata{}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.RunUntilIdle(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := workertest.Result[string](env, good); err != nil || got != "ran" || ran != 1 {
+				t.Errorf("well-typed workflow: %q, %v, ran %d times", got, err, ran)
+			}
+			if rv := env.ReturnValue(bad); rv.Kind != core.ReturnExecutionFailure {
+				t.Errorf("mistyped workflow: want an execution failure, got %+v", rv)
+			}
+			want := int32(0)
+			if old {
+				want = 2
+			}
+			if got := conn.reads.Load(); got != want {
+				t.Errorf("%d state reads, want %d", got, want)
+			}
+		})
 	}
 }

@@ -54,8 +54,24 @@ type Options struct {
 	// executions this worker creates. Default DefaultComponentName.
 	Name string
 	// DeploymentID is recorded in Locked events and in created children.
-	// Default: the zero deployment id (a dev store without deployments).
+	// Default: the deployment the worker records itself as when it starts
+	// (see BuildID); set, the worker records no deployment.
 	DeploymentID core.DeploymentId
+	// BuildID identifies this worker's code: with the component type and
+	// the functions of a lock group it makes the group's component digest,
+	// recorded in the worker's deployment and its Locked events. Default:
+	// derived from the binary (DefaultBuildID). See docs/worker.md
+	// "Deployments and upgrades".
+	BuildID string
+	// Pinned makes the worker lock only the executions of its own
+	// component digests (lock_pending_by_component_digest): the ones
+	// created for this build (submitted while its deployment is current,
+	// or created by its workflows) or upgraded to it. A worker of a new
+	// build then takes the new executions and leaves the old ones to the
+	// old build's workers until they are upgraded. Unpinned (the default)
+	// it locks every pending execution of its functions, whatever its
+	// digest, and moves it to its own (today's behaviour).
+	Pinned bool
 	// Concurrency bounds the executions running at once (activities and
 	// workflows together; a workflow waiting for a response does not count).
 	// Default DefaultConcurrency.
@@ -140,7 +156,12 @@ type Worker struct {
 	mu       sync.Mutex
 	funcs    map[core.FunctionFqn]*function
 	declared map[core.FunctionFqn]core.ComponentType
-	entropy  io.Reader
+	// own is the component of each registered function and deployment the
+	// worker recorded (set when it starts, see deploy.go); mu guards them.
+	own        map[core.FunctionFqn]core.ComponentId
+	deployment core.DeploymentId
+	registered bool
+	entropy    io.Reader
 
 	cache    *runCache
 	types    storeTypes // what the store said about functions served elsewhere
@@ -177,6 +198,8 @@ type function struct {
 	startToClose time.Duration
 	activity     func(ctx context.Context, params core.Params) (core.ReturnValue, error)
 	workflow     func(wf *Context, params core.Params) (core.ReturnValue, error)
+	// param and result are P and R, for the deployment's metadata.
+	param, result reflect.Type
 }
 
 // New returns a worker over conn.
@@ -225,6 +248,9 @@ func New(conn Conn, opts Options) *Worker {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.BuildID == "" {
+		opts.BuildID = DefaultBuildID()
 	}
 	w := &Worker{conn: conn, opts: opts, clock: opts.Clock, log: opts.Logger.With("component", opts.Name),
 		funcs: map[core.FunctionFqn]*function{}, declared: map[core.FunctionFqn]core.ComponentType{},
@@ -301,7 +327,8 @@ func RetryPolicy(maxRetries uint32, backoff time.Duration) FuncOption {
 // lost, and on shutdown after the grace period. Registration panics on an
 // invalid or duplicate ffqn.
 func Activity[P, R any](w *Worker, ffqn string, fn func(ctx context.Context, params P) (R, error), opts ...FuncOption) {
-	w.register(ffqn, &function{kind: core.ComponentTypeActivity, retry: defaultRetry(), activity: untyped(fn)}, opts)
+	w.register(ffqn, &function{kind: core.ComponentTypeActivity, retry: defaultRetry(), activity: untyped(fn),
+		param: reflect.TypeFor[P](), result: reflect.TypeFor[R]()}, opts)
 }
 
 // Workflow registers fn as the workflow ffqn. fn must be deterministic: it
@@ -312,7 +339,8 @@ func Activity[P, R any](w *Worker, ffqn string, fn func(ctx context.Context, par
 // error finishes the workflow with {"err": <message>} (workflows are not
 // retried on errors); a panic finishes it with an execution failure.
 func Workflow[P, R any](w *Worker, ffqn string, fn func(wf *Context, params P) (R, error), opts ...FuncOption) {
-	w.register(ffqn, &function{kind: core.ComponentTypeWorkflow, retry: core.ComponentRetryConfig{}, workflow: untyped(fn)}, opts)
+	w.register(ffqn, &function{kind: core.ComponentTypeWorkflow, retry: core.ComponentRetryConfig{}, workflow: untyped(fn),
+		param: reflect.TypeFor[P](), result: reflect.TypeFor[R]()}, opts)
 }
 
 // untyped adapts a typed function to the params array and return value
@@ -431,8 +459,11 @@ func (w *Worker) groups() []*lockGroup {
 		g.ffqns = append(g.ffqns, ff)
 	}
 	for _, g := range out {
-		// The digest identifies the group's code: a hash of what it serves.
+		// The digest identifies the group's code: a hash of the build and
+		// of what it serves.
 		h := sha256.New()
+		h.Write([]byte(w.opts.BuildID))
+		h.Write([]byte{0})
 		h.Write([]byte(g.component.ComponentType))
 		if g.startToClose > 0 { // two groups differing only by it need two digests
 			h.Write([]byte(g.startToClose.String()))
@@ -466,8 +497,9 @@ func (w *Worker) request(g *lockGroup, n int) core.LockRequest {
 	}
 	now := w.clock.Now()
 	return core.LockRequest{BatchSize: uint32(n), PendingAtOrSooner: now, CreatedAt: now,
-		ComponentID: g.component, DeploymentID: w.opts.DeploymentID, ExecutorID: w.executor, RunID: run,
-		LockExpiresAt: now.Add(g.lease(w.opts.LockExpiry)), RetryConfig: g.retry, SkipHistory: true}
+		ComponentID: g.component, DeploymentID: w.deploymentID(), ExecutorID: w.executor, RunID: run,
+		LockExpiresAt: now.Add(g.lease(w.opts.LockExpiry)), RetryConfig: g.retry, SkipHistory: true,
+		ByComponentDigest: w.opts.Pinned}
 }
 
 // --- slots --------------------------------------------------------------------------
@@ -541,6 +573,7 @@ func (w *Worker) begin() ([]*lockGroup, error) {
 	if len(gs) == 0 {
 		return nil, errors.New("worker: no function registered")
 	}
+	w.deploy(gs)
 	w.running = true
 	w.stopping, w.stopRun = context.WithCancel(context.Background())
 	w.hardStop, w.cancelRun = context.WithCancel(context.Background())

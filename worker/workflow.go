@@ -77,6 +77,9 @@ type Context struct {
 	// poison re-raises a signal in every later call once one was raised,
 	// so a workflow that recovers it cannot carry on.
 	poison any
+	// replay is set for a replay check (Worker.Replay, replay.go): the run
+	// ends, writing nothing, at its first new event or divergence.
+	replay *replayCheck
 
 	resumeCh chan bool // true: resume; false: unwind
 	yieldCh  chan yieldKind
@@ -352,11 +355,15 @@ type outcome struct {
 	err   error
 	fail  *core.ReturnValue // an execution failure to record as is
 	abort *abortSig
+	// replayEnd ends a replay check (replay.go).
+	replayEnd *replayEndSig
+	// diverged is a divergence found by a pinned worker (upgrade.go).
+	diverged *NondeterminismError
 }
 
 func (wf *Context) main() {
 	out := wf.runUser()
-	if out.abort == nil && out.fail == nil && !wf.isCancelled() {
+	if out.abort == nil && out.fail == nil && out.diverged == nil && !wf.isCancelled() {
 		out = wf.finishOutcome(out)
 	}
 	switch {
@@ -366,6 +373,8 @@ func (wf *Context) main() {
 		// The store's cancellation driver cancels what is open and
 		// finishes the execution as cancelled.
 		wf.w.log.Info("workflow cancelled; the store finishes its cancellation", "execution_id", wf.id.String())
+	case out.diverged != nil:
+		wf.pauseDiverged(out.diverged)
 	case out.abort != nil:
 		if out.abort.shutdown {
 			wf.w.release(wf.id, wf.l.next, reasonExecutorClose)
@@ -415,6 +424,7 @@ func (wf *Context) finishOutcome(out outcome) (res outcome) {
 	wf.closeAll()
 	wf.l.mu.Lock()
 	defer wf.l.mu.Unlock()
+	wf.skipPatchMarkers()
 	if wf.cur < len(wf.hist) {
 		h := wf.hist[wf.cur]
 		wf.nondeterminism(h.Version, fmt.Sprintf("the workflow finished but the history continues at version %d with %s", h.Version, describe(h.Event)))
@@ -430,6 +440,10 @@ func (wf *Context) classify(p any) outcome {
 		return outcome{fail: &s.rv}
 	case cancelSig: // raised while closing join sets: nothing more is written
 		return outcome{}
+	case replayEndSig:
+		return outcome{replayEnd: &s}
+	case divergedSig:
+		return outcome{diverged: s.err}
 	}
 	reason := fmt.Sprintf("workflow panicked: %v", p)
 	stack := string(debug.Stack())
@@ -449,6 +463,13 @@ func (wf *Context) raise(sig any) {
 // with an execution failure of kind nondeterminism_detected.
 func (wf *Context) nondeterminism(version core.Version, detail string) {
 	err := &NondeterminismError{Version: version, Detail: detail}
+	if wf.replay != nil {
+		wf.raise(replayEndSig{divergence: err})
+	}
+	if wf.w.opts.Pinned {
+		wf.w.log.Error("nondeterminism detected; pausing the execution", "execution_id", wf.id.String(), "version", version, "detail", detail)
+		wf.raise(divergedSig{err: err})
+	}
 	wf.w.log.Error("nondeterminism detected", "execution_id", wf.id.String(), "version", version, "detail", detail)
 	wf.raise(failSig{rv: core.RetFailure(core.FailureNondeterminismDetected, nil, &err.Detail)})
 }
@@ -466,7 +487,7 @@ func (wf *Context) enter() {
 		wf.poison = abortSig{}
 		wf.l.mu.Unlock()
 		panic(abortSig{})
-	case wf.w.hardStop.Err() != nil:
+	case wf.replay == nil && wf.w.hardStop.Err() != nil:
 		wf.poison = abortSig{shutdown: true}
 		wf.l.mu.Unlock()
 		panic(abortSig{shutdown: true})
@@ -484,6 +505,7 @@ func (wf *Context) replaying() bool { return wf.cur < len(wf.hist) }
 // replaying: same reports whether it is the event the program asks for (a
 // mismatch is a nondeterminism). It returns nil when the call is new.
 func (wf *Context) match(want core.HistoryEvent, same func(got core.HistoryEvent) bool) core.HistoryEvent {
+	wf.skipPatchMarkers()
 	if !wf.replaying() {
 		return nil
 	}
@@ -506,6 +528,9 @@ func (wf *Context) room(n int) {
 
 // record buffers a new history event (and the execution it creates).
 func (wf *Context) record(ev core.HistoryEvent, child *core.CreateRequest) {
+	if wf.replay != nil {
+		wf.raise(replayEndSig{next: ev})
+	}
 	cost := 1
 	if child != nil {
 		cost = 2
@@ -680,6 +705,9 @@ func (wf *Context) park() {
 // exist but the run has not seen (a JoinNext replayed before its response
 // reached this worker). mu is held on entry and on return.
 func (wf *Context) waitResponses() {
+	if wf.replay != nil {
+		wf.raise(replayEndSig{missingResponse: true})
+	}
 	last := core.ResponseCursor(0)
 	if n := len(wf.resps); n > 0 {
 		last = wf.resps[n-1].Cursor

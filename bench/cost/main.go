@@ -91,6 +91,10 @@ type config struct {
 	batch                           int     // executions a worker finishes per request (batch routes)
 	lambdaMB                        float64 // memory of the priced functions
 	workerDoor                      door    // how worker requests are priced
+	// txIndexTwice prices the index writes of committed transactions
+	// twice (the reports show both assumptions; this selects the one the
+	// per-step tables use).
+	txIndexTwice bool
 }
 
 // door is how a step's requests reach a function, which decides their price.

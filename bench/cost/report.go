@@ -21,14 +21,30 @@ type costs struct {
 
 func (c costs) total() float64 { return c.dynamo + c.requests + c.duration }
 
-// costOf prices wl with the door of cfg.
+// wru is u's write units under cfg's transaction-index assumption.
+func (cfg config) wru(u dynamometer.Usage) float64 {
+	if cfg.txIndexTwice {
+		return u.WRUTxIndexTwice()
+	}
+	return u.WRU()
+}
+
+// assumption names cfg's transaction-index assumption.
+func (cfg config) assumption() string {
+	if cfg.txIndexTwice {
+		return "index writes inside transactions billed twice"
+	}
+	return "index writes inside transactions billed once"
+}
+
+// costOf prices wl with the door and the transaction-index assumption of cfg.
 func (cfg config) costOf(wl workload) costs {
 	var c costs
 	for label, s := range wl.Steps {
 		u := wl.Usage[label]
 		perM, _ := cfg.requestPrice(s.class)
 		ms := msPerStep(s)
-		c.dynamo += (u.Read*pricePerMRRU + u.WRU()*pricePerMWRU) / 1e6
+		c.dynamo += (u.Read*pricePerMRRU + cfg.wru(u)*pricePerMWRU) / 1e6
 		c.requests += s.requests * perM / 1e6
 		c.duration += float64(s.n) * cfg.durationPrice(ms) / 1e6
 		c.transitions += s.transitions
@@ -82,7 +98,7 @@ func fanInConflicts(wl workload) (int, int) {
 func (cfg config) reportWorkload(out io.Writer, title string, wl workload, unit, units string) {
 	fmt.Fprintf(out, "\n%s\n", title)
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "step\tsteps\treq/step\ttrans/step\tms/step\tDDB calls/step\tRRU/step\tWRU/step\t(table\ttx\tindexes\tfailed+cancelled)\tindex entries/step\ttx cancelled/total\tconds failed\t$/M steps\t")
+	fmt.Fprintln(w, "step\tsteps\treq/step\ttrans/step\tms/step\tDDB calls/step\tRRU/step\tWRU/step\tWRU/step tx-index twice\t(table\ttx\tindexes\tfailed+cancelled)\tindex entries/step\ttx cancelled/total\tconds failed\t$/M steps\t")
 	labels := make([]string, 0, len(wl.Steps))
 	for l := range wl.Steps {
 		labels = append(labels, l)
@@ -94,8 +110,8 @@ func (cfg config) reportWorkload(out io.Writer, title string, wl workload, unit,
 		s, u := wl.Steps[l], wl.Usage[l]
 		n := float64(s.n)
 		one := cfg.costOf(workload{Usage: map[string]dynamometer.Usage{l: u}, Steps: map[string]stepStat{l: s}})
-		fmt.Fprintf(w, "%s\t%d\t%.2f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%d/%d\t%d\t%.3f\t\n",
-			l, s.n, s.requests/n, float64(s.transitions)/n, msPerStep(s), float64(u.Calls)/n, u.Read/n, u.WRU()/n,
+		fmt.Fprintf(w, "%s\t%d\t%.2f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%d/%d\t%d\t%.3f\t\n",
+			l, s.n, s.requests/n, float64(s.transitions)/n, msPerStep(s), float64(u.Calls)/n, u.Read/n, u.WRU()/n, u.WRUTxIndexTwice()/n,
 			u.Write/n, u.TxWrite/n, u.IndexWrite/n, (u.FailedWrite+u.CancelledWrite)/n, float64(u.IndexEntries)/n,
 			u.Cancelled, u.Transactions, u.ConditionFailed, perM(one.total(), s.n))
 		tot.Add(u)
@@ -109,6 +125,14 @@ func (cfg config) reportWorkload(out io.Writer, title string, wl workload, unit,
 		float64(tot.Calls)/float64(n), tot.Read/float64(n), tot.WRU()/float64(n), float64(tot.IndexEntries)/float64(n))
 	fmt.Fprintf(out, "per million %s: DynamoDB $%.2f + requests $%.2f + Lambda duration $%.2f = all-in $%.2f; per million transitions $%.3f\n",
 		units, perM(c.dynamo, n), perM(c.requests, n), perM(c.duration, n), perM(c.total(), n), perM(c.total(), c.transitions))
+	twice := cfg
+	twice.txIndexTwice = true
+	t2 := twice.costOf(wl)
+	fmt.Fprintf(out, "  with index writes inside transactions billed twice: %.2f WRU per %s (+%.2f), all-in $%.2f per million %s\n",
+		tot.WRUTxIndexTwice()/float64(n), unit, tot.TxIndexWrite/float64(n), perM(t2.total(), n), units)
+	fmt.Fprintf(out, "  item writes over 1 KB: %d of %d (%s), %.2f WRU per %s of their table writes (%s of the table WRU)\n",
+		tot.LargeWrites, tot.ItemWrites, pct(tot.LargeWrites, tot.ItemWrites), tot.LargeWriteWRU/float64(n), unit,
+		pctF(tot.LargeWriteWRU, tot.Write+tot.TxWrite))
 	if cfg.workerDoor != doorAPIGateway {
 		gw := cfg
 		gw.workerDoor = doorAPIGateway
@@ -124,41 +148,49 @@ func (cfg config) reportWorkload(out io.Writer, title string, wl workload, unit,
 	}
 }
 
-// summary compares the layouts.
+// summary compares the layouts, under both transaction-index assumptions.
 func (cfg config) summary(out io.Writer, results []*result) {
-	fmt.Fprintln(out, "\n=== Summary (all-in, worker routes as configured; $ per million; retention marking not included, shown per workflow tree) ===")
+	fmt.Fprintln(out, "\n=== Summary (all-in, worker routes as configured; $ per million; \"+ret.\" adds the retention marking of the timers function, per tree) ===")
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "layout\tactivity WRU\t$/M activities\t$/M transitions\tworkflow WRU\t$/M workflows\t$/M transitions\tretention WRU/workflow\tfan-in conflicts/child finish\t")
+	fmt.Fprintln(w, "layout\ttx index\tactivity WRU\tRRU\t$/M activities\t+ret.\t$/M transitions\tworkflow WRU\tRRU\t$/M workflows\t+ret.\t$/M transitions\tretention WRU/workflow\tfan-in conflicts/child finish\t")
 	for _, r := range results {
 		name, _, _ := strings.Cut(r.Layout, " (")
-		row := []string{name}
-		for _, wl := range []workload{r.Activities, r.Workflows} {
-			if wl.Units == 0 {
-				row = append(row, "-", "-", "-")
-				continue
+		for _, twice := range []bool{false, true} {
+			c := cfg
+			c.txIndexTwice = twice
+			row := []string{name, map[bool]string{false: "once", true: "twice"}[twice]}
+			for i, wl := range []workload{r.Activities, r.Workflows} {
+				if wl.Units == 0 {
+					row = append(row, "-", "-", "-", "-", "-")
+					continue
+				}
+				ret := []retentionUsage{r.ActivityRetention, r.WorkflowRetention}[i].Usage
+				cost := c.costOf(wl)
+				var wru, rru float64
+				for _, u := range wl.Usage {
+					wru, rru = wru+c.wru(u), rru+u.Read
+				}
+				n := float64(wl.Units)
+				withRet := cost.total() + (ret.Read*pricePerMRRU+c.wru(ret)*pricePerMWRU)/1e6
+				row = append(row, fmt.Sprintf("%.1f", wru/n), fmt.Sprintf("%.1f", rru/n), fmt.Sprintf("%.2f", perM(cost.total(), wl.Units)),
+					fmt.Sprintf("%.2f", perM(withRet, wl.Units)), fmt.Sprintf("%.3f", perM(cost.total(), cost.transitions)))
 			}
-			c := cfg.costOf(wl)
-			var wru float64
-			for _, u := range wl.Usage {
-				wru += u.WRU()
+			if r.Workflows.Units > 0 {
+				row = append(row, fmt.Sprintf("%.1f", c.wru(r.WorkflowRetention.Usage)/float64(r.Workflows.Units)))
+			} else {
+				row = append(row, "-")
 			}
-			row = append(row, fmt.Sprintf("%.1f", wru/float64(wl.Units)), fmt.Sprintf("%.2f", perM(c.total(), wl.Units)),
-				fmt.Sprintf("%.3f", perM(c.total(), c.transitions)))
+			if r.Fanout.Units > 0 {
+				conflicts, finishes := fanInConflicts(r.Fanout)
+				row = append(row, fmt.Sprintf("%.3f", float64(conflicts)/float64(max(finishes, 1))))
+			} else {
+				row = append(row, "-")
+			}
+			fmt.Fprintln(w, strings.Join(row, "\t")+"\t")
 		}
-		if r.Workflows.Units > 0 {
-			row = append(row, fmt.Sprintf("%.1f", r.WorkflowRetention.Usage.WRU()/float64(r.Workflows.Units)))
-		} else {
-			row = append(row, "-")
-		}
-		if r.Fanout.Units > 0 {
-			conflicts, finishes := fanInConflicts(r.Fanout)
-			row = append(row, fmt.Sprintf("%.3f", float64(conflicts)/float64(max(finishes, 1))))
-		} else {
-			row = append(row, "-")
-		}
-		fmt.Fprintln(w, strings.Join(row, "\t")+"\t")
 	}
 	_ = w.Flush()
+	fmt.Fprintln(out, "for comparison: AWS Lambda durable functions $8.00 per million durable operations; Step Functions Standard $25.00 per million state transitions")
 }
 
 func pct(a, b int) string { return pctF(float64(a), float64(b)) }

@@ -45,6 +45,12 @@ import (
 //     had committed, and no index write (an upper bound: AWS does not
 //     document the capacity a cancelled transaction consumes).
 //
+// Whether the index updates of a committed transaction are doubled like its
+// table writes AWS does not document either: Usage.WRU bills them once,
+// Usage.WRUTxIndexTwice twice (Usage.TxIndexWrite is their share). Usage
+// also counts the item writes over 1 KB (LargeWrites), the share a layout
+// keeping items under one write unit would save.
+//
 // Reads are billed as the endpoint reports them (ReturnConsumedCapacity =
 // TOTAL is set on every read).
 //
@@ -76,9 +82,21 @@ type Usage struct {
 	// IndexWrite is the write capacity of secondary index updates of
 	// successful writes, transactional or not.
 	IndexWrite float64
+	// TxIndexWrite is the part of IndexWrite made by committed
+	// TransactWriteItems. WRU bills it once; WRUTxIndexTwice a second time
+	// (AWS does not document whether a transaction doubles its index
+	// updates as it doubles its table writes; see package dynamo, "Cost").
+	TxIndexWrite float64
 	// IndexEntries counts index entries put or deleted (a key change is a
 	// delete and a put: 2).
 	IndexEntries int
+	// ItemWrites counts table item writes of successful writes (puts,
+	// updates, deletes, transaction actions but ConditionChecks);
+	// LargeWrites those billed for more than 1 KB (the larger image over
+	// 1,024 bytes), LargeWriteWRU the table write units they were billed.
+	ItemWrites    int
+	LargeWrites   int
+	LargeWriteWRU float64
 	// ConditionFailed counts single-item writes whose condition failed;
 	// FailedWrite is their write capacity.
 	ConditionFailed int
@@ -98,9 +116,16 @@ type Usage struct {
 	UnknownImages int
 }
 
-// WRU is the total write capacity: committed, failed and cancelled writes.
+// WRU is the total write capacity: committed, failed and cancelled writes,
+// index updates inside transactions billed once.
 func (u Usage) WRU() float64 {
 	return u.Write + u.TxWrite + u.IndexWrite + u.FailedWrite + u.CancelledWrite
+}
+
+// WRUTxIndexTwice is WRU with the index updates of committed transactions
+// billed twice, like their table writes (the other assumption).
+func (u Usage) WRUTxIndexTwice() float64 {
+	return u.WRU() + u.TxIndexWrite
 }
 
 // Add adds v to u.
@@ -116,7 +141,11 @@ func (u *Usage) Add(v Usage) {
 	u.Write += v.Write
 	u.TxWrite += v.TxWrite
 	u.IndexWrite += v.IndexWrite
+	u.TxIndexWrite += v.TxIndexWrite
 	u.IndexEntries += v.IndexEntries
+	u.ItemWrites += v.ItemWrites
+	u.LargeWrites += v.LargeWrites
+	u.LargeWriteWRU += v.LargeWriteWRU
 	u.ConditionFailed += v.ConditionFailed
 	u.FailedWrite += v.FailedWrite
 	u.Transactions += v.Transactions
@@ -435,8 +464,16 @@ func (m *CapacityMeter) billWrite(u *Usage, table string, key, after, old item, 
 	} else {
 		u.TxWrite += factor * kb(size)
 	}
+	u.ItemWrites++
+	if size > 1024 {
+		u.LargeWrites++
+		u.LargeWriteWRU += factor * kb(size)
+	}
 	wru, entries := indexWrites(before, after)
 	u.IndexWrite += wru
+	if factor != 1 {
+		u.TxIndexWrite += wru
+	}
 	u.IndexEntries += entries
 	m.images[imageKey(table, key)] = after
 }

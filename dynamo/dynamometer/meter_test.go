@@ -117,6 +117,25 @@ func TestCapacityMeterBillsKnownWrites(t *testing.T) {
 	if u.Transactions != 1 || u.Cancelled != 0 {
 		t.Errorf("tx: %d transactions, %d cancelled; want 1, 0", u.Transactions, u.Cancelled)
 	}
+	// The other assumption bills the transaction's 5 index WRU twice.
+	if u.TxIndexWrite != 5 || u.WRU() != 9 || u.WRUTxIndexTwice() != 14 {
+		t.Errorf("tx: %v index WRU inside the transaction, %v WRU once, %v twice; want 5, 9, 14", u.TxIndexWrite, u.WRU(), u.WRUTxIndexTwice())
+	}
+	if u.ItemWrites != 2 || u.LargeWrites != 0 {
+		t.Errorf("tx: %d item writes, %d over 1 KB; want 2, 0", u.ItemWrites, u.LargeWrites)
+	}
+	// A single write over 1 KB: 2 WRU, counted as large; its index updates
+	// are not a transaction's.
+	big := map[string]av{"pk": s("E#big"), "sk": s("H"), "z": s(strings.Repeat("x", 1100)), dynamo.AttrListPK: s("LT#1"), dynamo.AttrListSK: s("t0#big")}
+	u = step("large", func(ctx context.Context) error {
+		_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: tn, Item: big})
+		return err
+	})
+	check("large", u, 2, 0, 2, 2)
+	if u.ItemWrites != 1 || u.LargeWrites != 1 || u.LargeWriteWRU != 2 || u.TxIndexWrite != 0 || u.WRUTxIndexTwice() != u.WRU() {
+		t.Errorf("large: %d item writes, %d over 1 KB for %v WRU, %v index WRU in transactions; want 1, 1, 2, 0",
+			u.ItemWrites, u.LargeWrites, u.LargeWriteWRU, u.TxIndexWrite)
+	}
 
 	// Cancelled (the condition check names a missing item): billed at 2 WRU
 	// per KB per action, no index entry; counted as cancelled.

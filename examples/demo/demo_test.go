@@ -10,6 +10,7 @@ import (
 	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/examples/demo"
+	"github.com/stela-dev/stela/internal/apitest"
 	"github.com/stela-dev/stela/internal/backendtest"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/worker"
@@ -90,7 +91,7 @@ func TestExamplesInProcess(t *testing.T) {
 // server (the HTTP API of `stela dev`) through package client.
 func TestExamplesOverHTTP(t *testing.T) {
 	backendtest.Each(t, func(t *testing.T, svc *store.Service) {
-		conn, err := client.New(backendtest.Server(t, svc))
+		conn, err := client.New(apitest.Server(t, svc))
 		if err != nil {
 			t.Fatal(err)
 		}

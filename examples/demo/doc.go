@@ -4,7 +4,7 @@
 // durable sleep (examples/saga). Each example's main connects to `stela
 // dev`, registers these functions on a worker, submits an execution and
 // prints its result; the tests run the same code on the embedded store and
-// on DynamoDB Local, and functions/worker serves them from a Lambda.
+// on DynamoDB Local, and examples/lambda-worker serves them from a Lambda (package lambdaworker).
 package demo
 
 import "github.com/stela-dev/stela/worker"

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/examples/demo"
+	"github.com/stela-dev/stela/internal/apitest"
 	"github.com/stela-dev/stela/internal/backendtest"
 	"github.com/stela-dev/stela/worker"
 )
@@ -17,7 +18,7 @@ import (
 func TestMainRunsAnExampleAgainstAServer(t *testing.T) {
 	svc := backendtest.SQLite(t)
 	backendtest.Timers(t, svc, 20*time.Millisecond)
-	url := backendtest.Server(t, svc)
+	url := apitest.Server(t, svc)
 	var out, errb bytes.Buffer
 	code := demo.Main([]string{"saga", "--url", url}, &out, &errb, func(ctx context.Context, w *worker.Worker) (any, error) {
 		return demo.PlaceOrderAndWait(ctx, w, demo.Order{ID: "o1", Item: "pen", Amount: 3, CoolingOff: 50 * time.Millisecond})

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stela-dev/stela/internal/apitest"
 	"github.com/stela-dev/stela/internal/backendtest"
 )
 
@@ -12,7 +13,7 @@ import (
 // (flags before or after the name), no name greets the World, and two names
 // are a usage error.
 func TestHelloGreetsTheNameItIsGiven(t *testing.T) {
-	url := backendtest.Server(t, backendtest.SQLite(t))
+	url := apitest.Server(t, backendtest.SQLite(t))
 	for _, tc := range []struct {
 		args []string
 		code int

@@ -18,7 +18,7 @@ import (
 func newStore() *store.Service { return store.New(mem.New(), store.Options{}) }
 
 func TestWorkerFunction(t *testing.T) {
-	scheduled := lambdatest.MustReadEvent(t, "../worker/testdata/scheduled-event.json")
+	scheduled := lambdatest.MustReadEvent(t, "testdata/scheduled-event.json")
 
 	t.Run("PassRunsWhatIsPendingAndStopsWhenIdle", func(t *testing.T) {
 		svc := newStore()

@@ -1,9 +1,10 @@
 // Package backendtest gives tests a Stela store on each durable backend —
-// the embedded SQLite store and DynamoDB (Local in CI) — and an in-process
-// HTTP server in front of one, so that a test runs the same scenario on
-// every backend and over both worker transports. DynamoDB tests skip when
-// no endpoint is configured (AWS_ENDPOINT_URL_DYNAMODB or
-// AWS_ENDPOINT_URL) and fail instead when CI=true.
+// the embedded SQLite store and DynamoDB (Local in CI) — so that a test
+// runs the same scenario on every backend (internal/apitest serves one
+// over HTTP, for the other worker transport). DynamoDB tests skip when no
+// endpoint is configured (AWS_ENDPOINT_URL_DYNAMODB or AWS_ENDPOINT_URL)
+// and fail instead when CI=true. It does not import httpapi, whose route
+// tests use it.
 package backendtest
 
 import (
@@ -11,7 +12,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,7 +23,6 @@ import (
 
 	"github.com/stela-dev/stela/cas"
 	"github.com/stela-dev/stela/dynamo"
-	"github.com/stela-dev/stela/httpapi"
 	"github.com/stela-dev/stela/sqlite"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/timers"
@@ -45,18 +44,26 @@ func Each(t *testing.T, fn func(t *testing.T, svc *store.Service)) {
 	}
 }
 
-func options() store.Options {
+// Options are the store options of SQLite and DynamoDB: a short poll
+// interval and no logs.
+func Options() store.Options {
 	return store.Options{PollInterval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
 }
 
 // SQLite opens an embedded store in a temporary directory.
 func SQLite(t testing.TB) *store.Service {
 	t.Helper()
+	return SQLiteWith(t, Options())
+}
+
+// SQLiteWith is SQLite with the store options opts.
+func SQLiteWith(t testing.TB, opts store.Options) *store.Service {
+	t.Helper()
 	b, err := sqlite.Open(filepath.Join(t.TempDir(), "stela.db"), sqlite.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := store.New(b, options())
+	svc := store.New(b, opts)
 	t.Cleanup(func() { _ = svc.Close() })
 	return svc
 }
@@ -65,12 +72,13 @@ func SQLite(t testing.TB) *store.Service {
 // (deleted when the test ends), or skips the test without one.
 func DynamoDB(t testing.TB) *store.Service {
 	t.Helper()
-	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but no DynamoDB endpoint is configured (AWS_ENDPOINT_URL_DYNAMODB)")
-		}
-		t.Skip("no DynamoDB endpoint: start one with `eval \"$(scripts/ci/start-dynamodb-local.sh)\"`")
-	}
+	return DynamoDBWith(t, Options())
+}
+
+// DynamoDBWith is DynamoDB with the store options opts.
+func DynamoDBWith(t testing.TB, opts store.Options) *store.Service {
+	t.Helper()
+	SkipWithoutDynamoDB(t)
 	ctx := context.Background()
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
@@ -94,20 +102,22 @@ func DynamoDB(t testing.TB) *store.Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := store.New(b, options())
+	svc := store.New(b, opts)
 	t.Cleanup(func() { _ = svc.Close() })
 	return svc
 }
 
-// Server serves the HTTP API of svc (no auth, short long polls) on a local
-// port and returns its base URL.
-func Server(t testing.TB, svc *store.Service) string {
+// SkipWithoutDynamoDB skips the test when no DynamoDB endpoint is
+// configured (AWS_ENDPOINT_URL_DYNAMODB or AWS_ENDPOINT_URL), and fails it
+// instead when CI=true.
+func SkipWithoutDynamoDB(t testing.TB) {
 	t.Helper()
-	h := httpapi.New(svc, nil, httpapi.Options{Authorizer: httpapi.AllowAll(), FollowWait: 2 * time.Second,
-		Logger: slog.New(slog.DiscardHandler)})
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv.URL
+	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" && os.Getenv("AWS_ENDPOINT_URL") == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but no DynamoDB endpoint is configured (AWS_ENDPOINT_URL_DYNAMODB)")
+		}
+		t.Skip("no DynamoDB endpoint: start one with `eval \"$(scripts/ci/start-dynamodb-local.sh)\"`")
+	}
 }
 
 // Timers runs the server's timers (delays, expired locks, cancellations)

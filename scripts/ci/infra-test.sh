@@ -6,6 +6,12 @@
 #      templates with cfn-lint (W3005 ignored: CDK's explicit DependsOn; W3002 ignored for the SAM
 #      variant: its local Code paths are intended).
 #      cfn-lint exit code 4 (warnings only) passes; errors fail.
+#   3. the sample application (examples/aws-app, its own module): go vet,
+#      the determinism analyzer,
+#      its tests (the workflow, the offline synth asserting the worker's
+#      least-privilege IAM), a real synth (the constructs build Stela's
+#      functions and the worker for linux/arm64) and cfn-lint of its CDK
+#      template and of its SAM template (template.yaml).
 # The bootstrap binaries are used when built (scripts/build-lambdas.sh),
 # otherwise placeholders from a temporary directory. A cold run compiles the
 # CDK bindings (~3–4 min, ~1 GB RAM).
@@ -57,4 +63,19 @@ CDK_OUTDIR="$OUT/ops" CDK_CONTEXT_JSON='{"tracing":"xray","otelEndpoint":"http:/
 lint "$OUT/ops/StelaStack.template.json" W3005
 
 n=$(jq '.Resources | length' cdk.out/StelaStack.template.json)
-log "PASS ($n resources in infra/cdk.out/StelaStack.template.json)"
+
+log "sample application examples/aws-app: tidy, vet, test, synth, cfn-lint"
+cd "$ROOT/examples/aws-app"
+if ! go mod tidy -diff >/dev/null 2>&1; then
+	log "examples/aws-app/go.mod is not tidy: run  cd examples/aws-app && go mod tidy"
+	go mod tidy -diff >&2 || true
+	exit 1
+fi
+go vet ./...
+go run github.com/stela-dev/stela/cmd/stela-vet -test=false ./... # the determinism analyzer on its workflows
+go test -count=1 ./...
+(cd cdk && CDK_OUTDIR="$OUT/aws-app" go run .)
+lint "$OUT/aws-app/AwsApp.template.json" W3005
+lint template.yaml W3005
+m=$(jq '.Resources | length' "$OUT/aws-app/AwsApp.template.json")
+log "PASS ($n resources in infra/cdk.out/StelaStack.template.json, $m in the sample's AwsApp)"

@@ -7,7 +7,7 @@
 # unstripped build of it). docs/deploy.md, "What a function links", says
 # what each function links and why.
 #
-#   scripts/ci/size-budget.sh                  # all five
+#   scripts/ci/size-budget.sh                  # all six (with the sample worker, examples/aws-app)
 #   SIZE_BUDGET=11000000 scripts/ci/size-budget.sh api
 #   SIZE_REPORT=1 scripts/ci/size-budget.sh    # the contributors of every function, within budget too
 set -euo pipefail
@@ -16,7 +16,7 @@ cd "$ROOT"
 BUDGET=${SIZE_BUDGET:-12582912}
 GOARCH=${GOARCH:-arm64}
 FUNCTIONS=("$@")
-[ ${#FUNCTIONS[@]} -gt 0 ] || FUNCTIONS=(api lock append timers worker)
+[ ${#FUNCTIONS[@]} -gt 0 ] || FUNCTIONS=(api lock append timers worker aws-app-worker)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/stela-size.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
@@ -39,9 +39,14 @@ report=("${over[@]}")
 [ "${SIZE_REPORT:-0}" = 1 ] && report=("${FUNCTIONS[@]}")
 for fn in "${report[@]}"; do
 	# The same build with its symbol table, for the attribution.
-	CGO_ENABLED=0 GOOS=linux GOARCH="$GOARCH" go build -tags lambda.norpc -trimpath -o "$WORK/$fn.full" "./functions/$fn"
+	case $fn in
+	worker) mod=. pkg=./examples/lambda-worker ;;
+	aws-app-worker) mod=examples/aws-app pkg=./cmd/worker ;;
+	*) mod=. pkg=./functions/$fn ;;
+	esac
+	(cd "$mod" && CGO_ENABLED=0 GOOS=linux GOARCH="$GOARCH" go build -tags lambda.norpc -trimpath -o "$WORK/$fn.full" "$pkg")
 	echo
-	echo "== functions/$fn: what it is made of (unstripped build; the stripped one drops the symbol tables)"
+	echo "== $mod/$pkg ($fn): what it is made of (unstripped build; the stripped one drops the symbol tables)"
 	go run ./internal/tools/binsize -top 15 "$WORK/$fn.full"
 done
 if [ ${#over[@]} -gt 0 ]; then

@@ -17,6 +17,9 @@
 #   append  POST /v1/worker/append (finished)      -> 200
 #   timers  an EventBridge scheduled event         -> timers.Stats, passes >= 1, none failed
 #   worker  an EventBridge scheduled event         -> a worker pass result, idle
+#   aws-app-worker (the sample application's worker, examples/aws-app/cmd/worker,
+#           built in its own module): an EventBridge scheduled event -> a pass
+#           that ran the sample's pricing activity api submitted, idle
 #
 # and reports, for each function, the binary size, the init duration (RIE's
 # INIT REPORT: process start to the runtime's first /next, i.e. main and
@@ -64,7 +67,7 @@ cleanup() {
 trap cleanup EXIT
 
 # --- tools and artefacts -------------------------------------------------------
-FUNCTIONS=(${SMOKE_FUNCTIONS:-api lock append timers worker})
+FUNCTIONS=(${SMOKE_FUNCTIONS:-api lock append timers worker aws-app-worker})
 if [ ! -x "$RIE" ]; then
 	log "installing aws-lambda-rie $RIE_VERSION into $TOOLS/bin"
 	GOBIN="$TOOLS/bin" go install "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$RIE_VERSION"
@@ -195,6 +198,7 @@ has() { for f in "${FUNCTIONS[@]}"; do [ "$f" = "$1" ] && return 0; done; return
 FFQN=smoke:pkg/ifc.fn
 PARAMS='{"ffqn":"'$FFQN'","params":[1,"two"]}'
 ID=
+SAMPLE_ID=
 if has api; then
 	start api
 	# The first invoke is the cold start: process start, app.FromEnv (AWS
@@ -213,6 +217,11 @@ if has api; then
 	invoke GET /v1/executions/E_01KDZZZZZZZZZZZZZZZZZZZZZZ/status 404
 	invoke GET /openapi.json 200
 	echo "$RESP" | jq -e '.openapi | startswith("3.1")' >/dev/null || fail "openapi.json: $RESP"
+	if has aws-app-worker; then
+		# Work for the sample's worker: its pricing activity.
+		invoke POST /v1/executions 201 '{"ffqn":"shop:orders/billing.price","params":[{"id":"o1","item":"book","quantity":3}]}'
+		SAMPLE_ID=$(echo "$RESP" | jq -r '.ok')
+	fi
 	stop
 fi
 
@@ -251,6 +260,17 @@ if has worker; then
 	start worker
 	invoke_scheduled "scheduled event (a worker pass)"
 	echo "$RESP" | jq -e '.idle == true' >/dev/null || fail "worker answered $RESP"
+	stop
+fi
+
+if has aws-app-worker; then
+	start aws-app-worker
+	invoke_scheduled "scheduled event (a pass of the sample's worker)"
+	if [ -n "${SAMPLE_ID:-}" ]; then
+		echo "$RESP" | jq -e '.idle == true and .activities == 1' >/dev/null || fail "aws-app-worker answered $RESP, want the pricing activity run"
+	else
+		echo "$RESP" | jq -e '.idle == true' >/dev/null || fail "aws-app-worker answered $RESP"
+	fi
 	stop
 fi
 

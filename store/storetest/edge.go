@@ -682,7 +682,8 @@ func e19(h *harness) {
 	l := h.get(x)
 	want := core.LockedExecution{ExecutionID: x, NextVersion: 6, Metadata: meta, ComponentDigest: compACT.ComponentDigest,
 		LockedEvent: *req2.LockedEvent(), FFQN: ffqnF, Params: core.Params{json.RawMessage(`1`), json.RawMessage(`"two"`)},
-		EventHistory: l.EventHistory(), Responses: l.Responses, Parent: &core.Parent{ExecutionID: p, JoinSetID: js}, IntermittentEventCount: 1}
+		EventHistory: l.EventHistory(), Responses: l.Responses, Parent: &core.Parent{ExecutionID: p, JoinSetID: js}, IntermittentEventCount: 1,
+		ComponentType: compACT.ComponentType}
 	if len(want.EventHistory) != 2 {
 		h.t.Fatalf("event history %d entries, want 2", len(want.EventHistory))
 	}
@@ -697,7 +698,7 @@ func lockedJSON(le core.LockedExecution) map[string]any {
 	}
 	return map[string]any{"id": le.ExecutionID, "next": le.NextVersion, "meta": le.Metadata, "digest": le.ComponentDigest,
 		"locked": &le.LockedEvent, "ffqn": le.FFQN, "params": le.Params, "history": hist, "responses": le.Responses,
-		"parent": le.Parent, "intermittent": le.IntermittentEventCount}
+		"parent": le.Parent, "intermittent": le.IntermittentEventCount, "component_type": le.ComponentType}
 }
 
 func e20(h *harness) {

@@ -311,7 +311,7 @@ func (p *pending) lockIn(req core.LockRequest, id core.ExecutionId, v core.Versi
 	return core.LockedExecution{ExecutionID: id, NextVersion: res.NextVersion, Metadata: c.Metadata, ComponentDigest: digest,
 		LockedEvent: *req.LockedEvent(), FFQN: c.FFQN, Params: c.Params, EventHistory: core.EventHistoryOf(e.events),
 		Responses: append([]core.ResponseWithCursor(nil), e.responses...), Parent: c.Parent,
-		IntermittentEventCount: e.state.IntermittentEventCount}, nil
+		IntermittentEventCount: e.state.IntermittentEventCount, ComponentType: c.ComponentID.ComponentType}, nil
 }
 
 func (m *model) lockOne(req core.LockRequest, id core.ExecutionId, v core.Version) (core.LockedExecution, error) {

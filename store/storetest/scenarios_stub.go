@@ -22,6 +22,8 @@ func stubUpgradeScenarios() []contractTest {
 		{"Gap10a_UpsertStubResponseFinishesChildAndRespondsToParent", gapStubA},
 		{"Gap10b_UpsertStubResponseSameValueIsIdempotent", gapStubB},
 		{"Gap10c_UpsertStubResponseDifferentValueIsStubConflict", gapStubC},
+		{"Signal_SenderFirstThenWorkflowCreatesTheSameStub", signalSenderFirst},
+		{"Signal_WorkflowFirstThenSenderFillsItsStub", signalWorkflowFirst},
 		{"Gap11a_UpgradeWithWrongOldDigestIsNotFound", gapUpgradeA},
 		{"Gap11b_UpgradeAppendsSuccessAndMovesDigest", gapUpgradeB},
 		{"Gap11c_FailedUpgradeMarksDigestIncompatible", gapUpgradeC},
@@ -286,4 +288,72 @@ func errorsAs[T error](err error) (T, bool) {
 	var target T
 	ok := errors.As(err, &target)
 	return target, ok
+}
+
+// signalBatch is the workflow's wait for its seq-th signal name: JSC, the
+// stub's request and creation (core.SignalStubRequest), JN.
+func (h *harness) signalBatch(p core.ExecutionId, v core.Version, name string, seq uint64, runExp core.Timestamp) (core.ExecutionId, core.JoinSetId) {
+	h.t.Helper()
+	req, err := core.SignalStubRequest(p, name, seq, h.now(), dep0)
+	h.wantNoErr("signal stub request", err)
+	js := req.Parent.JoinSetID
+	v = h.submit(p, v, []core.ExecutionRequest{jsc(js), creqTo(js, req.ExecutionID, core.SignalFFQN)}, req)
+	h.mustAppend(p, v, jnFor(js, runExp, nil))
+	return req.ExecutionID, js
+}
+
+func signalPayload(v string) core.SignalPayload {
+	return core.SignalPayload{Key: "k-" + v, Value: json.RawMessage(`"` + v + `"`)}
+}
+
+// signalSenderFirst: a signal sent before the workflow waits creates and
+// finishes the stub and answers the workflow's (not yet created) join set;
+// the workflow's later batch creating the same stub is accepted (the store
+// does not create it again) and its JoinNext finds the response.
+func signalSenderFirst(h *harness) {
+	p := h.create(withComp(compWF))
+	by := lockedBy(newExr(), newRun())
+	h.mustLock(by.ExecutorID, by.RunID, t0.Add(time.Second))
+	seq, err := core.SendSignal(h.ctx, h.db, p, "go", signalPayload("a"), h.now())
+	h.wantNoErr("send_signal", err)
+	if seq != 1 {
+		h.t.Fatalf("first signal has sequence %d, want 1", seq)
+	}
+	c, js := h.signalBatch(p, 2, "go", 1, t0.Add(time.Second))
+	rv, _ := core.SignalReturnValue(signalPayload("a"))
+	h.wantState(c, psFinished(1, h.now(), rv.ResultKind()))
+	pl := h.get(p)
+	if len(pl.Responses) != 1 {
+		h.t.Fatalf("workflow has %d responses, want 1", len(pl.Responses))
+	}
+	h.wantJSON("workflow response", pl.Responses[0].Event.Event, childResp(js, c, 1, rv))
+	h.wantState(p, psPendingAt(t0.Add(time.Second), &by)) // JoinNext with its response there
+	if seq, err := core.SendSignal(h.ctx, h.db, p, "go", signalPayload("a"), h.now()); err != nil || seq != 1 {
+		h.t.Fatalf("the same send again: sequence %d, %v; want 1 (delivered once)", seq, err)
+	}
+	if seq, err := core.SendSignal(h.ctx, h.db, p, "go", signalPayload("b"), h.now()); err != nil || seq != 2 {
+		h.t.Fatalf("a second signal: sequence %d, %v; want 2", seq, err)
+	}
+}
+
+// signalWorkflowFirst: the workflow waits first (it creates the stub and
+// blocks); the signal finishes that stub and unblocks it. A finished
+// workflow refuses signals.
+func signalWorkflowFirst(h *harness) {
+	p := h.create(withComp(compWF))
+	by := lockedBy(newExr(), newRun())
+	h.mustLock(by.ExecutorID, by.RunID, t0.Add(time.Second))
+	_, js := h.signalBatch(p, 2, "go", 1, t0.Add(time.Second))
+	h.wantState(p, psBlocked(js, t0.Add(time.Second), false))
+	seq, err := core.SendSignal(h.ctx, h.db, p, "go", signalPayload("a"), h.now())
+	h.wantNoErr("send_signal", err)
+	if seq != 1 {
+		h.t.Fatalf("signal has sequence %d, want 1", seq)
+	}
+	h.wantState(p, psPendingAt(t0.Add(time.Second), &by))
+	h.advance(time.Second)
+	h.mustLock(by.ExecutorID, by.RunID, t0.Add(3*time.Second))
+	h.mustAppend(p, 6, finished(ok0))
+	_, err = core.SendSignal(h.ctx, h.db, p, "go", signalPayload("b"), h.now())
+	h.wantErr("signal to a finished workflow", err, core.ErrAlreadyFinished)
 }

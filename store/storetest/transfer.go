@@ -14,7 +14,7 @@ import (
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/store/mem"
-	"github.com/stela-dev/stela/transfer"
+	"github.com/stela-dev/stela/store/transfer"
 )
 
 // Moving data between stores (store.Exporter, store.Importer,

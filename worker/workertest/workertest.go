@@ -22,19 +22,18 @@ import (
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/store/mem"
-	"github.com/stela-dev/stela/store/storetest"
 	"github.com/stela-dev/stela/worker"
 )
 
 // Start is the simulated clock's initial time.
 var Start = core.TS(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 
-// Clock is the simulated clock of an Env: a storetest.SimClock that also
+// Clock is the simulated clock of an Env: a store.SimClock that also
 // runs the timers the workers set (it is a worker.TimerClock: the cache's
 // CacheTTL). Advance and Set fire the timers they move past, in deadline
 // order, before returning.
 type Clock struct {
-	*storetest.SimClock
+	*store.SimClock
 	mu     sync.Mutex
 	timers []*simTimer
 }
@@ -122,7 +121,7 @@ type Env struct {
 // replaced by the simulated one). Everything is released when the test ends.
 func New(t testing.TB, opts worker.Options) *Env {
 	t.Helper()
-	clock := &Clock{SimClock: storetest.NewSimClock(Start)}
+	clock := &Clock{SimClock: store.NewSimClock(Start)}
 	svc := store.New(mem.New(), store.Options{Clock: clock, PollInterval: 10 * time.Millisecond})
 	opts.Clock = clock
 	w := worker.New(svc, opts)

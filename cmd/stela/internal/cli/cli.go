@@ -236,6 +236,7 @@ func tree() *command {
 			serverStatusCommand(),
 			executionCommand(),
 			delayCommand(),
+			scheduleCommand(),
 			deploymentCommand(),
 			exportCommand(),
 			importCommand(),

@@ -172,12 +172,7 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 	}()
 	tel := devTelemetry{metrics: obs.NewMetrics(), tracing: tracing}
 	tel.observer = obs.NewObserver(tel.metrics, tracing)
-	var st *devStack
-	if mode == backendDynamo {
-		st, err = openDynamo(ctx, e, o, logger, tel)
-	} else {
-		st, err = openEmbedded(ctx, o, durability, logger, tel)
-	}
+	st, err := openByKind(ctx, e, mode, o, durability, logger, tel)
 	if err != nil {
 		return err
 	}
@@ -268,6 +263,21 @@ type devTelemetry struct {
 	metrics  *obs.Metrics
 	tracing  *obs.Tracing
 	observer *obs.Observer
+}
+
+// openByKind opens the store of kind (backendEmbedded or backendDynamo):
+// the one way the CLI opens a backend (dev, export, import, backup). The
+// embedded store lives in o.dataDir; DynamoDB's table and bucket come from
+// e's STELA_* variables and are opened by functions/app, as the Lambdas
+// open them.
+func openByKind(ctx context.Context, e *Env, kind string, o *devOptions, durability sqlite.Durability, logger *slog.Logger, tel devTelemetry) (*devStack, error) {
+	switch kind {
+	case backendEmbedded:
+		return openEmbedded(ctx, o, durability, logger, tel)
+	case backendDynamo:
+		return openDynamo(ctx, e, o, logger, tel)
+	}
+	return nil, fmt.Errorf("unknown backend %q", kind)
 }
 
 func openEmbedded(ctx context.Context, o *devOptions, durability sqlite.Durability, logger *slog.Logger, tel devTelemetry) (*devStack, error) {

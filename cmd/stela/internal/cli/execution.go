@@ -16,7 +16,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/config"
+
 	"github.com/stela-dev/stela/client"
+	"github.com/stela-dev/stela/client/sigv4"
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/store"
 )
@@ -32,7 +35,13 @@ const (
 // clientFlags are the flags of every command that calls the HTTP API.
 type clientFlags struct {
 	url, token string
+	// auth is "", "none", "token" or "sigv4"; region and profile
+	// configure sigv4.
+	auth, region, profile string
 }
+
+// envAuth is the default of --auth.
+const envAuth = "STELA_AUTH"
 
 func addClientFlags(fs *flag.FlagSet, e *Env) *clientFlags {
 	cf := &clientFlags{}
@@ -41,12 +50,82 @@ func addClientFlags(fs *flag.FlagSet, e *Env) *clientFlags {
 		def = defaultURL
 	}
 	fs.StringVar(&cf.url, "url", def, "server URL ($"+envURL+", else "+defaultURL+")")
-	fs.StringVar(&cf.token, "token", e.Getenv(envToken), "API bearer token ($"+envToken+")")
+	fs.StringVar(&cf.token, "token", e.Getenv(envToken), "API bearer token, e.g. a JWT for a stack with a JWT authorizer ($"+envToken+")")
+	fs.StringVar(&cf.auth, "auth", e.Getenv(envAuth), "how to authenticate: token (--token as a bearer token), sigv4 (AWS Signature V4 from the\n"+
+		"standard AWS credential chain, for a deployed stack with IAM auth), none; default token with\n"+
+		"--token, else none ($"+envAuth+")")
+	fs.StringVar(&cf.region, "aws-region", "", "AWS region for --auth sigv4 (default: the region of an execute-api --url, else the AWS configuration's)")
+	fs.StringVar(&cf.profile, "aws-profile", "", "AWS shared-config profile for --auth sigv4 (default $AWS_PROFILE, else the default chain)")
 	return cf
 }
 
-func (cf *clientFlags) client() (*client.Client, error) {
-	c, err := client.New(cf.url, client.WithToken(cf.token))
+// options returns the client options of the flags: the authentication.
+func (cf *clientFlags) options() ([]client.Option, error) {
+	auth := cf.auth
+	if auth == "" {
+		auth = "none"
+		if cf.token != "" {
+			auth = "token"
+		}
+	}
+	switch auth {
+	case "none":
+		return nil, nil
+	case "token":
+		if cf.token == "" {
+			return nil, usagef("--auth token needs --token (or $%s)", envToken)
+		}
+		return []client.Option{client.WithToken(cf.token)}, nil
+	case "sigv4":
+		if cf.token != "" {
+			return nil, usagef("--auth sigv4 signs every request: drop --token")
+		}
+		region := cf.region
+		if region == "" {
+			region = executeAPIRegion(cf.url)
+		}
+		opts := []func(*config.LoadOptions) error{}
+		if region != "" {
+			opts = append(opts, config.WithRegion(region))
+		}
+		if cf.profile != "" {
+			opts = append(opts, config.WithSharedConfigProfile(cf.profile))
+		}
+		cfg, err := config.LoadDefaultConfig(context.Background(), opts...)
+		if err != nil {
+			return nil, fmt.Errorf("--auth sigv4: load the AWS configuration: %w", err)
+		}
+		if cfg.Region == "" {
+			return nil, usagef("--auth sigv4 needs a region: --aws-region, an execute-api --url or the AWS configuration")
+		}
+		return []client.Option{sigv4.With(cfg, cfg.Region)}, nil
+	default:
+		return nil, usagef("--auth must be token, sigv4 or none, got %q", auth)
+	}
+}
+
+// executeAPIRegion returns the region of an API Gateway URL
+// (https://<id>.execute-api.<region>.amazonaws.com/...), else "".
+func executeAPIRegion(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	labels := strings.Split(u.Hostname(), ".")
+	for i, l := range labels {
+		if l == "execute-api" && i+1 < len(labels) {
+			return labels[i+1]
+		}
+	}
+	return ""
+}
+
+func (cf *clientFlags) client(extra ...client.Option) (*client.Client, error) {
+	opts, err := cf.options()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cf.url, append(opts, extra...)...)
 	if err != nil {
 		return nil, usagef("invalid --url: %v", err)
 	}
@@ -186,6 +265,8 @@ func executionCommand() *command {
 			simplePut("pause", "pause an execution", "<execution-id>", "pause"),
 			simplePut("unpause", "unpause a paused execution", "<execution-id>", "unpause"),
 			simplePut("cancel", "cancel an activity or a cancellable workflow", "<execution-id>", "cancel"),
+			signalCommand(),
+			historyCommand(), upgradeCommand(),
 		},
 	}
 }

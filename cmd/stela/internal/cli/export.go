@@ -9,7 +9,7 @@ import (
 
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/sqlite"
-	"github.com/stela-dev/stela/transfer"
+	"github.com/stela-dev/stela/store/transfer"
 )
 
 // transferOptions are the flags of `stela export` and `stela import`.

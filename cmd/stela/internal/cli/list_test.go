@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stela-dev/stela/internal/apitest"
 	"github.com/stela-dev/stela/internal/backendtest"
 )
 
@@ -11,7 +12,7 @@ import (
 // ("no logs", "no deployments", …) instead of printing nothing, and keeps
 // stdout empty (its --json form prints []).
 func TestEmptyListsSaySo(t *testing.T) {
-	url := backendtest.Server(t, backendtest.SQLite(t))
+	url := apitest.Server(t, backendtest.SQLite(t))
 	check := func(t *testing.T, want string, args ...string) {
 		t.Helper()
 		code, out, errOut := run(append(args, "--url", url)...)

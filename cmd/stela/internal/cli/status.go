@@ -71,10 +71,9 @@ func serverStatusCommand() *command {
 			cf := addClientFlags(fs, e)
 			asJSON := fs.Bool("json", false, "print the status as JSON")
 			return func(ctx context.Context, _ []string) error {
-				c, err := client.New(cf.url, client.WithToken(cf.token),
-					client.WithRetry(client.RetryPolicy{MaxAttempts: 1})) // a probe reports, it does not insist
+				c, err := cf.client(client.WithRetry(client.RetryPolicy{MaxAttempts: 1})) // a probe reports, it does not insist
 				if err != nil {
-					return usagef("invalid --url: %v", err)
+					return err
 				}
 				st, err := readStatus(ctx, c, cf.url)
 				if err != nil {

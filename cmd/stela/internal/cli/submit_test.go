@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/internal/apitest"
 	"github.com/stela-dev/stela/internal/backendtest"
 	"github.com/stela-dev/stela/store"
 )
@@ -57,7 +58,7 @@ func deployWorkflow(t *testing.T, svc *store.Service, ffqn core.FunctionFqn) cor
 func TestSubmitComponentType(t *testing.T) {
 	t.Run("WithoutADeploymentItMustBeGiven", func(t *testing.T) {
 		svc := backendtest.SQLite(t)
-		url := backendtest.Server(t, svc)
+		url := apitest.Server(t, svc)
 		code, out, errOut := run("execution", "submit", "demo:app/wf.main", "--url", url)
 		if code != ExitUsage || !strings.Contains(errOut, "--component-type activity or --component-type workflow") {
 			t.Errorf("submit without --component-type: exit %d, stdout %q, stderr %q; want %d naming the flag", code, out, errOut, ExitUsage)
@@ -81,7 +82,7 @@ func TestSubmitComponentType(t *testing.T) {
 	})
 	t.Run("WithADeploymentItIsTheDeployments", func(t *testing.T) {
 		svc := backendtest.SQLite(t)
-		url := backendtest.Server(t, svc)
+		url := apitest.Server(t, svc)
 		wf := core.FunctionFqn{IfcFqn: "demo:app/workflow", FunctionName: "main"}
 		dep := deployWorkflow(t, svc, wf)
 		code, _, errOut := run("execution", "submit", wf.String(), "--component-type", "activity", "--url", url)

@@ -13,11 +13,11 @@ import (
 	"github.com/stela-dev/stela/functions/app"
 	"github.com/stela-dev/stela/obs"
 	"github.com/stela-dev/stela/sqlite"
-	"github.com/stela-dev/stela/transfer"
+	"github.com/stela-dev/stela/store/transfer"
 )
 
 // The two ends of `stela export` and `stela import`: a store, opened the
-// way `stela dev` opens it (openEmbedded, openDynamo), or a stream file.
+// way `stela dev` opens it (openByKind), or a stream file.
 
 // location is an end of a transfer, as given on the command line:
 //
@@ -96,16 +96,12 @@ func openStore(ctx context.Context, e *Env, l location, so storeOptions) (*devSt
 	logger := slog.New(slog.NewTextHandler(e.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	tel := devTelemetry{metrics: obs.NewMetrics()}
 	o := &devOptions{dataDir: l.dataDir, retention: so.retention, existing: so.existing}
-	var (
-		st  *devStack
-		err error
-	)
+	env := e
 	switch l.kind {
 	case backendEmbedded:
-		st, err = openEmbedded(ctx, o, so.durability, logger, tel)
 	case backendDynamo:
 		getenv := e.Getenv
-		env := &Env{Stdout: e.Stdout, Stderr: e.Stderr, Getenv: func(k string) string {
+		env = &Env{Stdout: e.Stdout, Stderr: e.Stderr, Getenv: func(k string) string {
 			switch {
 			case k == app.EnvTable:
 				return l.table
@@ -117,10 +113,10 @@ func openStore(ctx context.Context, e *Env, l location, so storeOptions) (*devSt
 			return getenv(k)
 		}}
 		o.dataDir = ".stela" // the blobs directory when no bucket is set, as stela dev
-		st, err = openDynamo(ctx, env, o, logger, tel)
 	default:
 		return nil, transfer.Store{}, fmt.Errorf("%s is not a store", l.display)
 	}
+	st, err := openByKind(ctx, env, l.kind, o, so.durability, logger, tel)
 	if err != nil {
 		return nil, transfer.Store{}, err
 	}

@@ -68,7 +68,11 @@ type ScheduleAt = core.ScheduleAt
 
 func In(d time.Duration) ScheduleAt { return ScheduleAt{} }
 
-func Call[R any](wf *Context, ffqn string, params any) (R, error) {
+type CallOption func(*callOptions)
+
+type callOptions struct{}
+
+func Call[R any](wf *Context, ffqn string, params any, opts ...CallOption) (R, error) {
 	var r R
 	return r, nil
 }
@@ -97,7 +101,7 @@ func (j *JoinSet) Close()                                            {}
 
 type Func[P, R any] struct{}
 
-func (f Func[P, R]) Call(wf *Context, params P) (R, error) {
+func (f Func[P, R]) Call(wf *Context, params P, opts ...CallOption) (R, error) {
 	var r R
 	return r, nil
 }

@@ -1,0 +1,319 @@
+package dynamo_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/dynamo"
+	"github.com/stela-dev/stela/dynamo/dynamometer"
+	"github.com/stela-dev/stela/store"
+)
+
+// conflictModel makes DynamoDB Local refuse what DynamoDB refuses when
+// requests meet on an item (DynamoDB Local serialises everything and never
+// raises TransactionConflict). From "Transaction conflict handling" of the
+// DynamoDB Developer Guide (transaction-apis.html):
+//
+//   - a TransactWriteItems that includes an item another request (a
+//     single-item write or another transaction) is writing is cancelled,
+//     reason TransactionConflict at that action, and changes nothing;
+//   - a PutItem, UpdateItem or DeleteItem of an item an ongoing
+//     TransactWriteItems includes is refused with
+//     TransactionConflictException and changes nothing.
+//
+// A transaction holds its items while the emulator executes it and for
+// linger after it answered: DynamoDB's two phases (prepare, commit) take
+// longer than the emulator's one, and the window is what makes meetings as
+// frequent as they are on AWS. Single-item writes hold their item while in
+// flight. Reads never conflict (they are not transactional reads).
+type conflictModel struct {
+	enabled atomic.Bool
+	follow  *atomic.Bool // also on while this is (the fault injector's switch)
+	linger  time.Duration
+
+	mu     sync.Mutex
+	inTx   map[string]int       // item → transactions in flight that include it
+	txTill map[string]time.Time // item → end of the linger of the last transaction on it
+	single map[string]int       // item → single-item writes in flight
+	// what the model refused: transactions cancelled, single writes
+	// refused, per operation and per item kind (the sort key's prefix)
+	refused map[string]int
+	txSeen  int
+	wrSeen  int
+}
+
+func newConflictModel(linger time.Duration) *conflictModel {
+	return &conflictModel{linger: linger, inTx: map[string]int{}, txTill: map[string]time.Time{},
+		single: map[string]int{}, refused: map[string]int{}}
+}
+
+type conflictKeysKey struct{}
+
+// register installs the model on a client: an initialize-step middleware
+// records the items of each write, a deserialize-step one (once per
+// attempt, inside the SDK's retry loop) applies the rules.
+func (m *conflictModel) register(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+		if err := s.Initialize.Add(middleware.InitializeMiddlewareFunc("ConflictKeys",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if keys := writeKeys(in.Parameters); keys != nil {
+					ctx = context.WithValue(ctx, conflictKeysKey{}, keys)
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.After); err != nil {
+			return err
+		}
+		return s.Deserialize.Add(middleware.DeserializeMiddlewareFunc("ConflictModel", m.handle), middleware.After)
+	})
+}
+
+// writeKeys returns the items a write request writes or checks, in action
+// order ("pk\x00sk"); nil for a read.
+func writeKeys(params any) []string {
+	key := func(it map[string]types.AttributeValue) string {
+		pk, _ := it[dynamo.AttrPK].(*types.AttributeValueMemberS)
+		sk, _ := it[dynamo.AttrSK].(*types.AttributeValueMemberS)
+		if pk == nil || sk == nil {
+			return ""
+		}
+		return pk.Value + "\x00" + sk.Value
+	}
+	switch p := params.(type) {
+	case *dynamodb.PutItemInput:
+		return []string{key(p.Item)}
+	case *dynamodb.UpdateItemInput:
+		return []string{key(p.Key)}
+	case *dynamodb.DeleteItemInput:
+		return []string{key(p.Key)}
+	case *dynamodb.TransactWriteItemsInput:
+		keys := make([]string, 0, len(p.TransactItems))
+		for _, ti := range p.TransactItems {
+			switch {
+			case ti.Put != nil:
+				keys = append(keys, key(ti.Put.Item))
+			case ti.Update != nil:
+				keys = append(keys, key(ti.Update.Key))
+			case ti.Delete != nil:
+				keys = append(keys, key(ti.Delete.Key))
+			case ti.ConditionCheck != nil:
+				keys = append(keys, key(ti.ConditionCheck.Key))
+			}
+		}
+		return keys
+	}
+	return nil
+}
+
+// itemKind names an item by its key's shape: "head", "inbox", "response", …
+func itemKind(k string) string {
+	pk, sk, _ := strings.Cut(k, "\x00")
+	switch {
+	case strings.HasPrefix(pk, "G#"):
+		return "guard"
+	case sk == "H":
+		return "head"
+	case sk == "S":
+		return "inbox"
+	case strings.HasPrefix(sk, "R#"):
+		return "response"
+	case strings.HasPrefix(sk, "O#"):
+		return "outbox"
+	case strings.HasPrefix(sk, "D#"):
+		return "timer"
+	}
+	return "other"
+}
+
+func (m *conflictModel) handle(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+	keys, _ := ctx.Value(conflictKeysKey{}).([]string)
+	if keys == nil || !(m.enabled.Load() || m.follow != nil && m.follow.Load()) {
+		return next.HandleDeserialize(ctx, in)
+	}
+	op := middleware.GetOperationName(ctx)
+	tx := op == "TransactWriteItems"
+	now := time.Now()
+	m.mu.Lock()
+	if tx {
+		m.txSeen++
+		var reasons []types.CancellationReason
+		conflict := false
+		for _, k := range keys {
+			code := "None"
+			if m.single[k] > 0 || m.inTx[k] > 0 || now.Before(m.txTill[k]) {
+				code, conflict = "TransactionConflict", true
+				m.refused["TransactWriteItems cancelled, at a "+itemKind(k)]++
+			}
+			reasons = append(reasons, types.CancellationReason{Code: aws.String(code)})
+		}
+		if conflict {
+			m.refused["TransactWriteItems cancelled"]++
+			m.mu.Unlock()
+			return middleware.DeserializeOutput{}, middleware.Metadata{}, &types.TransactionCanceledException{
+				Message: aws.String("Transaction cancelled (conflict model)"), CancellationReasons: reasons}
+		}
+		for _, k := range keys {
+			m.inTx[k]++
+		}
+	} else {
+		m.wrSeen++
+		k := keys[0]
+		if m.inTx[k] > 0 || now.Before(m.txTill[k]) {
+			m.refused[op+" refused"]++
+			m.refused[op+" refused, at a "+itemKind(k)]++
+			m.mu.Unlock()
+			return middleware.DeserializeOutput{}, middleware.Metadata{}, &types.TransactionConflictException{
+				Message: aws.String("Transaction is ongoing for the item (conflict model)")}
+		}
+		m.single[k]++
+	}
+	m.mu.Unlock()
+	out, md, err := next.HandleDeserialize(ctx, in)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range keys {
+		if tx {
+			m.inTx[k]--
+			m.txTill[k] = time.Now().Add(m.linger)
+		} else {
+			m.single[k]--
+		}
+	}
+	return out, md, err
+}
+
+// log reports what the model refused.
+func (m *conflictModel) log(t *testing.T) (txCancelled, singleRefused int) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var lines []string
+	for k, n := range m.refused {
+		lines = append(lines, fmt.Sprintf("%s=%d", k, n))
+		switch {
+		case k == "TransactWriteItems cancelled":
+			txCancelled += n
+		case strings.HasSuffix(k, " refused"):
+			singleRefused += n
+		}
+	}
+	sort.Strings(lines)
+	t.Logf("conflict model (linger %v): %d transactions, %d single-item writes sent; refused: %s", m.linger, m.txSeen, m.wrSeen, strings.Join(lines, " "))
+	return txCancelled, singleRefused
+}
+
+// Siblings finish while their parent blocks on them, with the conflict
+// model on: a registration (UpdateItem of the inbox) meeting the blocking
+// JoinNext's transaction (which updates the inbox) is refused, an elected
+// response's transaction meeting a registration or another transaction on
+// the parent is cancelled — as on AWS. Every refusal is re-run and the
+// fan-in invariants hold: a child is finished exactly when its parent
+// holds its response, once; cursors are gapless; no parent stays blocked
+// with a response (after the sweep resolved the locks of finishes that
+// gave up). The cancelled work is reported (and billed by the meter).
+func TestConflictModelFanInKeepsTheInvariants(t *testing.T) {
+	ctx := context.Background()
+	model := newConflictModel(20 * time.Millisecond)
+	meter := dynamometer.NewCapacityMeter()
+	b, _ := newBackend(t, dynamo.Options{}, meter.Register, model.register)
+	svc := store.New(b, store.Options{Clock: &fixedClock{t0}})
+
+	const parents, children = 4, 10
+	type parentRun struct {
+		id   core.ExecutionId
+		kids []core.LockedExecution
+		v    core.Version
+	}
+	var runs []parentRun
+	for range parents {
+		p, kids, v := fanInParent(t, svc, children, false)
+		runs = append(runs, parentRun{p, kids, v})
+	}
+	meter.Reset()
+	model.enabled.Store(true)
+	var mu sync.Mutex
+	finishedOK := map[core.ExecutionId]bool{}
+	failures := map[string]int{}
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		wg.Go(func() {
+			// The parent blocks on the join set while its children finish.
+			_, err := svc.Append(dynamometer.WithMeterLabel(ctx, "block"), r.id, r.v,
+				core.AppendRequest{CreatedAt: t0, Event: hist(&core.JoinNext{JoinSetID: fanJS, RunExpiresAt: t0})})
+			if err != nil {
+				mu.Lock()
+				failures["block: "+err.Error()]++
+				mu.Unlock()
+			}
+		})
+		for i, k := range r.kids {
+			wg.Go(func() {
+				err := finish(dynamometer.WithMeterLabel(ctx, "finish"), svc, k, fmt.Sprint(i))
+				mu.Lock()
+				defer mu.Unlock()
+				if err == nil {
+					finishedOK[k.ExecutionID] = true
+				} else {
+					failures["finish: "+err.Error()]++
+				}
+			})
+		}
+	}
+	wg.Wait()
+	model.enabled.Store(false)
+
+	must(store.Sweep(ctx, svc, t0.Add(2*time.Minute)))(t)
+	for _, r := range runs {
+		l := must(svc.Get(ctx, r.id))(t)
+		got := map[core.ExecutionId]int{}
+		for i, resp := range l.Responses {
+			if resp.Cursor != core.ResponseCursor(i+1) {
+				t.Fatalf("%s: cursors %v not gapless", r.id, l.Responses)
+			}
+			got[resp.Event.Event.Event.(*core.ChildExecutionFinished).ChildExecutionID.ExecutionId]++
+		}
+		for _, k := range r.kids {
+			cl := must(svc.Get(ctx, k.ExecutionID))(t)
+			finished := cl.PendingState.State == core.StateFinished
+			switch {
+			case got[k.ExecutionID] > 1:
+				t.Fatalf("S2: %s answered %d times", k.ExecutionID, got[k.ExecutionID])
+			case finished != (got[k.ExecutionID] == 1):
+				t.Fatalf("§8.15: %s finished=%v but %d responses in its parent", k.ExecutionID, finished, got[k.ExecutionID])
+			case finishedOK[k.ExecutionID] && !finished:
+				t.Fatalf("S1: the acknowledged finish of %s is missing", k.ExecutionID)
+			}
+		}
+		if len(l.Responses) > 0 && l.PendingState.State == core.StateBlockedByJoinSet {
+			t.Fatalf("§8.3: %s is blocked with %d responses", r.id, len(l.Responses))
+		}
+	}
+	txc, refused := model.log(t)
+	var u dynamometer.Usage
+	for _, v := range meter.Snapshot() {
+		u.Add(v)
+	}
+	st := b.Stats()
+	t.Logf("%d of %d child finishes acknowledged; %d transactions (%d cancelled for a conflict, billed %.0f WRU of %.0f), %d re-runs",
+		len(finishedOK), parents*children, u.Transactions, u.CancelledConflict, u.CancelledWrite, u.WRU(), st.Retries)
+	for msg, n := range failures {
+		t.Logf("failed x%d: %s", n, msg)
+	}
+	if txc+refused == 0 {
+		t.Fatal("the conflict model refused nothing: the test exercised no meeting")
+	}
+	if len(failures) > 0 {
+		t.Fatalf("%d operations failed under conflicts alone (each refusal is retriable)", len(failures))
+	}
+}
