@@ -23,8 +23,14 @@ const (
 // runActivity runs one locked activity execution and appends its outcome.
 func (w *Worker) runActivity(le core.LockedExecution, f *function) {
 	l := newLease(w, le)
+	l.deadline = w.startToCloseDeadline(le, f)
+	if !w.applyRetryOverride(&le, l) {
+		return
+	}
 	ctx, cancel := w.runContext()
 	defer cancel(nil)
+	stopTimer := w.cancelAtDeadline(l.deadline, cancel)
+	stopWatch := w.watchCancellation(le.ExecutionID, cancel)
 	stop := w.keepLease(l.extendActivity, func(err error) {
 		if isRefused(err) {
 			cancel(&refusedError{err: err})
@@ -33,11 +39,20 @@ func (w *Worker) runActivity(le core.LockedExecution, f *function) {
 		cancel(w.lostCause(le.ExecutionID))
 	})
 	ctx = withExecutionLog(ctx, w, le) // Logger(ctx), worker/log.go
-	rv, err, pv := callActivity(ctx, f, le.Params)
+	rv, err, pv := callActivity(withActivityInfo(ctx, activityInfo(le, l.deadline.Time)), f, le.Params)
 	stop()
+	stopWatch()
+	stopTimer()
 	cause := context.Cause(ctx)
 	var refused *refusedError
 	switch {
+	case errors.Is(cause, ErrStartToCloseTimeout):
+		// The lock expires at the deadline: the store's timers record
+		// the timeout (TemporarilyTimedOut, or Finished with a timeout
+		// failure once retries are exhausted) and retry it by policy.
+		w.log.Info("activity exceeded its start-to-close timeout; the store records the timeout",
+			"execution_id", le.ExecutionID.String())
+		return
 	case errors.As(cause, &refused):
 		w.refuseActivity(le, l, refused.err)
 		return

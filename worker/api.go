@@ -62,7 +62,7 @@ func (r Response) Err() error {
 	if !r.DelayID.IsZero() {
 		return ErrDelayCancelled
 	}
-	return &ResultError{ID: r.ChildID, Result: r.Result}
+	return newResultError(r.ChildID, r.Result)
 }
 
 // Result decodes a child's Ok value into R, or returns r.Err().
@@ -79,9 +79,10 @@ func Result[R any](r Response) (R, error) {
 // <id>.o:<n>-<function>_1 submitted with params (see Args) and awaited. A
 // child that returned its error or failed yields a *ResultError; a function
 // whose component type is unknown (see Worker.Declare) an error wrapping
-// ErrUnknownFunction, before anything is recorded.
-func Call[R any](wf *Context, ffqn string, params any) (R, error) {
-	r, err := wf.call(ffqn, params)
+// ErrUnknownFunction, before anything is recorded. Options (ScheduleToClose)
+// change how the call is recorded.
+func Call[R any](wf *Context, ffqn string, params any, opts ...CallOption) (R, error) {
+	r, err := wf.call(ffqn, params, opts)
 	if err != nil {
 		var zero R
 		return zero, err
@@ -89,19 +90,25 @@ func Call[R any](wf *Context, ffqn string, params any) (R, error) {
 	return Result[R](r)
 }
 
-func (wf *Context) call(ffqn string, params any) (_ Response, err error) {
+func (wf *Context) call(ffqn string, params any, opts []CallOption) (_ Response, err error) {
 	target, ps, err := parseTarget(ffqn, params)
 	if err != nil {
 		return Response{}, err
 	}
-	what := "Call " + ffqn
+	return wf.callWith(target, ps, "", opts)
+}
+
+// callTarget is Call of target with encoded params; hint is the component
+// type of a typed handle ("" for none, see callee).
+func (wf *Context) callTarget(target core.FunctionFqn, ps core.Params, hint core.ComponentType) (_ Response, err error) {
+	what := "Call " + target.String()
 	wf.enter()
 	defer wf.leave()
 	defer wf.guard(what, &err)
 	if err := wf.cancelledErr(what); err != nil {
 		return Response{}, err
 	}
-	c, err := wf.callee(target)
+	c, err := wf.callee(target, hint)
 	if err != nil {
 		return Response{}, err
 	}
@@ -116,17 +123,21 @@ func (wf *Context) call(ffqn string, params any) (_ Response, err error) {
 // that an unknown function leaves no trace a replay could diverge from.
 // When replaying, the execution exists already: what the worker knows of
 // target, possibly nothing (the stored execution tells its type when it
-// matters, see cancelMembers). A store that stays unreachable ends the run
-// (check). mu is held.
-func (wf *Context) callee(target core.FunctionFqn) (callee, error) {
+// matters, see cancelMembers). A typed handle's component type (hint, ""
+// for none) counts as declared. A store that stays unreachable ends the
+// run (check). mu is held.
+func (wf *Context) callee(target core.FunctionFqn, hint core.ComponentType) (callee, error) {
 	if wf.replaying() {
-		c, _ := wf.w.knownCallee(target)
+		c, ok := wf.w.knownCallee(target)
+		if !ok && hint != "" {
+			c = wf.w.localCallee(hint)
+		}
 		return c, nil
 	}
 	var c callee
 	err := wf.w.retryWrite(wf.l, func(ctx context.Context) error {
 		var err error
-		c, err = wf.w.resolveCallee(ctx, target)
+		c, err = wf.w.calleeWithHint(ctx, target, hint)
 		return err
 	})
 	if errors.Is(err, ErrUnknownFunction) {
@@ -199,7 +210,7 @@ func (wf *Context) submitChild(js *joinSetState, child core.ExecutionId, target 
 		now := wf.w.clock.Now()
 		wf.record(want, &core.CreateRequest{CreatedAt: now, ExecutionID: child, FFQN: target, Params: params,
 			Parent: &core.Parent{ExecutionID: wf.id, JoinSetID: js.id}, ScheduledAt: now,
-			ComponentID: c.component, DeploymentID: c.deployment, Metadata: maps.Clone(wf.trace)})
+			ComponentID: c.component, DeploymentID: c.deployment, Metadata: wf.childMetadata()})
 	}
 	js.submitted++
 	js.members = append(js.members, member{child: child, kind: c.component.ComponentType, ffqn: target})
@@ -404,6 +415,12 @@ func (wf *Context) Schedule(ffqn string, params any, at ScheduleAt) (_ core.Exec
 	if err != nil {
 		return core.ExecutionId{}, err
 	}
+	return wf.scheduleTarget(target, ps, at, "")
+}
+
+// scheduleTarget is Schedule of target with encoded params; hint as for callTarget.
+func (wf *Context) scheduleTarget(target core.FunctionFqn, ps core.Params, at ScheduleAt, hint core.ComponentType) (_ core.ExecutionId, err error) {
+	ffqn := target.String()
 	what := "Schedule " + ffqn
 	wf.enter()
 	defer wf.leave()
@@ -411,7 +428,7 @@ func (wf *Context) Schedule(ffqn string, params any, at ScheduleAt) (_ core.Exec
 	if err := wf.cancelledErr(what); err != nil {
 		return core.ExecutionId{}, err
 	}
-	c, err := wf.callee(target)
+	c, err := wf.callee(target, hint)
 	if err != nil {
 		return core.ExecutionId{}, err
 	}
@@ -491,7 +508,12 @@ func (j *JoinSet) Submit(ffqn string, params any) (_ core.ExecutionId, err error
 	if err != nil {
 		return core.ExecutionId{}, err
 	}
-	what := "Submit " + ffqn
+	return j.submitTarget(target, ps, "")
+}
+
+// submitTarget is Submit of target with encoded params; hint as for callTarget.
+func (j *JoinSet) submitTarget(target core.FunctionFqn, ps core.Params, hint core.ComponentType) (_ core.ExecutionId, err error) {
+	what := "Submit " + target.String()
 	wf := j.wf
 	wf.enter()
 	defer wf.leave()
@@ -502,7 +524,7 @@ func (j *JoinSet) Submit(ffqn string, params any) (_ core.ExecutionId, err error
 	if j.js.closed {
 		return core.ExecutionId{}, fmt.Errorf("worker: join set %s is closed", j.js.id)
 	}
-	c, err := wf.callee(target)
+	c, err := wf.callee(target, hint)
 	if err != nil {
 		return core.ExecutionId{}, err
 	}

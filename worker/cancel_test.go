@@ -32,13 +32,16 @@ func TestWriteAfterCancellationIsAnError(t *testing.T) {
 	compensating := make(chan struct{})
 	resume := make(chan struct{})
 	compensation := make(chan error, 1)
+	interrupted := make(chan error, 1)
 	worker.Workflow(w, orderFFQN, func(wf *worker.Context, _ worker.Unit) (string, error) {
-		if _, err := worker.Call[string](wf, reserveFFQN, nil); err == nil {
+		_, err := worker.Call[string](wf, reserveFFQN, nil)
+		if err == nil {
 			return "reserved", nil
 		}
+		interrupted <- err
 		close(compensating)
 		<-resume
-		_, err := worker.Call[worker.Unit](wf, releaseFFQN, nil) // compensate
+		_, err = worker.Call[worker.Unit](wf, releaseFFQN, nil) // compensate
 		compensation <- err
 		return "", err
 	})
@@ -56,6 +59,12 @@ func TestWriteAfterCancellationIsAnError(t *testing.T) {
 	env.Sweep() // the driver asks the child to cancel
 	env.Sweep() // and finishes it: the workflow gets the cancelled result
 	waitFor(t, compensating, "the workflow to see its child cancelled")
+	// The interrupted wait's error is typed: the child's cancelled result,
+	// matching ErrCancelled like every later call.
+	var re *worker.ResultError
+	if err := <-interrupted; !errors.Is(err, worker.ErrCancelled) || !errors.As(err, &re) || re.FailureKind() != core.FailureCancelled {
+		t.Errorf("the interrupted call returned %v, want a cancelled *ResultError matching ErrCancelled", err) // not Fatal: the workflow waits for resume
+	}
 	env.Sweep() // everything answered: the driver finishes the workflow as cancelled
 	close(resume)
 	err = waitFor(t, compensation, "the compensating call to return (it must not vanish)")

@@ -36,6 +36,8 @@ func encodeParams(v any) (core.Params, error) {
 		return out, nil
 	case core.Params:
 		return v, nil
+	case paramsArray:
+		return v.encodeParams()
 	}
 	b, err := marshalCompact(v)
 	if err != nil {
@@ -46,9 +48,13 @@ func encodeParams(v any) (core.Params, error) {
 
 // decodeParams maps an execution's params array onto P: a one-element
 // array is that element, an empty array is P's zero value; anything else
-// is an error (use a struct or a list as the one parameter instead).
+// is an error (use a struct or a list as the one parameter instead), unless
+// P is one of Params2, Params3, Params4, which take the array positionally.
 func decodeParams[P any](params core.Params) (P, error) {
 	var p P
+	if pa, ok := any(&p).(paramsArrayDecoder); ok { // Params2, Params3, Params4
+		return p, pa.decodeParams(params)
+	}
 	switch len(params) {
 	case 0:
 		return p, nil

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -37,35 +36,76 @@ var ErrDelayCancelled = errors.New("worker: delay cancelled")
 
 // ResultError is an execution (a child, or one awaited with Await) that
 // did not finish with Ok: it returned its error variant ({"err": …}) or
-// failed ({"execution_failure": …}).
+// failed ({"execution_failure": …}). Match it with errors.As:
+//
+//	var re *worker.ResultError
+//	if errors.As(err, &re) && re.Kind == core.ReturnErr {
+//		log.Printf("child %s declined: %s", re.ID, re.Message)
+//	}
+//
+// Its text is the child's own message, without the child's id (ID carries
+// it), so that a workflow returning a child's error passes the message on
+// unchanged.
 type ResultError struct {
 	// ID is the execution.
 	ID core.ExecutionId
+	// Kind is core.ReturnErr (the function returned its error variant) or
+	// core.ReturnExecutionFailure (it failed: see FailureKind).
+	Kind core.ReturnValueKind
+	// Message is the error value when it is a string (an SDK activity's or
+	// workflow's error message), else the value's JSON ("" for none); for
+	// a failure, its reason ("" for none).
+	Message string
 	// Result is the child's return value (Kind ReturnErr or ReturnExecutionFailure).
 	Result core.ReturnValue
 }
 
-// Error renders the execution's error value or failure, after its id.
+// newResultError is the error of execution id that returned rv (not Ok).
+func newResultError(id core.ExecutionId, rv core.ReturnValue) *ResultError {
+	e := &ResultError{ID: id, Kind: rv.Kind, Result: rv}
+	switch {
+	case rv.Kind == core.ReturnErr && rv.Value != nil:
+		if rv.Value.Type != "string" || !jsonString(rv.Value.Value, &e.Message) {
+			e.Message = string(rv.Value.Value)
+		}
+	case rv.Kind == core.ReturnExecutionFailure && rv.Failure != nil && rv.Failure.Reason != nil:
+		e.Message = *rv.Failure.Reason
+	}
+	return e
+}
+
+// Error renders the execution's error message, or its failure's kind and
+// reason; the execution's id is in ID, not in the text.
 func (e *ResultError) Error() string {
-	switch e.Result.Kind {
+	if e.Kind == 0 && e.Result.Kind != 0 { // a literal without the derived fields
+		e = newResultError(e.ID, e.Result)
+	}
+	switch e.Kind {
 	case core.ReturnErr:
-		if e.Result.Value == nil {
-			return fmt.Sprintf("%s returned an error", e.ID)
+		if e.Message == "" {
+			return "the execution returned an error"
 		}
-		var msg string
-		if e.Result.Value.Type == "string" && jsonString(e.Result.Value.Value, &msg) {
-			return fmt.Sprintf("%s: %s", e.ID, msg)
-		}
-		return fmt.Sprintf("%s returned error %s", e.ID, e.Result.Value.Value)
+		return e.Message
 	case core.ReturnExecutionFailure:
-		f := e.Result.Failure
-		s := fmt.Sprintf("%s failed (%s)", e.ID, f.Kind)
-		if f.Reason != nil {
-			s += ": " + *f.Reason
+		s := "the execution failed"
+		if k := e.FailureKind(); k != "" {
+			s += " (" + string(k) + ")"
+		}
+		if e.Message != "" {
+			s += ": " + e.Message
 		}
 		return s
 	}
-	return fmt.Sprintf("%s finished", e.ID)
+	return "the execution finished"
+}
+
+// Is makes a cancelled execution (a cancelled failure) match ErrCancelled,
+// so that a workflow interrupted by its cancellation while it waits for a
+// child — the cancellation driver cancels the child, the wait returns its
+// cancelled result — sees the same errors.Is(err, ErrCancelled) as every
+// later call (see docs/worker.md, Cancellation).
+func (e *ResultError) Is(target error) bool {
+	return target == ErrCancelled && e.FailureKind() == core.FailureCancelled
 }
 
 // FailureKind returns the execution failure kind, or "" when the child

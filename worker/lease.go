@@ -30,6 +30,10 @@ type lease struct {
 	mu     sync.Mutex
 	locked core.Locked
 	next   core.Version
+	// deadline, if set, is the run's start-to-close deadline: no
+	// extension goes past it, so the lock expires then and the store's
+	// timers record the timeout.
+	deadline core.Timestamp
 }
 
 func newLease(w *Worker, le core.LockedExecution) *lease {
@@ -45,6 +49,9 @@ func (l *lease) due(now core.Timestamp) bool {
 func (l *lease) extension(now core.Timestamp) core.AppendRequest {
 	ev := l.locked
 	ev.LockExpiresAt = now.Add(l.w.opts.LockExpiry)
+	if !l.deadline.IsZero() && ev.LockExpiresAt.After(l.deadline) {
+		ev.LockExpiresAt = l.deadline
+	}
 	return core.AppendRequest{CreatedAt: now, Event: &ev}
 }
 
@@ -81,6 +88,9 @@ func (l *lease) extendActivity() error {
 		return nil
 	}
 	req := l.extension(now)
+	if !req.Event.(*core.Locked).LockExpiresAt.After(l.locked.LockExpiresAt) {
+		return nil // capped at the start-to-close deadline already
+	}
 	ctx, cancel := l.w.ioContext()
 	defer cancel()
 	next, err := l.w.conn.Append(ctx, l.id, l.next, req)

@@ -19,7 +19,14 @@ func (w *Worker) Submit(ctx context.Context, ffqn string, params any) (core.Exec
 	if err != nil {
 		return core.ExecutionId{}, err
 	}
-	c, err := w.resolveCallee(ctx, target)
+	return w.submitTarget(ctx, target, ps, "")
+}
+
+// submitTarget is Submit of target with encoded params; hint is a typed
+// handle's component type ("" for none).
+func (w *Worker) submitTarget(ctx context.Context, target core.FunctionFqn, ps core.Params, hint core.ComponentType) (core.ExecutionId, error) {
+	ffqn := target.String()
+	c, err := w.calleeWithHint(ctx, target, hint)
 	if err != nil {
 		return core.ExecutionId{}, err
 	}

@@ -129,6 +129,13 @@ type Options struct {
 	Entropy io.Reader
 	// Logger receives failures and, at debug level, every outcome. Default slog.Default().
 	Logger *slog.Logger
+	// CancelCheck is how often a running activity's execution is checked
+	// for a cancellation request (one state read each time, only while an
+	// activity runs longer than it), so that its ctx is cancelled with
+	// ErrCancelled within about CancelCheck of the request; negative
+	// leaves it to the next lease extension (up to LockExpiry/2).
+	// Default DefaultCancelCheck.
+	CancelCheck time.Duration
 	// OnFinished, if set, is called once the Finished event of an execution
 	// this worker ran is stored (e.g. for metrics). It must not block.
 	// Decode turns result into the function's typed value or error.
@@ -184,11 +191,13 @@ type Worker struct {
 
 // function is a registered activity or workflow.
 type function struct {
-	ffqn     core.FunctionFqn
-	kind     core.ComponentType
-	retry    core.ComponentRetryConfig
-	activity func(ctx context.Context, params core.Params) (core.ReturnValue, error)
-	workflow func(wf *Context, params core.Params) (core.ReturnValue, error)
+	ffqn  core.FunctionFqn
+	kind  core.ComponentType
+	retry core.ComponentRetryConfig
+	// startToClose bounds one run of an activity (StartToClose); 0: none.
+	startToClose time.Duration
+	activity     func(ctx context.Context, params core.Params) (core.ReturnValue, error)
+	workflow     func(wf *Context, params core.Params) (core.ReturnValue, error)
 	// param and result are P and R, for the deployment's metadata.
 	param, result reflect.Type
 }
@@ -227,6 +236,9 @@ func New(conn Conn, opts Options) *Worker {
 	}
 	if opts.MaxAwaiting <= 0 {
 		opts.MaxAwaiting = DefaultMaxAwaiting
+	}
+	if opts.CancelCheck == 0 {
+		opts.CancelCheck = DefaultCancelCheck
 	}
 	if opts.Clock == nil {
 		opts.Clock = wallClock{}
@@ -416,7 +428,9 @@ func (w *Worker) register(ffqn string, f *function, opts []FuncOption) {
 type lockGroup struct {
 	component core.ComponentId
 	retry     core.ComponentRetryConfig
-	ffqns     []core.FunctionFqn
+	// startToClose caps the lease of the group's locks (StartToClose).
+	startToClose time.Duration
+	ffqns        []core.FunctionFqn
 }
 
 // groups partitions the registered functions into lock groups.
@@ -433,13 +447,13 @@ func (w *Worker) groups() []*lockGroup {
 		f := w.funcs[ff]
 		var g *lockGroup
 		for _, c := range out {
-			if c.component.ComponentType == f.kind && sameRetry(c.retry, f.retry) {
+			if c.component.ComponentType == f.kind && sameRetry(c.retry, f.retry) && c.startToClose == f.startToClose {
 				g = c
 				break
 			}
 		}
 		if g == nil {
-			g = &lockGroup{component: core.ComponentId{ComponentType: f.kind, Name: w.opts.Name}, retry: f.retry}
+			g = &lockGroup{component: core.ComponentId{ComponentType: f.kind, Name: w.opts.Name}, retry: f.retry, startToClose: f.startToClose}
 			out = append(out, g)
 		}
 		g.ffqns = append(g.ffqns, ff)
@@ -451,6 +465,9 @@ func (w *Worker) groups() []*lockGroup {
 		h.Write([]byte(w.opts.BuildID))
 		h.Write([]byte{0})
 		h.Write([]byte(g.component.ComponentType))
+		if g.startToClose > 0 { // two groups differing only by it need two digests
+			h.Write([]byte(g.startToClose.String()))
+		}
 		for _, f := range g.ffqns {
 			h.Write([]byte{0})
 			h.Write([]byte(f.String()))
@@ -481,7 +498,7 @@ func (w *Worker) request(g *lockGroup, n int) core.LockRequest {
 	now := w.clock.Now()
 	return core.LockRequest{BatchSize: uint32(n), PendingAtOrSooner: now, CreatedAt: now,
 		ComponentID: g.component, DeploymentID: w.deploymentID(), ExecutorID: w.executor, RunID: run,
-		LockExpiresAt: now.Add(w.opts.LockExpiry), RetryConfig: g.retry, SkipHistory: true,
+		LockExpiresAt: now.Add(g.lease(w.opts.LockExpiry)), RetryConfig: g.retry, SkipHistory: true,
 		ByComponentDigest: w.opts.Pinned}
 }
 

@@ -34,7 +34,10 @@ type Context struct {
 	// trace is the execution's trace context (its "tracing:" metadata),
 	// copied into every execution the workflow creates.
 	trace core.ExecutionMetadata
-	l     *lease // l.mu guards every field below and every write
+	// childMeta is added to the metadata of the next child created (a
+	// Call's options, see callWith); nil for none.
+	childMeta core.ExecutionMetadata
+	l         *lease // l.mu guards every field below and every write
 
 	// hist is the execution's history events: the persisted ones (from the
 	// lock) followed by the ones this run wrote or buffered; cur of them

@@ -21,7 +21,9 @@
 // carries a fact with what it breaks (its first eight findings). Calls
 // through interfaces and into other modules are not followed; the SDK's
 // own packages are the deterministic API. A function registered with
-// worker.Activity, and what only activities call, is not workflow code.
+// worker.Activity (or a typed handle's ActivityFunc.Register), and what only
+// activities call, is not workflow code; WorkflowFunc.Register registers a
+// workflow as worker.Workflow does.
 //
 // # Rules
 //
@@ -44,7 +46,7 @@
 //	global        package variables assigned after initialization    → params, an activity, a constant
 //	sync          sync and sync/atomic                               → no lock; a join set
 //	activity-api  worker.New, worker.Await, Worker.Submit/Run/…,     → worker.Call, js.Submit,
-//	              the Stela client                                      wf.Schedule
+//	              a handle's Start/Await, the Stela client              wf.Schedule
 //
 // A generator made with rand.New from a fixed seed is deterministic and not
 // reported. A range over a map whose body only appends the key or value to

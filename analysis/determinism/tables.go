@@ -42,6 +42,8 @@ type registration struct {
 var registrations = []registration{
 	{pkg: workerPkg, name: "Workflow", fn: 2, ffqn: 1, workflow: true},
 	{pkg: workerPkg, name: "Activity", fn: 2, ffqn: 1},
+	{pkg: workerPkg, recv: "WorkflowFunc", name: "Register", fn: 1, ffqn: -1, workflow: true},
+	{pkg: workerPkg, recv: "ActivityFunc", name: "Register", fn: 1, ffqn: -1},
 }
 
 // rule is one kind of finding: why the construct breaks replay and what to
@@ -142,6 +144,7 @@ var apiRules = []api{
 	// context.Context talks to the store outside the history.
 	{pkg: workerPkg, names: names("New Await"), rule: ruleActivity},
 	{pkg: workerPkg, recvs: names("Worker"), names: names("Submit Run RunUntilIdle Close Stats"), rule: ruleActivity},
+	{pkg: workerPkg, recvs: names("Func"), names: names("Start Await"), rule: ruleActivity},
 	{pkg: clientPkg, rule: ruleActivity},
 	{pkg: clientPkg, recvs: []string{"*"}, rule: ruleActivity},
 }

@@ -68,7 +68,11 @@ type ScheduleAt = core.ScheduleAt
 
 func In(d time.Duration) ScheduleAt { return ScheduleAt{} }
 
-func Call[R any](wf *Context, ffqn string, params any) (R, error) {
+type CallOption func(*callOptions)
+
+type callOptions struct{}
+
+func Call[R any](wf *Context, ffqn string, params any, opts ...CallOption) (R, error) {
 	var r R
 	return r, nil
 }
@@ -94,3 +98,29 @@ func (j *JoinSet) Submit(ffqn string, params any) (core.ExecutionId, error) {
 func (j *JoinSet) SubmitDelay(d time.Duration) (core.DelayId, error) { return core.DelayId{}, nil }
 func (j *JoinSet) Next() (Response, error)                           { return Response{}, nil }
 func (j *JoinSet) Close()                                            {}
+
+type Func[P, R any] struct{}
+
+func (f Func[P, R]) Call(wf *Context, params P, opts ...CallOption) (R, error) {
+	var r R
+	return r, nil
+}
+func (f Func[P, R]) Start(ctx context.Context, w *Worker, params P) (core.ExecutionId, error) {
+	return core.ExecutionId{}, nil
+}
+func (f Func[P, R]) Await(ctx context.Context, w *Worker, id core.ExecutionId) (R, error) {
+	var r R
+	return r, nil
+}
+
+type ActivityFunc[P, R any] struct{ Func[P, R] }
+
+type WorkflowFunc[P, R any] struct{ Func[P, R] }
+
+func DefineActivity[P, R any](ffqn string) ActivityFunc[P, R] { return ActivityFunc[P, R]{} }
+func DefineWorkflow[P, R any](ffqn string) WorkflowFunc[P, R] { return WorkflowFunc[P, R]{} }
+
+func (a ActivityFunc[P, R]) Register(w *Worker, fn func(ctx context.Context, params P) (R, error), opts ...FuncOption) {
+}
+func (h WorkflowFunc[P, R]) Register(w *Worker, fn func(wf *Context, params P) (R, error), opts ...FuncOption) {
+}

@@ -1,0 +1,108 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/stela-dev/stela/core"
+)
+
+// DefaultCancelCheck is Options.CancelCheck's default: a running
+// activity's ctx is cancelled within about half a second of its
+// execution's cancellation.
+const DefaultCancelCheck = 500 * time.Millisecond
+
+// ErrStartToCloseTimeout is the cause (context.Cause) of an activity's ctx
+// cancellation when its run exceeded its start-to-close timeout
+// (StartToClose).
+var ErrStartToCloseTimeout = errors.New("worker: start-to-close timeout")
+
+// StartToClose bounds each run of an activity to d (Temporal's
+// start-to-close timeout). The run's lock expires d after it was taken —
+// the worker never extends the lease past that — and at that moment the
+// activity's ctx is cancelled with cause ErrStartToCloseTimeout and the
+// worker writes nothing: the store's timers find the expired lock and
+// record the timeout as docs/spec says (TemporarilyTimedOut with the retry
+// policy's backoff, or, once retries are exhausted, Finished with a
+// timeout execution failure), and the execution is retried like a failed
+// one. The worker measures d on Options.Clock (workertest's simulated
+// clock). Workflows ignore it.
+func StartToClose(d time.Duration) FuncOption {
+	return func(f *function) {
+		if f.kind == core.ComponentTypeWorkflow || d <= 0 {
+			return
+		}
+		f.startToClose = d
+	}
+}
+
+// lease returns how long the group's locks last: lockExpiry, or the
+// start-to-close timeout when it is shorter.
+func (g *lockGroup) lease(lockExpiry time.Duration) time.Duration {
+	if g.startToClose > 0 && g.startToClose < lockExpiry {
+		return g.startToClose
+	}
+	return lockExpiry
+}
+
+// startToCloseDeadline is when a run of f locked as le must end: d after
+// the lock was taken (its expiry minus the lease it was locked with); zero
+// when f has no start-to-close timeout.
+func (w *Worker) startToCloseDeadline(le core.LockedExecution, f *function) core.Timestamp {
+	d := f.startToClose
+	if d <= 0 {
+		return core.Timestamp{}
+	}
+	lease := min(d, w.opts.LockExpiry)
+	return le.LockedEvent.LockExpiresAt.Add(d - lease)
+}
+
+// cancelAtDeadline cancels a run with ErrStartToCloseTimeout at deadline
+// (none when zero), on the worker's clock: a TimerClock's timers, else the
+// wall clock's. The returned function stops the timer.
+func (w *Worker) cancelAtDeadline(deadline core.Timestamp, cancel context.CancelCauseFunc) (stop func()) {
+	if deadline.IsZero() {
+		return func() {}
+	}
+	d := deadline.Sub(w.clock.Now().Time)
+	fire := func() { cancel(ErrStartToCloseTimeout) }
+	if tc, ok := w.clock.(TimerClock); ok {
+		s := tc.AfterFunc(d, fire)
+		return func() { s() }
+	}
+	t := time.AfterFunc(d, fire)
+	return func() { t.Stop() }
+}
+
+// watchCancellation checks every Options.CancelCheck whether the
+// execution's cancellation was requested and then cancels the run with
+// ErrCancelled (the lease extension would only notice it when due). The
+// returned function stops the watch.
+func (w *Worker) watchCancellation(id core.ExecutionId, cancel context.CancelCauseFunc) (stop func()) {
+	if w.opts.CancelCheck < 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(w.opts.CancelCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			ctx, stop := w.ioContext()
+			st, err := w.conn.GetPendingState(ctx, id)
+			stop()
+			if err == nil && st.PendingState.Lifecycle == core.LifecycleCancelling {
+				cancel(ErrCancelled)
+				return
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
