@@ -120,3 +120,26 @@ func ExampleScheduleToClose() {
 	fmt.Println(worker.Await[string](ctx, w, id))
 	// Output: no quote in time <nil>
 }
+
+func ExampleCancellable() {
+	svc := store.New(mem.New(), store.Options{})
+	w := worker.New(svc, worker.Options{})
+	defer w.Close()
+	sleepy := func(wf *worker.Context, _ worker.Unit) (string, error) { return "woke", wf.Sleep(time.Hour) }
+	order := worker.DefineWorkflow[worker.Unit, string]("demo:shop/workflow.order").Cancellable()
+	order.Register(w, sleepy) // serves demo:shop/workflow.order-cancellable
+	plain := worker.DefineWorkflow[worker.Unit, string]("demo:shop/workflow.quote")
+	plain.Register(w, sleepy)
+	ctx := context.Background()
+	id, _ := order.Start(ctx, w, worker.Unit{})
+	other, _ := plain.Start(ctx, w, worker.Unit{})
+	_ = w.RunUntilIdle(ctx) // both park on their sleep
+	_, err := svc.CancelWorkflow(ctx, id, core.TS(time.Now()))
+	fmt.Println(order.FFQN(), err)
+	_, err = svc.CancelWorkflow(ctx, other, core.TS(time.Now()))
+	var refused *core.IllegalStateError
+	fmt.Println(plain.FFQN(), errors.As(err, &refused))
+	// Output:
+	// demo:shop/workflow.order-cancellable <nil>
+	// demo:shop/workflow.quote true
+}
