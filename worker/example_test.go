@@ -143,3 +143,26 @@ func ExampleCancellable() {
 	// demo:shop/workflow.order-cancellable <nil>
 	// demo:shop/workflow.quote true
 }
+
+func ExampleCallStartToClose() {
+	svc := store.New(mem.New(), store.Options{})
+	w := worker.New(svc, worker.Options{})
+	defer w.Close()
+	worker.Activity(w, "demo:timeout/payments.charge", func(ctx context.Context, _ worker.Unit) (string, error) {
+		if info, _ := worker.ActivityInfoFrom(ctx); info.Attempt == 1 {
+			<-ctx.Done() // the first run hangs: its ctx is cancelled at the call's deadline
+			return "", context.Cause(ctx)
+		}
+		return "charged", nil
+	}, worker.RetryPolicy(1, 0)) // no StartToClose of its own
+	worker.Workflow(w, "demo:timeout/workflow.pay", func(wf *worker.Context, _ worker.Unit) (string, error) {
+		return worker.Call[string](wf, "demo:timeout/payments.charge", nil, worker.CallStartToClose(50*time.Millisecond))
+	})
+	ctx := context.Background()
+	id, _ := w.Submit(ctx, "demo:timeout/workflow.pay", nil)
+	_ = w.RunUntilIdle(ctx)                           // the child's first run times out; the worker writes nothing
+	_, _ = store.Sweep(ctx, svc, core.TS(time.Now())) // the server's timers: TemporarilyTimedOut
+	_ = w.RunUntilIdle(ctx)                           // the retry, then the workflow
+	fmt.Println(worker.Await[string](ctx, w, id))
+	// Output: charged <nil>
+}

@@ -50,13 +50,23 @@ func (g *lockGroup) lease(lockExpiry time.Duration) time.Duration {
 // startToCloseDeadline is when a run of f locked as le must end: d after
 // the lock was taken (its expiry minus the lease it was locked with); zero
 // when f has no start-to-close timeout.
+//
+// A per-call timeout recorded in the child's metadata (CallStartToClose)
+// replaces the registration's: the deadline is then that long after the
+// lock was taken, whatever lease the lock was taken with.
 func (w *Worker) startToCloseDeadline(le core.LockedExecution, f *function) core.Timestamp {
+	lease := w.opts.LockExpiry
+	if f.startToClose > 0 {
+		lease = min(f.startToClose, w.opts.LockExpiry)
+	}
 	d := f.startToClose
+	if c, ok := startToCloseOverride(le.Metadata); ok {
+		d = c
+	}
 	if d <= 0 {
 		return core.Timestamp{}
 	}
-	lease := min(d, w.opts.LockExpiry)
-	return le.LockedEvent.LockExpiresAt.Add(d - lease)
+	return le.LockedEvent.LockExpiresAt.Add(d - lease) // lock time + d
 }
 
 // cancelAtDeadline cancels a run with ErrStartToCloseTimeout at deadline
