@@ -16,6 +16,7 @@ type CallOption func(*callOptions)
 
 type callOptions struct {
 	scheduleToClose time.Duration
+	startToClose    time.Duration
 	retry           *core.ComponentRetryConfig
 }
 
@@ -25,7 +26,23 @@ type callOptions struct {
 const (
 	metaMaxRetries = "stela:retry:max_retries"
 	metaBackoffMs  = "stela:retry:backoff_ms"
+	// metaStartToCloseMs is a child's per-call start-to-close timeout
+	// (CallStartToClose), decimal milliseconds.
+	metaStartToCloseMs = "stela:start_to_close_ms"
 )
+
+// CallStartToClose bounds each run of this call's child activity to d,
+// overriding its registration's StartToClose for this call only. It is
+// recorded in the child's Created metadata (stela:start_to_close_ms); the
+// worker running the child caps the run's lock at d after it was taken
+// (an at-once lease extension with the earlier expiry when the lock
+// lasts longer, one more write per run) and cancels the activity's ctx
+// with cause ErrStartToCloseTimeout then, writing nothing: the store's
+// timers record the timeout as for StartToClose. Ignored for a workflow
+// child and when d <= 0.
+func CallStartToClose(d time.Duration) CallOption {
+	return func(o *callOptions) { o.startToClose = d }
+}
 
 // CallRetryPolicy overrides, for this call's child only, the retry policy
 // of the activity's registration (RetryPolicy): up to maxRetries failed
@@ -49,6 +66,16 @@ func (wf *Context) childMetadata() core.ExecutionMetadata {
 	}
 	maps.Copy(md, wf.childMeta)
 	return md
+}
+
+// startToCloseOverride returns the per-call start-to-close timeout
+// recorded in md (CallStartToClose), if any.
+func startToCloseOverride(md core.ExecutionMetadata) (time.Duration, bool) {
+	ms, err := strconv.ParseInt(md[metaStartToCloseMs], 10, 64)
+	if err != nil || ms <= 0 || ms > int64(time.Duration(1<<63-1)/time.Millisecond) {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
 }
 
 // retryOverride returns the per-call retry policy recorded in md, if any.
@@ -105,10 +132,17 @@ func (wf *Context) callWith(target core.FunctionFqn, ps core.Params, hint core.C
 	for _, opt := range opts {
 		opt(&o)
 	}
+	md := core.ExecutionMetadata{}
 	if o.retry != nil {
+		md[metaMaxRetries] = strconv.FormatUint(uint64(*o.retry.MaxRetries), 10)
+		md[metaBackoffMs] = strconv.FormatUint(o.retry.RetryExpBackoff.Millis(), 10)
+	}
+	if ms := o.startToClose.Milliseconds(); ms > 0 {
+		md[metaStartToCloseMs] = strconv.FormatInt(ms, 10)
+	}
+	if len(md) > 0 {
 		wf.l.mu.Lock()
-		wf.childMeta = core.ExecutionMetadata{metaMaxRetries: strconv.FormatUint(uint64(*o.retry.MaxRetries), 10),
-			metaBackoffMs: strconv.FormatUint(o.retry.RetryExpBackoff.Millis(), 10)}
+		wf.childMeta = md
 		wf.l.mu.Unlock()
 		defer func() {
 			wf.l.mu.Lock()
@@ -144,24 +178,35 @@ func (wf *Context) callWithDeadline(target core.FunctionFqn, ps core.Params, hin
 }
 
 // applyRetryOverride switches a run of a child whose call set a retry
-// policy (CallRetryPolicy) to it: the lock is extended at once with that
-// policy, so that the store's timeout handling and the worker's outcome
+// policy (CallRetryPolicy) to it, and caps its lock at a per-call
+// start-to-close deadline (CallStartToClose, l.deadline) that falls
+// before the lock's expiry: the lock is extended at once with that
+// policy and expiry, so that the store's timeout handling and the worker's outcome
 // (activityOutcome reads le's) agree. It reports whether the run may go
 // on; a fenced or refused extension releases nothing (the new owner or the
 // refusal path takes over) and logs.
 func (w *Worker) applyRetryOverride(le *core.LockedExecution, l *lease) bool {
 	rc, ok := retryOverride(le.Metadata)
-	if !ok || sameRetry(rc, le.LockedEvent.RetryConfig) {
+	retry := ok && !sameRetry(rc, le.LockedEvent.RetryConfig)
+	// A per-call start-to-close deadline before the lock's expiry
+	// (CallStartToClose) shortens the lock to it.
+	shorten := !l.deadline.IsZero() && l.deadline.Before(le.LockedEvent.LockExpiresAt)
+	if !retry && !shorten {
 		return true
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := w.clock.Now()
-	req := l.extension(now)
+	req := l.extension(now) // capped at l.deadline
 	ev := req.Event.(*core.Locked)
-	ev.RetryConfig = rc
-	if !ev.LockExpiresAt.After(le.LockedEvent.LockExpiresAt) {
-		ev.LockExpiresAt = le.LockedEvent.LockExpiresAt // never shorten the lease
+	if retry {
+		ev.RetryConfig = rc
+	}
+	switch {
+	case shorten && !ev.LockExpiresAt.After(now):
+		ev.LockExpiresAt = now.Add(time.Millisecond) // the deadline passed already: expire at once
+	case !shorten && !ev.LockExpiresAt.After(le.LockedEvent.LockExpiresAt):
+		ev.LockExpiresAt = le.LockedEvent.LockExpiresAt // never shorten the lease but for the deadline
 	}
 	err := w.retryWrite(nil, func(ctx context.Context) error {
 		next, err := w.conn.Append(ctx, le.ExecutionID, l.next, req)

@@ -120,3 +120,49 @@ func ExampleScheduleToClose() {
 	fmt.Println(worker.Await[string](ctx, w, id))
 	// Output: no quote in time <nil>
 }
+
+func ExampleCancellable() {
+	svc := store.New(mem.New(), store.Options{})
+	w := worker.New(svc, worker.Options{})
+	defer w.Close()
+	sleepy := func(wf *worker.Context, _ worker.Unit) (string, error) { return "woke", wf.Sleep(time.Hour) }
+	order := worker.DefineWorkflow[worker.Unit, string]("demo:shop/workflow.order").Cancellable()
+	order.Register(w, sleepy) // serves demo:shop/workflow.order-cancellable
+	plain := worker.DefineWorkflow[worker.Unit, string]("demo:shop/workflow.quote")
+	plain.Register(w, sleepy)
+	ctx := context.Background()
+	id, _ := order.Start(ctx, w, worker.Unit{})
+	other, _ := plain.Start(ctx, w, worker.Unit{})
+	_ = w.RunUntilIdle(ctx) // both park on their sleep
+	_, err := svc.CancelWorkflow(ctx, id, core.TS(time.Now()))
+	fmt.Println(order.FFQN(), err)
+	_, err = svc.CancelWorkflow(ctx, other, core.TS(time.Now()))
+	var refused *core.IllegalStateError
+	fmt.Println(plain.FFQN(), errors.As(err, &refused))
+	// Output:
+	// demo:shop/workflow.order-cancellable <nil>
+	// demo:shop/workflow.quote true
+}
+
+func ExampleCallStartToClose() {
+	svc := store.New(mem.New(), store.Options{})
+	w := worker.New(svc, worker.Options{})
+	defer w.Close()
+	worker.Activity(w, "demo:timeout/payments.charge", func(ctx context.Context, _ worker.Unit) (string, error) {
+		if info, _ := worker.ActivityInfoFrom(ctx); info.Attempt == 1 {
+			<-ctx.Done() // the first run hangs: its ctx is cancelled at the call's deadline
+			return "", context.Cause(ctx)
+		}
+		return "charged", nil
+	}, worker.RetryPolicy(1, 0)) // no StartToClose of its own
+	worker.Workflow(w, "demo:timeout/workflow.pay", func(wf *worker.Context, _ worker.Unit) (string, error) {
+		return worker.Call[string](wf, "demo:timeout/payments.charge", nil, worker.CallStartToClose(50*time.Millisecond))
+	})
+	ctx := context.Background()
+	id, _ := w.Submit(ctx, "demo:timeout/workflow.pay", nil)
+	_ = w.RunUntilIdle(ctx)                           // the child's first run times out; the worker writes nothing
+	_, _ = store.Sweep(ctx, svc, core.TS(time.Now())) // the server's timers: TemporarilyTimedOut
+	_ = w.RunUntilIdle(ctx)                           // the retry, then the workflow
+	fmt.Println(worker.Await[string](ctx, w, id))
+	// Output: charged <nil>
+}

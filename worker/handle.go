@@ -62,9 +62,38 @@ func (a ActivityFunc[P, R]) Register(w *Worker, fn func(ctx context.Context, par
 	Activity(w, a.ffqn.String(), fn, opts...)
 }
 
-// Register registers fn as this workflow on w (as Workflow does).
+// Register registers fn as this workflow on w (as Workflow does). The
+// handle's ffqn is registered as it is: a cancellable workflow's handle is
+// made with Cancellable, and Register panics when given the Cancellable
+// option (the handle's calls would miss the suffixed name).
 func (h WorkflowFunc[P, R]) Register(w *Worker, fn func(wf *Context, params P) (R, error), opts ...FuncOption) {
+	probe := function{kind: core.ComponentTypeWorkflow}
+	for _, o := range opts {
+		o(&probe)
+	}
+	if probe.cancellable {
+		panic(fmt.Sprintf("worker: register %q: use the handle's Cancellable method instead of the Cancellable option", h.ffqn))
+	}
 	Workflow(w, h.ffqn.String(), fn, opts...)
+}
+
+// Cancellable returns the handle of the cancellable workflow: its ffqn
+// with the store's "-cancellable" suffix appended (see the Cancellable
+// option), used by every registration, call, submission and start made
+// with it:
+//
+//	var Order = worker.DefineWorkflow[Order, Receipt]("demo:shop/workflow.order").Cancellable()
+//	// Order.FFQN() is demo:shop/workflow.order-cancellable
+//
+// It panics when the name already ends in "-cancellable" or the suffixed
+// name is too long.
+func (h WorkflowFunc[P, R]) Cancellable() WorkflowFunc[P, R] {
+	f, err := cancellableName(h.ffqn, core.ComponentTypeWorkflow)
+	if err != nil {
+		panic(fmt.Sprintf("worker: define %q: %v", h.ffqn, err))
+	}
+	h.ffqn = f
+	return h
 }
 
 // FFQN returns the function's name.

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/stela-dev/stela/core"
@@ -49,13 +50,23 @@ func (g *lockGroup) lease(lockExpiry time.Duration) time.Duration {
 // startToCloseDeadline is when a run of f locked as le must end: d after
 // the lock was taken (its expiry minus the lease it was locked with); zero
 // when f has no start-to-close timeout.
+//
+// A per-call timeout recorded in the child's metadata (CallStartToClose)
+// replaces the registration's: the deadline is then that long after the
+// lock was taken, whatever lease the lock was taken with.
 func (w *Worker) startToCloseDeadline(le core.LockedExecution, f *function) core.Timestamp {
+	lease := w.opts.LockExpiry
+	if f.startToClose > 0 {
+		lease = min(f.startToClose, w.opts.LockExpiry)
+	}
 	d := f.startToClose
+	if c, ok := startToCloseOverride(le.Metadata); ok {
+		d = c
+	}
 	if d <= 0 {
 		return core.Timestamp{}
 	}
-	lease := min(d, w.opts.LockExpiry)
-	return le.LockedEvent.LockExpiresAt.Add(d - lease)
+	return le.LockedEvent.LockExpiresAt.Add(d - lease) // lock time + d
 }
 
 // cancelAtDeadline cancels a run with ErrStartToCloseTimeout at deadline
@@ -105,4 +116,31 @@ func (w *Worker) watchCancellation(id core.ExecutionId, cancel context.CancelCau
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// Cancellable registers a workflow as cancellable. The store's rule
+// (docs/spec) is the name: only a workflow whose function name ends in
+// "-cancellable" can be cancelled (CancelWorkflow, `stela execution
+// cancel`); any other is refused. Cancellable appends that suffix to the
+// registered ffqn — Workflow(w, "demo:shop/workflow.order", fn,
+// Cancellable()) serves "demo:shop/workflow.order-cancellable", which is
+// the name callers and submitters must use (a handle made with
+// WorkflowFunc.Cancellable does). Registration panics when the name
+// already ends in "-cancellable" (the flag would double it: register that
+// name without the flag, or drop the suffix), when the suffixed name is
+// too long, and for an activity (activities are always cancellable).
+func Cancellable() FuncOption {
+	return func(f *function) { f.cancellable = true }
+}
+
+// cancellableName returns f with the store's cancellable suffix appended
+// (Cancellable), or why it cannot be.
+func cancellableName(f core.FunctionFqn, kind core.ComponentType) (core.FunctionFqn, error) {
+	if kind != core.ComponentTypeWorkflow {
+		return core.FunctionFqn{}, errors.New("Cancellable applies to workflows only (activities are always cancellable)")
+	}
+	if f.IsCancellable() {
+		return core.FunctionFqn{}, fmt.Errorf("Cancellable with a name already ending in %q: register it without the flag, or drop the suffix", core.SuffixFnCancellable)
+	}
+	return core.ParseFunctionFqn(f.String() + core.SuffixFnCancellable)
 }

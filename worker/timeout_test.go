@@ -196,3 +196,53 @@ func TestTimeoutAndCancellationOverHTTP(t *testing.T) {
 		t.Fatalf("want Finished(cancelled), got %+v, %v", rv, err)
 	}
 }
+
+const callStartToCloseFFQN = "demo:timeout/workflow.call-slow"
+
+// TestCallStartToClose: a call made with CallStartToClose records the
+// timeout in the child's Created metadata, and the worker running the
+// child (registered without StartToClose, with the default hour-long
+// lock) caps its lock at the call's deadline: the activity's ctx is
+// cancelled with cause ErrStartToCloseTimeout at the deadline and not
+// before, the store's timers record TemporarilyTimedOut, and the retry
+// answers the workflow.
+func TestCallStartToClose(t *testing.T) {
+	env := workertest.New(t, worker.Options{})
+	started, causes := make(chan worker.ActivityInfo, 1), make(chan error, 1)
+	worker.Activity(env.Worker, slowOnceFFQN, slowOnce(started, causes), worker.RetryPolicy(1, time.Second))
+	worker.Workflow(env.Worker, callStartToCloseFFQN, func(wf *worker.Context, _ worker.Unit) (string, error) {
+		return worker.Call[string](wf, slowOnceFFQN, nil, worker.CallStartToClose(5*time.Second))
+	})
+	id := env.Submit(callStartToCloseFFQN, nil)
+	ran := make(chan error, 1)
+	go func() { ran <- env.Worker.RunUntilIdle(testCtx(t)) }()
+	info := waitFor(t, started, "the child's first run")
+	if want := workertest.Start.Add(5 * time.Second); !info.Deadline.Equal(want.Time) {
+		t.Fatalf("deadline %v, want %v", info.Deadline, want)
+	}
+	child := info.ExecutionID
+	if md := env.Log(child).Created().Metadata; md["stela:start_to_close_ms"] != "5000" {
+		t.Fatalf("the child's metadata %v lacks stela:start_to_close_ms=5000", md)
+	}
+	env.Clock.Advance(4 * time.Second)
+	select {
+	case err := <-causes:
+		t.Fatalf("cancelled before the deadline: %v", err)
+	default:
+	}
+	env.Clock.Advance(time.Second)
+	if err := waitFor(t, causes, "the timeout's cancellation"); !errors.Is(err, worker.ErrStartToCloseTimeout) {
+		t.Fatalf("cause %v", err)
+	}
+	if err := waitFor(t, ran, "the run to end"); err != nil {
+		t.Fatal(err)
+	}
+	env.Sweep() // the store's timers find the lock expired at the deadline
+	if h := history(env, child); len(h) == 0 || h[len(h)-1] != "temporarily_timed_out" {
+		t.Fatalf("the child's history after the deadline: %v", h)
+	}
+	env.Advance(time.Second) // the backoff: the retry answers the workflow
+	if got, err := workertest.Result[string](env, id); err != nil || got != "done" {
+		t.Fatalf("workflow: %q, %v (child history %v)", got, err, history(env, child))
+	}
+}

@@ -196,8 +196,11 @@ type function struct {
 	retry core.ComponentRetryConfig
 	// startToClose bounds one run of an activity (StartToClose); 0: none.
 	startToClose time.Duration
-	activity     func(ctx context.Context, params core.Params) (core.ReturnValue, error)
-	workflow     func(wf *Context, params core.Params) (core.ReturnValue, error)
+	// cancellable: register the workflow under its name plus the
+	// store's "-cancellable" suffix (Cancellable).
+	cancellable bool
+	activity    func(ctx context.Context, params core.Params) (core.ReturnValue, error)
+	workflow    func(wf *Context, params core.Params) (core.ReturnValue, error)
 	// param and result are P and R, for the deployment's metadata.
 	param, result reflect.Type
 }
@@ -412,6 +415,14 @@ func (w *Worker) register(ffqn string, f *function, opts []FuncOption) {
 	f.ffqn = parsed
 	for _, o := range opts {
 		o(f)
+	}
+	if f.cancellable {
+		parsed, err = cancellableName(parsed, f.kind)
+		if err != nil {
+			panic(fmt.Sprintf("worker: register %q: %v", ffqn, err))
+		}
+		f.ffqn = parsed
+		ffqn = parsed.String()
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
