@@ -24,7 +24,7 @@ var apiRoutes = []apiRoute{
 	{"/v1/execution-id", []string{"GET"}, "api"},
 	{"/v1/execution-counts", []string{"GET"}, "api"},
 	{"/v1/executions", []string{"GET", "POST"}, "api"},
-	{"/v1/executions/{proxy+}", []string{"GET", "PUT"}, "api"},
+	{"/v1/executions/{proxy+}", []string{"GET", "PUT", "POST"}, "api"}, // POST: signals (docs/http-api.md §3.3a)
 	{"/v1/delays/{proxy+}", []string{"PUT"}, "api"},
 
 	{"/v1/deployment-id", []string{"GET"}, "api"},
