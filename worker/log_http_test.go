@@ -3,14 +3,12 @@ package worker_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/core"
-	"github.com/stela-dev/stela/httpapi"
+	"github.com/stela-dev/stela/internal/apitest"
 	"github.com/stela-dev/stela/internal/backendtest"
 	"github.com/stela-dev/stela/worker"
 )
@@ -21,10 +19,8 @@ import (
 // returns them with their levels.
 func TestExecutionLogsOverHTTP(t *testing.T) {
 	svc := backendtest.SQLite(t)
-	srv := httptest.NewServer(httpapi.New(svc, nil, httpapi.Options{Authorizer: httpapi.AllowAll(),
-		FollowWait: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)}))
-	t.Cleanup(srv.Close)
-	conn, err := client.New(srv.URL)
+	url := apitest.Server(t, svc)
+	conn, err := client.New(url)
 	if err != nil {
 		t.Fatal(err)
 	}

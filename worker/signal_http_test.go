@@ -4,16 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/core"
-	"github.com/stela-dev/stela/httpapi"
+	"github.com/stela-dev/stela/internal/apitest"
 	"github.com/stela-dev/stela/internal/backendtest"
 	"github.com/stela-dev/stela/worker"
 )
@@ -24,10 +22,8 @@ import (
 // signal to a finished or unknown execution, or a malformed one, is a 4xx.
 func TestSignalsOverHTTP(t *testing.T) {
 	svc := backendtest.SQLite(t)
-	srv := httptest.NewServer(httpapi.New(svc, nil, httpapi.Options{Authorizer: httpapi.AllowAll(),
-		FollowWait: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)}))
-	t.Cleanup(srv.Close)
-	conn, err := client.New(srv.URL)
+	url := apitest.Server(t, svc)
+	conn, err := client.New(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +92,7 @@ func TestSignalsOverHTTP(t *testing.T) {
 		{"/signals/bad_name", `{"value":1}`, "`name`"},
 		{"/signals/item", `{"value":1,"extra":2}`, "extra"},
 	} {
-		resp, err := http.Post(srv.URL+"/v1/executions/"+id.String()+bad.path, "application/json", bytes.NewBufferString(bad.body))
+		resp, err := http.Post(url+"/v1/executions/"+id.String()+bad.path, "application/json", bytes.NewBufferString(bad.body))
 		if err != nil {
 			t.Fatal(err)
 		}
