@@ -275,29 +275,7 @@ func TestConflictModelFanInKeepsTheInvariants(t *testing.T) {
 
 	must(store.Sweep(ctx, svc, t0.Add(2*time.Minute)))(t)
 	for _, r := range runs {
-		l := must(svc.Get(ctx, r.id))(t)
-		got := map[core.ExecutionId]int{}
-		for i, resp := range l.Responses {
-			if resp.Cursor != core.ResponseCursor(i+1) {
-				t.Fatalf("%s: cursors %v not gapless", r.id, l.Responses)
-			}
-			got[resp.Event.Event.Event.(*core.ChildExecutionFinished).ChildExecutionID.ExecutionId]++
-		}
-		for _, k := range r.kids {
-			cl := must(svc.Get(ctx, k.ExecutionID))(t)
-			finished := cl.PendingState.State == core.StateFinished
-			switch {
-			case got[k.ExecutionID] > 1:
-				t.Fatalf("S2: %s answered %d times", k.ExecutionID, got[k.ExecutionID])
-			case finished != (got[k.ExecutionID] == 1):
-				t.Fatalf("§8.15: %s finished=%v but %d responses in its parent", k.ExecutionID, finished, got[k.ExecutionID])
-			case finishedOK[k.ExecutionID] && !finished:
-				t.Fatalf("S1: the acknowledged finish of %s is missing", k.ExecutionID)
-			}
-		}
-		if len(l.Responses) > 0 && l.PendingState.State == core.StateBlockedByJoinSet {
-			t.Fatalf("§8.3: %s is blocked with %d responses", r.id, len(l.Responses))
-		}
+		checkFanIn(ctx, t, svc, r.id, r.kids, finishedOK)
 	}
 	txc, refused := model.log(t)
 	var u dynamometer.Usage

@@ -410,36 +410,49 @@ func TestFaultInjectionFanInKeepsTheInvariants(t *testing.T) {
 	// sweep resolves those locks and settles their parents.
 	must(store.Sweep(ctx, svc, t0.Add(2*time.Minute)))(t)
 	for _, p := range ps {
-		l := must(svc.Get(ctx, p))(t)
-		got := map[core.ExecutionId]int{}
-		for i, r := range l.Responses {
-			if r.Cursor != core.ResponseCursor(i+1) {
-				t.Fatalf("%s: cursors %v not gapless", p, l.Responses)
-			}
-			got[r.Event.Event.Event.(*core.ChildExecutionFinished).ChildExecutionID.ExecutionId]++
-		}
+		var mine []core.LockedExecution
 		for _, k := range kids {
-			if parent, _, _ := k.ExecutionID.SplitToParts(); parent != p {
-				continue
-			}
-			cl := must(svc.Get(ctx, k.ExecutionID))(t)
-			finished := cl.PendingState.State == core.StateFinished
-			switch {
-			case got[k.ExecutionID] > 1:
-				t.Fatalf("S2: %s answered %d times", k.ExecutionID, got[k.ExecutionID])
-			case finished != (got[k.ExecutionID] == 1):
-				t.Fatalf("§8.15: %s finished=%v but %d responses in its parent", k.ExecutionID, finished, got[k.ExecutionID])
-			case finishedOK[k.ExecutionID] && !finished:
-				t.Fatalf("S1: the acknowledged finish of %s is missing", k.ExecutionID)
+			if parent, _, _ := k.ExecutionID.SplitToParts(); parent == p {
+				mine = append(mine, k)
 			}
 		}
-		if len(l.Responses) > 0 && l.PendingState.State == core.StateBlockedByJoinSet {
-			t.Fatalf("§8.3: %s is blocked with %d responses", p, len(l.Responses))
-		}
+		checkFanIn(ctx, t, svc, p, mine, finishedOK)
 	}
 	t.Logf("%d of %d child finishes acknowledged", len(finishedOK), len(kids))
 	f.log(t, b)
 	for msg, n := range failures {
 		t.Logf("failed finish x%d: %s", n, msg)
+	}
+}
+
+// checkFanIn asserts the fan-in invariants of parent p once its children
+// kids have settled: the parent's response cursors are gapless (§8.15),
+// every child answered at most once (S2) and exactly when it finished, no
+// acknowledged finish is missing (S1), and a parent holding responses is
+// not blocked on its join set (§8.3).
+func checkFanIn(ctx context.Context, t *testing.T, svc *store.Service, p core.ExecutionId, kids []core.LockedExecution, finishedOK map[core.ExecutionId]bool) {
+	t.Helper()
+	l := must(svc.Get(ctx, p))(t)
+	got := map[core.ExecutionId]int{}
+	for i, r := range l.Responses {
+		if r.Cursor != core.ResponseCursor(i+1) {
+			t.Fatalf("%s: cursors %v not gapless", p, l.Responses)
+		}
+		got[r.Event.Event.Event.(*core.ChildExecutionFinished).ChildExecutionID.ExecutionId]++
+	}
+	for _, k := range kids {
+		cl := must(svc.Get(ctx, k.ExecutionID))(t)
+		finished := cl.PendingState.State == core.StateFinished
+		switch {
+		case got[k.ExecutionID] > 1:
+			t.Fatalf("S2: %s answered %d times", k.ExecutionID, got[k.ExecutionID])
+		case finished != (got[k.ExecutionID] == 1):
+			t.Fatalf("§8.15: %s finished=%v but %d responses in its parent", k.ExecutionID, finished, got[k.ExecutionID])
+		case finishedOK[k.ExecutionID] && !finished:
+			t.Fatalf("S1: the acknowledged finish of %s is missing", k.ExecutionID)
+		}
+	}
+	if len(l.Responses) > 0 && l.PendingState.State == core.StateBlockedByJoinSet {
+		t.Fatalf("§8.3: %s is blocked with %d responses", p, len(l.Responses))
 	}
 }
