@@ -41,15 +41,7 @@ func TestConsoleShowsSDKLogsAndSignals(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(runCtx) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	defer runWorker(ctx, t, w)()
 	id, err := w.Submit(ctx, wf, "ok")
 	if err != nil {
 		t.Fatal(err)

@@ -484,15 +484,7 @@ func TestConsoleRetriesAndAFanOut(t *testing.T) {
 	}, sdk.RetryPolicy(3, 10*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(runCtx) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	defer runWorker(ctx, t, w)()
 	retried, err := w.Submit(ctx, flaky, "x")
 	if err != nil {
 		t.Fatal(err)
@@ -603,4 +595,18 @@ func TestConsoleAsksForTheToken(t *testing.T) {
 		t.Errorf("prompted again after a reload")
 	}
 	b.noErrors()
+}
+
+// runWorker runs w until the returned function is called, which stops it
+// and fails t if Run returned an error: `defer runWorker(ctx, t, w)()`.
+func runWorker(ctx context.Context, t *testing.T, w *sdk.Worker) func() {
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }()
+	return func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
 }

@@ -30,15 +30,7 @@ func TestScheduleThroughTheCLI(t *testing.T) {
 	sdk.Activity(w, tick, func(context.Context, string) (int, error) { return int(runs.Add(1)), nil })
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(runCtx) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	defer runWorker(ctx, t, w)()
 	out := d.mustCLI(t, "schedule", "create", "@every 1s", tick, `["x"]`)
 	id, err := core.ParseExecutionId(strings.TrimSpace(out))
 	if err != nil {
