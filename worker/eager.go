@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"time"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -36,19 +37,27 @@ func (w *Worker) setEagerGroups(gs []*lockGroup) {
 	w.eager.Store(&m)
 }
 
-// eagerPlan is what one create-children write asks to lock: the locks and
-// the slots taken for them.
+// eagerPlan is what one create-children write asks to lock: the locks, the
+// slots taken for them and whether one more child waits for the slot its
+// parent is about to give up (borrow).
 type eagerPlan struct {
-	ec    core.EagerChildCreator
-	locks []core.EagerLock
-	slots int
+	ec     core.EagerChildCreator
+	locks  []core.EagerLock
+	slots  int
+	borrow bool
+	lease  time.Duration
 }
 
 // planEager takes free slots for the children of children this worker
 // would run and returns the locks to ask for them; nil when eager dispatch
 // is off, the connection cannot lock eagerly, the worker is stopping, no
 // child is of a registered function or no slot is free.
-func (w *Worker) planEager(children []core.CreateRequest) *eagerPlan {
+//
+// A batch that ends with a JoinNext is followed by the workflow waiting,
+// which gives its slot up (awaitInMemory, park): one more child than the
+// free slots is then asked for, to run on that slot (the W1 shape, a
+// workflow calling one activity, on a busy worker).
+func (w *Worker) planEager(children []core.CreateRequest, batch []core.AppendRequest) *eagerPlan {
 	gp := w.eager.Load()
 	if gp == nil || w.stopping == nil || w.stopping.Err() != nil {
 		return nil
@@ -80,11 +89,15 @@ func (w *Worker) planEager(children []core.CreateRequest) *eagerPlan {
 		return nil
 	}
 	n := w.slots.tryAcquire(want)
-	if n == 0 {
+	borrow := n < want && endsWithJoinNext(batch)
+	if n == 0 && !borrow {
 		return nil
 	}
-	p := &eagerPlan{ec: ec, slots: n}
+	p := &eagerPlan{ec: ec, slots: n, borrow: borrow}
 	left := n
+	if borrow {
+		left++
+	}
 	for _, g := range order {
 		k := min(count[g], left)
 		if k == 0 {
@@ -93,8 +106,25 @@ func (w *Worker) planEager(children []core.CreateRequest) *eagerPlan {
 		left -= k
 		req := w.request(g, k)
 		p.locks = append(p.locks, core.EagerLock{Request: req, FFQNs: g.ffqns})
+		if l := g.lease(w.opts.LockExpiry); p.lease == 0 || l < p.lease {
+			p.lease = l
+		}
 	}
 	return p
+}
+
+// endsWithJoinNext reports whether batch ends with a JoinNext (the
+// workflow waits next).
+func endsWithJoinNext(batch []core.AppendRequest) bool {
+	if len(batch) == 0 {
+		return false
+	}
+	h, ok := batch[len(batch)-1].Event.(*core.HistoryEventRequest)
+	if !ok {
+		return false
+	}
+	_, ok = h.Event.(*core.JoinNext)
+	return ok
 }
 
 // write is the create-children write of p: the next version and the
@@ -107,13 +137,19 @@ func (p *eagerPlan) write(ctx context.Context, now core.Timestamp, batch []core.
 // one of the slots p took; the others are given back) or, when the worker
 // is stopping, releases them at once so that another worker takes them.
 func (w *Worker) startEager(p *eagerPlan, locked []core.LockedExecution) {
-	if len(locked) > p.slots { // never more than asked; run only what has a slot
-		for _, le := range locked[p.slots:] {
-			w.release(le.ExecutionID, le.NextVersion, "no free slot")
+	held := min(len(locked), p.slots)
+	w.slots.release(p.slots - held)
+	extra := locked[held:]
+	locked = locked[:held]
+	if len(extra) > 0 {
+		if p.borrow {
+			w.startBorrowed(extra[0], p.lease)
+			extra = extra[1:]
 		}
-		locked = locked[:p.slots]
+		for _, le := range extra { // never more than asked
+			w.release(le.ExecutionID, le.NextVersion, reasonNoSlot)
+		}
 	}
-	w.slots.release(p.slots - len(locked))
 	for _, le := range locked {
 		if w.stopping.Err() != nil {
 			w.release(le.ExecutionID, le.NextVersion, reasonExecutorClose)
@@ -123,4 +159,41 @@ func (w *Worker) startEager(p *eagerPlan, locked []core.LockedExecution) {
 		w.eagerRuns.Add(1)
 		w.start(le)
 	}
+}
+
+// reasonNoSlot is the Unlocked reason of an eager lock the worker has no
+// slot for.
+const reasonNoSlot = "no free slot"
+
+// startBorrowed runs le on the slot its parent gives up when it waits:
+// it waits for a free slot (counted as running meanwhile, so RunUntilIdle
+// does not end), for at most half the lease; if none frees, or the worker
+// stops, the lock is released so that any worker takes the child.
+func (w *Worker) startBorrowed(le core.LockedExecution, lease time.Duration) {
+	w.inflight.Add(1)
+	w.wg.Add(1)
+	go func() {
+		defer func() {
+			w.inflight.Add(-1)
+			w.wg.Done()
+		}()
+		ctx, cancel := context.WithTimeout(w.stopping, max(lease/2, time.Millisecond))
+		_, err := w.slots.acquire(ctx, 1)
+		cancel()
+		if err != nil {
+			reason := reasonNoSlot
+			if w.stopping.Err() != nil {
+				reason = reasonExecutorClose
+			}
+			w.release(le.ExecutionID, le.NextVersion, reason)
+			return
+		}
+		if w.stopping.Err() != nil {
+			w.slots.release(1)
+			w.release(le.ExecutionID, le.NextVersion, reasonExecutorClose)
+			return
+		}
+		w.eagerRuns.Add(1)
+		w.start(le)
+	}()
 }

@@ -369,3 +369,29 @@ func TestEagerFallsBackOnAnOldServer(t *testing.T) {
 		t.Fatalf("%d eager runs against an old server", n)
 	}
 }
+
+// TestEagerChildTakesTheSlotItsParentGivesUp: on a worker with one slot,
+// held by the workflow, the child it calls is still locked eagerly: the
+// write ends with the JoinNext the workflow then waits at, giving its slot
+// up, and the child runs on it. No poll takes any child.
+func TestEagerChildTakesTheSlotItsParentGivesUp(t *testing.T) {
+	env := workertest.New(t, worker.Options{})
+	conn := &pollCounter{Service: env.Store}
+	w := env.NewWorker(conn, worker.Options{Concurrency: 1})
+	worker.Activity(w, greetFFQN, greet)
+	worker.Workflow(w, twiceFFQN, twice)
+	id := env.Submit(twiceFFQN, "World")
+	for range 3 { // the durable sleep between the two calls
+		if err := w.RunUntilIdle(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		env.Clock.Advance(time.Second)
+		env.Sweep()
+	}
+	if got, err := workertest.Result[string](env, id); err != nil || got != "Hello, Hello, World!!" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if eager, polled := w.Stats().Eager, conn.children.Load(); eager != 2 || polled != 0 {
+		t.Fatalf("%d eager runs, %d children polled; want 2 and 0", eager, polled)
+	}
+}

@@ -566,7 +566,7 @@ func (wf *Context) writeBatch(batch []core.AppendRequest, children []core.Create
 	var eager *eagerPlan
 	var locked []core.LockedExecution
 	if len(children) > 0 {
-		eager = wf.w.planEager(children) // eager.go
+		eager = wf.w.planEager(children, batch) // eager.go
 	}
 	err := wf.w.retryWrite(wf.l, func(ctx context.Context) error {
 		now := wf.w.clock.Now()
