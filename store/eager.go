@@ -175,4 +175,3 @@ func sameRequest(a, b core.AppendRequest) bool {
 }
 
 var _ core.EagerChildCreator = (*Service)(nil)
-
