@@ -717,11 +717,22 @@
 //     and the parent's ob cleared; the outbox holds every child item, so
 //     its own write and delete take most of the saving), twice ≈ −50 (the
 //     children's 50 index entries leave the transaction).
-//   - Eager dispatch (the "perf" helper's, not here): a child locked in the
-//     commit that creates it never enters and leaves pending-ffqn and
-//     pending-digest and costs no separate lock write: ≈ −5 per child
-//     default (−3 lean), ≈ −50 (−30) per workflow, and the children's lock
-//     request.
+//   - Eager dispatch (done, core.EagerLock; bench/cost -eager): a child
+//     locked in the commit that creates it never enters and leaves
+//     pending-ffqn and pending-digest and costs no separate lock write or
+//     lock request. Measured (same command plus -eager, one run each on
+//     this branch, load 5–11): default 277.5 → 227.3 WRU per workflow
+//     (−50.2, ≈ −5 per child: the children's locks, 40, go; the submit is
+//     62 instead of 72, a locked head's lock-expiry entry instead of its
+//     two pending entries), $192.58 → $160.15 all-in (+ret. $228.00 →
+//     $195.57); twice 352.5 → 292.3 WRU, $239.45 → $200.77; lean 212.5 →
+//     182.4 WRU (−30), $153.35 → $133.27 (+ret. $187.52 → $167.44), lean
+//     twice 262.5 → 232.4 WRU, $184.60 → $164.52; RRU 90.4 → 74.8; 17.3 →
+//     16.3 steps per workflow, no transaction cancelled either way. The
+//     SDK's worker takes it for every child of a function it serves while
+//     it has free slots (docs/worker.md "Eager dispatch"); the bench's
+//     figure is the case where every child is eager. Activities and their
+//     price are unchanged (a top-level submit is not eager).
 //
 // Targets and floor. Activity: $11.45 default, $8.43 lean all-in (targets
 // $6.50 and $5.90) — not met. An activity is 3 head writes plus the index

@@ -333,7 +333,18 @@ func schemas() map[string]any {
 		"AppendBatchBody": closedObj([]string{"batch", "execution_id", "version"}, batchProps),
 		"CreateChildrenBody": closedObj([]string{"batch", "execution_id", "version", "children"}, with(batchProps, map[string]any{
 			"children": arr(ref("CreateRequest")), "backtraces": arr(ref("BacktraceInfo")),
+			"lock": desc("eager dispatch: children to create locked to the caller, answered in `locked` (a server that predates it answers 422 unknown field)",
+				arr(ref("EagerLock"))),
 		})),
+		"EagerLock": closedObj(append([]string{"batch_size", "ffqns"}, lockReq...), with(lockParams, map[string]any{
+			"batch_size":          integer("1..90: at most this many of the children, in request order"),
+			"ffqns":               desc("the functions whose children this lock takes", arr(ref("FunctionFqn"))),
+			"by_component_digest": boolean("a pinned worker: only children created with component_id's digest"),
+		})),
+		"CreateChildrenAnswer": closedObj([]string{"next_version"}, map[string]any{
+			"next_version": ref("Version"),
+			"locked":       desc("the children created locked (only when the body asked for eager locks)", arr(ref("LockedExecution"))),
+		}),
 		"DelayResponseBody": closedObj([]string{"batch", "execution_id", "version", "join_set_id", "delay_id"}, with(batchProps, map[string]any{
 			"join_set_id": ref("JoinSetId"), "delay_id": ref("DelayId"),
 		})),

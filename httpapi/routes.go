@@ -292,7 +292,7 @@ var routes = []route{
 		resp: []response{respNextVersion, respNotFound, respConflict, respIllegal}, handle: (*server).workerAppendBatch},
 	{method: "POST", path: wire.PathWorkerCreateChildren, op: "worker_append_batch_create_children", tag: tagWorker,
 		summary: "Append a batch and create child executions atomically.", format: jsonOnly, body: "CreateChildrenBody",
-		resp: []response{respNextVersion, respNotFound, respConflict, respIllegal}, handle: (*server).workerCreateChildren},
+		resp: []response{{http.StatusOK, "CreateChildrenAnswer", "the next version to append at, and the children created locked (eager dispatch)"}, respNotFound, respConflict, respIllegal}, handle: (*server).workerCreateChildren},
 	{method: "POST", path: wire.PathWorkerRespondToParent, op: "worker_append_batch_respond_to_parent", tag: tagWorker,
 		summary: "Append a child's batch and its response to the parent atomically.", format: jsonOnly, body: "RespondToParentBody",
 		resp: []response{respNextVersion, respNotFound, respConflict, respIllegal}, handle: (*server).workerRespondToParent},

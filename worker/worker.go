@@ -136,6 +136,13 @@ type Options struct {
 	// leaves it to the next lease extension (up to LockExpiry/2).
 	// Default DefaultCancelCheck.
 	CancelCheck time.Duration
+	// NoEagerDispatch turns eager dispatch off: by default, when a workflow
+	// creates children whose function this worker serves and slots are
+	// free, the write that creates them also locks up to that many of them
+	// to this worker, and they start at once, without a lock request or a
+	// poll (see docs/worker.md "Eager dispatch"). Off, every child waits in
+	// the store for a worker's lock request.
+	NoEagerDispatch bool
 	// OnFinished, if set, is called once the Finished event of an execution
 	// this worker ran is stored (e.g. for metrics). It must not block.
 	// Decode turns result into the function's typed value or error.
@@ -168,6 +175,10 @@ type Worker struct {
 	slots    slots
 	inflight atomic.Int64
 	runs     [2]atomic.Int64 // runs started: activities, workflows
+	// eager is the lock groups of eager dispatch while running (eager.go);
+	// eagerRuns counts the runs started from eager locks.
+	eager     atomic.Pointer[eagerGroups]
+	eagerRuns atomic.Int64
 	// awaitOK is set under Run: workflows may wait for responses in memory.
 	awaitOK  atomic.Bool
 	awaiting atomic.Int64
@@ -588,6 +599,7 @@ func (w *Worker) begin() ([]*lockGroup, error) {
 	w.running = true
 	w.stopping, w.stopRun = context.WithCancel(context.Background())
 	w.hardStop, w.cancelRun = context.WithCancel(context.Background())
+	w.setEagerGroups(gs)
 	return gs, nil
 }
 
@@ -602,6 +614,7 @@ func (w *Worker) end() {
 	w.lifecycle.Lock()
 	defer w.lifecycle.Unlock()
 	w.running = false
+	w.setEagerGroups(nil)
 }
 
 // share is how many slots one lock group may reserve for a request.
@@ -862,6 +875,9 @@ type Stats struct {
 	// after a wait counts again).
 	Activities int64 `json:"activities"`
 	Workflows  int64 `json:"workflows"`
+	// Eager counts the runs started from eager locks (children locked to
+	// this worker by the write that created them, see NoEagerDispatch).
+	Eager int64 `json:"eager"`
 	// Cached is the number of suspended workflows kept in memory, and
 	// CachedBytes their estimated memory (see Options.MaxCachedBytes).
 	Cached      int   `json:"cached"`
@@ -870,5 +886,6 @@ type Stats struct {
 
 // Stats returns the worker's counters.
 func (w *Worker) Stats() Stats {
-	return Stats{Activities: w.runs[0].Load(), Workflows: w.runs[1].Load(), Cached: w.cache.len(), CachedBytes: w.cache.size()}
+	return Stats{Activities: w.runs[0].Load(), Workflows: w.runs[1].Load(), Eager: w.eagerRuns.Load(),
+		Cached: w.cache.len(), CachedBytes: w.cache.size()}
 }

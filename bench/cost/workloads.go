@@ -187,11 +187,26 @@ func (bn *bench) submit(ctx context.Context, label string, t0 core.Timestamp, le
 	}
 	batch = append(batch, extra...)
 	var v core.Version
+	var locked []core.LockedExecution
 	err := bn.step(ctx, label, worker, len(batch)+n, func(ctx context.Context) error {
 		var err error
+		if bn.cfg.eager {
+			lk := core.EagerLock{Request: lockReq(t0, compAct, 1, n), FFQNs: []core.FunctionFqn{ffqnAct}}
+			v, locked, err = bn.svc.AppendBatchCreateNewExecutionLocked(ctx, t0, batch, id, le.NextVersion, creqs, nil, []core.EagerLock{lk})
+			if err == nil && len(locked) != n {
+				err = fmt.Errorf("eager submit locked %d of %d children", len(locked), n)
+			}
+			return err
+		}
 		v, err = bn.svc.AppendBatchCreateNewExecution(ctx, t0, batch, id, le.NextVersion, creqs, nil)
 		return err
 	})
+	if err == nil && bn.cfg.eager {
+		bn.addTransitions(label, len(locked)) // each child's Locked event
+		bn.mu.Lock()
+		bn.eagerKids = append(bn.eagerKids, locked...)
+		bn.mu.Unlock()
+	}
 	return v, err
 }
 
@@ -237,8 +252,10 @@ func (bn *bench) workflows(ctx context.Context, t0 core.Timestamp, n, nChildren 
 		return err
 	}
 	t1 := t0.Add(500 * time.Millisecond)
-	kids, err := bn.lockAll(ctx, "child 1: lock (batch of 10)", t1, ffqnAct, compAct, n*nChildren)
-	if err != nil {
+	var kids []core.LockedExecution
+	if bn.cfg.eager {
+		kids = bn.eagerKids
+	} else if kids, err = bn.lockAll(ctx, "child 1: lock (batch of 10)", t1, ffqnAct, compAct, n*nChildren); err != nil {
 		return err
 	}
 	result := core.RetOk(&core.WastValWithType{Type: "u32", Value: []byte(`42`)})
