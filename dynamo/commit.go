@@ -604,7 +604,7 @@ func (b *Backend) classify(err error, p *plan) (resultKind, error) {
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		switch ae.ErrorCode() {
-		case "TransactionConflictException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
+		case codeTransactionConflict, "ProvisionedThroughputExceededException", "RequestLimitExceeded",
 			"ThrottlingException", "Throttling":
 			return resRetry, err
 		}

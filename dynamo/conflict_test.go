@@ -19,6 +19,7 @@ import (
 	"github.com/stela-dev/stela/dynamo"
 	"github.com/stela-dev/stela/dynamo/dynamometer"
 	"github.com/stela-dev/stela/store"
+	"github.com/stela-dev/stela/store/storetest"
 )
 
 // conflictModel makes DynamoDB Local refuse what DynamoDB refuses when
@@ -399,3 +400,99 @@ func TestConflictModelLeasesAddNoCancelledWork(t *testing.T) {
 	}
 }
 
+// refusals is how many writes the model refused, all kinds.
+func (m *conflictModel) refusals() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for k, v := range m.refused {
+		if k == "TransactWriteItems cancelled" || strings.HasSuffix(k, " refused") {
+			n += v
+		}
+	}
+	return n
+}
+
+// The single-item writes outside a commit that share an item with
+// transactions — the drain's clean-up of the inbox, the outbox's
+// completion (children's PutItems, the parent's ob cleared) and retention
+// marking — are refused with TransactionConflictException when they meet
+// one; the SDK's retryer re-sends them (a refusal changed nothing and each
+// is idempotent), so a meeting costs a re-send, not the write: refused
+// twice each, every one still lands.
+func TestConflictModelSingleWritesOutsideCommitsAreRetried(t *testing.T) {
+	ctx := context.Background()
+	t.Run("drain clean-up", func(t *testing.T) {
+		model := newConflictModel(0)
+		b, _ := newBackend(t, dynamo.Options{}, model.register)
+		svc := store.New(b, store.Options{Clock: &fixedClock{t0}})
+		p, kids, _ := fanInParent(t, svc, 3, false)
+		for i, k := range kids {
+			if err := finish(ctx, svc, k, fmt.Sprint(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		model.enabled.Store(true)
+		model.refuseNext["UpdateItem inbox"] = 2
+		wantResponses(t, svc, p, childIDs(kids)...) // the read drains, then cleans the inbox
+		model.enabled.Store(false)
+		if n := model.refusals(); n != 2 {
+			t.Fatalf("%d refusals, want 2", n)
+		}
+		for _, it := range must(b.RawPartition(ctx, "E#"+p.String()))(t) {
+			if skOf(it) == "S" && it["ks"] != nil {
+				t.Fatalf("the inbox still holds keys %v after the drain", it["ks"])
+			}
+		}
+	})
+	t.Run("outbox completion", func(t *testing.T) {
+		model := newConflictModel(0)
+		b, _ := newBackend(t, dynamo.Options{}, model.register)
+		svc := store.New(b, store.Options{Clock: &fixedClock{t0}})
+		parent := newID()
+		v := lockedWorkflow(t, svc, parent)
+		batch, children := fanOut(parent, 150)
+		model.enabled.Store(true)
+		model.refuseNext["PutItem head"] = 2
+		model.refuseNext["UpdateItem head"] = 2
+		model.refuseNext["DeleteItem outbox"] = 2
+		must(svc.AppendBatchCreateNewExecution(ctx, t0, batch, parent, v, children, nil))(t)
+		model.enabled.Store(false)
+		if n := model.refusals(); n != 6 {
+			t.Fatalf("%d refusals, want 6", n)
+		}
+		for _, it := range must(b.RawPartition(ctx, "E#"+parent.String()))(t) {
+			if skOf(it) == "H" && it["ob"] != nil || strings.HasPrefix(skOf(it), "O#") {
+				t.Fatalf("the fan-out is incomplete when Update returned: %s carries %v", skOf(it), it["ob"])
+			}
+		}
+		for _, c := range children {
+			if h := must(b.RawHead(ctx, c.ExecutionID))(t); h == nil {
+				t.Fatalf("child %s missing when Update returned", c.ExecutionID)
+			}
+		}
+	})
+	t.Run("retention marking", func(t *testing.T) {
+		model := newConflictModel(0)
+		e := newRetentionEnv(t, model.register)
+		done := storetest.BuildTree(t, e.svc, e.clock, true, false)
+		e.clock.Advance(30 * time.Minute)
+		model.enabled.Store(true)
+		model.refuseNext["UpdateItem head"] = 2
+		model.refuseNext["UpdateItem response"] = 2
+		model.refuseNext["UpdateItem guard"] = 2
+		res := e.retain(t)
+		model.enabled.Store(false)
+		if res.Expired != 1 {
+			t.Fatalf("pass: %+v, want the tree marked", res)
+		}
+		if n := model.refusals(); n != 6 {
+			t.Fatalf("%d refusals, want 6", n)
+		}
+		for _, it := range e.owned(t, done.Root) {
+			if ttlOfItem(t, it) == 0 {
+				t.Errorf("item %s/%s unmarked", keyString(it, dynamo.AttrPK), keyString(it, dynamo.AttrSK))
+			}
+		}
+	})
+}

@@ -209,7 +209,8 @@
 // jittered backoff (at most Options.MaxAttempts times). A failed condition
 // on a response guard, a new timer row or a created head is a uniqueness
 // violation: Update returns an error wrapping core.ErrConflict and does not
-// retry. Cancellations for TransactionConflict or throttling re-run fn.
+// retry. Cancellations for TransactionConflict or throttling re-run fn (see
+// TransactionConflict).
 //
 // Because every item of an execution changes only together with its head
 // (the backend writes the head whenever one of its items changes), guarding
@@ -265,6 +266,49 @@
 // the earlier attempt committed and Update reports success. A single-item
 // PutItem retried by the SDK after an unseen success is recognised the same
 // way. fn is never re-run while an outcome is unknown.
+//
+// # TransactionConflict
+//
+// DynamoDB refuses a single-item write (PutItem, UpdateItem, DeleteItem)
+// of an item an ongoing transaction includes with
+// TransactionConflictException, and cancels a TransactWriteItems that
+// includes an item another request is writing (reason TransactionConflict
+// at that action); either changes nothing. The SDK's standard retryer
+// re-sends neither by default, so the backend's retryer adds the
+// exception's code: a refused single-item write is re-sent with the same
+// jittered backoff as throttling (Options.SDKMaxAttempts). Every write
+// path, and what a conflict costs it (TestConflictModel… in
+// conflict_test.go model the meetings; DynamoDB Local never raises them):
+//
+//	write                                  meets a transaction on       on conflict
+//	commit, one item (PutItem, rv guard)   a head                       re-sent; then fn re-runs (classify)
+//	commit, TransactWriteItems             any of its items             cancelled: fn re-runs after backoff
+//	registration (UpdateItem of the inbox) the blocking JoinNext's      re-sent; then fn re-runs (store.Again)
+//	drain clean-up (inbox DELETE ks)       the blocking JoinNext's      re-sent; then logged: the keys stay,
+//	                                                                    the next drain classifies them again
+//	outbox: children (PutItem)             a commit checking a child    re-sent; then logged, and the next
+//	outbox: the parent's ob (UpdateItem)   the parent's head            reader of the parent or a child
+//	outbox: delete                         (none: its own commit only)  completes the fan-out
+//	retention: heads, rearm (UpdateItem)   a head                       re-sent; then the pass stops there,
+//	retention: ttl of the other items      responses, guards, timers    the cursor stays, the next pass
+//	                                                                    repeats (marking is idempotent)
+//	retention cursor, lock leases, log     (none)                       -
+//	counter and rows, backtraces, blob
+//	references
+//
+// Re-sending is safe: a refused write changed nothing, and these writes
+// are idempotent anyway (conditional on what they replace, a set DELETE,
+// SET of a fixed value, insert-if-absent recognising its own request id).
+// Before the retryer re-sent them, the first refusal ended each: the drain
+// left its applied keys in the inbox, the outbox completion was left to a
+// later reader although Update had returned (and that reader's Update
+// failed on the same refusal), and a retention pass failed until the next
+// minute (TestConflictModelSingleWritesOutsideCommitsAreRetried: two
+// refusals each, every write lands). A registration's refusal, which
+// re-ran the child's whole fn, is now a re-send: in
+// TestConflictModelFanInKeepsTheInvariants (one run each, the figures vary
+// with the interleaving) fn re-runs went from 5 to 2 for 40 child
+// finishes.
 //
 // # Fan-out beyond the transaction limits
 //
@@ -791,7 +835,20 @@
 //     again (two responses for one child, §8.15); put before, responses
 //     numbered above mc by a commit that then fails collide with the
 //     winner's. It needs another proof of "applied" (the applied keys in
-//     the parent's head, pruned with the inbox) — a design change.
+//     the parent's head, pruned with the inbox) — a design change, left
+//     out this session (the lease lever and the TransactionConflict audit
+//     came first). Its two halves: the guard alone after the commit
+//     (−1 per response, −10 per workflow once and twice) needs the
+//     drain's commit to record the applied keys on the parent's head (ap,
+//     guarded by its rv), classify to treat a key in ap as applied, and a
+//     later commit of the parent to prune ap once it read the guards —
+//     the guard still being the only uniqueness proof for other response
+//     paths in the window between commit and guard; the response item
+//     after the commit too (−1 more, −2 twice with its ordinals entry)
+//     means the head's mc may cover a response not yet written, so every
+//     reader of responses (cursor ranges, the ordinals LSI of NthResponse,
+//     which a JoinNext trusts) would first have to rebuild the missing
+//     ones from the children's heads (deferredOf) — the larger change.
 //   - Lock leases per lock call (done, see Lock leases): −1.5 WRU per
 //     execution locked in a call of 10 (its timers entry in and out, 2,
 //     less a tenth of the lease's 5), measured activity 15.0 → 13.5 (lean
@@ -848,7 +905,10 @@
 // lever adds only single-item writes of lease items, which no transaction
 // touches (each is written by its own lock call and the sweep), and the
 // lock commits stay single PutItems, so it adds none either
-// (TestConflictModelLeasesAddNoCancelledWork).
+// (TestConflictModelLeasesAddNoCancelledWork: no refusal at a lease). The
+// single-item writes outside commits that do meet transactions (drain
+// clean-up, outbox completion, retention marking) are now re-sent by the
+// retryer instead of failing at the first refusal (see TransactionConflict).
 //
 // # Why attribute values and expressions are built by hand
 //
