@@ -576,7 +576,9 @@ type upgradeBody struct {
 	SkipDeterminismCheck bool                  `json:"skip_determinism_check"`
 }
 
-// PUT /v1/executions/{execution_id}/upgrade
+// PUT /v1/executions/{execution_id}/upgrade: with skip_determinism_check
+// the move itself; without, a replay check by a worker of the new digest
+// first (upgradeChecked, upgradecheck.go).
 func (s *server) upgradeExecution(c *call) error {
 	id, err := pathExecutionID(c.r)
 	if err != nil {
@@ -587,7 +589,7 @@ func (s *server) upgradeExecution(c *call) error {
 		return err
 	}
 	if !body.SkipDeterminismCheck {
-		return httpErr(http.StatusNotImplemented, "not implemented: the determinism check needs a replay engine; set `skip_determinism_check`")
+		return s.upgradeChecked(c, id, *body.Old, *body.New)
 	}
 	reason := core.ComponentUpgradeReason{Manual: true, Force: true}
 	if err := s.db.UpgradeExecutionComponent(c.ctx(), id, *body.Old, *body.New, reason); err != nil {

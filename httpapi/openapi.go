@@ -274,7 +274,7 @@ func schemas() map[string]any {
 		}),
 		"LogEntryList": arr(ref("LogEntry")),
 		"UpgradeRequest": closedObj([]string{"old", "new"}, map[string]any{
-			"old": ref("Digest"), "new": ref("Digest"), "skip_determinism_check": boolean("must be true on this server"),
+			"old": ref("Digest"), "new": ref("Digest"), "skip_determinism_check": boolean("move without the replay check (default false: a worker of `new` replays the history first)"),
 		}),
 		"DeploymentState": closedObj([]string{"deployment_id", "digest", "status", "created_at"}, map[string]any{
 			"deployment_id": ref("DeploymentId"), "description": nullable(str("")), "digest": ref("Digest"),
