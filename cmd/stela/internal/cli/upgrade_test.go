@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,6 +115,17 @@ func TestDeploymentsPinningHistoryAndUpgradeOverHTTP(t *testing.T) {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The console's download (GET …/history) is the same file, byte for byte.
+		resp, err := http.Get(url + "/v1/executions/" + x1.String() + "/history")
+		if err != nil {
+			t.Fatal(err)
+		}
+		served, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || !bytes.Equal(served, b) ||
+			resp.Header.Get("Content-Disposition") != `attachment; filename="`+x1.String()+`.json"` {
+			t.Fatalf("GET …/history: %d %v %q, %d bytes, want the %d bytes of the export", resp.StatusCode, err, resp.Header.Get("Content-Disposition"), len(served), len(b))
 		}
 		h, err := core.ParseHistory(b)
 		if err != nil {
