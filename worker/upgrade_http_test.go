@@ -183,3 +183,77 @@ func TestUpgradeOverHTTPIsCheckedByAWorkerOfTheNewDigest(t *testing.T) {
 		}
 	})
 }
+
+// TestPinnedDivergenceIsPausedOverHTTP is TestPinnedDivergenceIsPausedNotFinished
+// over the real handler, on the embedded store and DynamoDB Local, with the
+// server's timers: a pinned worker whose code changed under the same build
+// id meets the execution's history when its sleep ends, pauses it with the
+// divergence as the Unlocked reason (not Finished), and the rolled-back
+// code finishes it after an unpause.
+func TestPinnedDivergenceIsPausedOverHTTP(t *testing.T) {
+	backendtest.Each(t, func(t *testing.T, svc *store.Service) {
+		backendtest.Timers(t, svc, 50*time.Millisecond)
+		conn, err := client.New(apitest.Server(t, svc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		body := func(first string) func(*worker.Context) (string, error) {
+			return func(wf *worker.Context) (string, error) {
+				step(wf, first)
+				if err := wf.Sleep(500 * time.Millisecond); err != nil {
+					return "", err
+				}
+				step(wf, actB)
+				return "after " + first, nil
+			}
+		}
+		build := func(first string) *worker.Worker {
+			w := worker.New(conn, worker.Options{BuildID: "same", Pinned: true, PollWait: 200 * time.Millisecond})
+			orderCode(w, &calls{}, body(first))
+			return w
+		}
+		v1 := build(actA)
+		id, err := v1.Submit(ctx, upgradeFFQN, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := runInBackground(t, v1)
+		pollUntil(t, func() bool { return sleeping(ctx, conn, id) })
+		stop()
+
+		changed := build(actC) // a replaced by c, build id unchanged
+		stop = runInBackground(t, changed)
+		pollUntil(t, func() bool {
+			st, err := conn.GetPendingState(ctx, id)
+			return err == nil && st.PendingState.Lifecycle == core.LifecyclePaused
+		})
+		stop()
+		log, err := conn.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if log.PendingState.Finished != nil {
+			t.Fatalf("the divergence finished the execution: %s", log.PendingState)
+		}
+		var reason string
+		for _, ev := range log.Events {
+			if u, ok := ev.Event.(*core.Unlocked); ok {
+				reason = u.Reason
+			}
+		}
+		if !strings.HasPrefix(reason, "nondeterminism detected, execution paused: version 2: ") {
+			t.Fatalf("unlock reason %q", reason)
+		}
+
+		back := build(actA)
+		runInBackground(t, back)
+		if err := conn.Unpause(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := worker.Await[string](ctx, back, id); err != nil || got != "after "+actA {
+			t.Fatalf("after the rollback: %q, %v", got, err)
+		}
+	})
+}
