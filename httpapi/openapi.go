@@ -273,8 +273,13 @@ func schemas() map[string]any {
 			"stream_type": map[string]any{"type": "string", "enum": []string{"stdout", "stderr"}, "description": "stream only"},
 		}),
 		"LogEntryList": arr(ref("LogEntry")),
+		"ExecutionHistory": closedObj([]string{"format", "execution_id", "ffqn", "component_digest", "deployment_id", "events", "responses"}, map[string]any{
+			"format": map[string]any{"type": "string", "const": core.HistoryFormat}, "execution_id": ref("ExecutionId"), "ffqn": str("an ffqn"),
+			"component_digest": ref("Digest"), "deployment_id": ref("DeploymentId"),
+			"events": arr(ref("ExecutionEvent")), "responses": arr(ref("ResponseWithCursor")),
+		}),
 		"UpgradeRequest": closedObj([]string{"old", "new"}, map[string]any{
-			"old": ref("Digest"), "new": ref("Digest"), "skip_determinism_check": boolean("must be true on this server"),
+			"old": ref("Digest"), "new": ref("Digest"), "skip_determinism_check": boolean("move without the replay check (default false: a worker of `new` replays the history first)"),
 		}),
 		"DeploymentState": closedObj([]string{"deployment_id", "digest", "status", "created_at"}, map[string]any{
 			"deployment_id": ref("DeploymentId"), "description": nullable(str("")), "digest": ref("Digest"),

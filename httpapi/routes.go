@@ -209,10 +209,13 @@ var routes = []route{
 		query:  []param{{name: "file", typ: "string", desc: "file name as in the backtrace (required)"}, qBTVersion},
 		resp:   []response{{200, schemaText, "the source"}, {404, "Err", "backtrace / source file / file not found"}, respNotImpl},
 		handle: (*server).getBacktraceSource},
+	{method: "GET", path: wire.PathExecutionHistory, op: "export_execution_history", tag: tagExecutions,
+		summary: "Export an execution's history for replay tests (Stela extension: the file of `stela execution history export`).", format: jsonOnly,
+		resp: []response{{200, "ExecutionHistory", "the history, format stela-history/1"}, respNotFound}, handle: (*server).exportHistory},
 	{method: "PUT", path: wire.PathExecutionUpgrade, op: "upgrade_execution", tag: tagExecutions,
-		summary: "Switch an execution to another component digest (skip_determinism_check only).", format: jsonDefault, body: "UpgradeRequest",
-		resp: []response{{200, "Ok", "upgraded"}, {404, "Err", "not found or the current digest is not `old`"}, {409, "Err", "already finished"},
-			{501, "Err", "the determinism check needs the engine"}}, handle: (*server).upgradeExecution},
+		summary: "Switch an execution to another component digest, after a replay check by a worker of the new digest unless skip_determinism_check.", format: jsonDefault, body: "UpgradeRequest",
+		resp: []response{{200, "Ok", "upgraded"}, {404, "Err", "not found or the current digest is not `old`; `new component not found…`: no worker of `new` took the replay check in time"},
+			{409, "Err", "already finished"}, {422, "Err", "`Replay failed: version N: …`: the new code does not replay the history"}}, handle: (*server).upgradeExecution},
 
 	// --- delays -------------------------------------------------------------------
 	{method: "PUT", path: wire.PathDelayCancel, op: "cancel_delay", tag: tagDelays,

@@ -72,6 +72,16 @@ type Options struct {
 	// it locks every pending execution of its functions, whatever its
 	// digest, and moves it to its own (today's behaviour).
 	Pinned bool
+	// UpgradeCheckPoll is how often an unpinned worker locks by each of
+	// its digests, to find the replay checks of upgrades to its code
+	// (PUT /v1/executions/{id}/upgrade, `stela execution upgrade`): one
+	// extra lock request per lock group per UpgradeCheckPoll under Run,
+	// one per lock group at the start of each RunUntilIdle. A pinned
+	// worker's every lock is by digest, so it needs none. Default
+	// DefaultUpgradeCheckPoll; negative: never (upgrades to this worker's
+	// digests then answer "new component not found" unless a pinned
+	// worker of the digest runs).
+	UpgradeCheckPoll time.Duration
 	// Concurrency bounds the executions running at once (activities and
 	// workflows together; a workflow waiting for a response does not count).
 	// Default DefaultConcurrency.
@@ -169,6 +179,9 @@ type Worker struct {
 	deployment core.DeploymentId
 	registered bool
 	entropy    io.Reader
+	// replayCheck is replayStored once a workflow is registered (the
+	// upgrade check's replay).
+	replayCheck func(*Worker, context.Context, core.ExecutionId) (int, *NondeterminismError, error)
 
 	cache    *runCache
 	types    storeTypes // what the store said about functions served elsewhere
@@ -250,6 +263,9 @@ func New(conn Conn, opts Options) *Worker {
 	}
 	if opts.MaxAwaiting <= 0 {
 		opts.MaxAwaiting = DefaultMaxAwaiting
+	}
+	if opts.UpgradeCheckPoll == 0 {
+		opts.UpgradeCheckPoll = DefaultUpgradeCheckPoll
 	}
 	if opts.CancelCheck == 0 {
 		opts.CancelCheck = DefaultCancelCheck
@@ -353,6 +369,9 @@ func Activity[P, R any](w *Worker, ffqn string, fn func(ctx context.Context, par
 // error finishes the workflow with {"err": <message>} (workflows are not
 // retried on errors); a panic finishes it with an execution failure.
 func Workflow[P, R any](w *Worker, ffqn string, fn func(wf *Context, params P) (R, error), opts ...FuncOption) {
+	w.mu.Lock()
+	w.replayCheck = replayStored // here, so a worker of activities only links no replay
+	w.mu.Unlock()
 	w.register(ffqn, &function{kind: core.ComponentTypeWorkflow, retry: core.ComponentRetryConfig{}, workflow: untyped(fn),
 		param: reflect.TypeFor[P](), result: reflect.TypeFor[R]()}, opts)
 }
@@ -660,12 +679,16 @@ func (w *Worker) Run(ctx context.Context) error {
 // locked is released.
 func (w *Worker) lockLoop(ctx context.Context, g *lockGroup, share int) {
 	backoff := 50 * time.Millisecond
+	checked := time.Now() // the first lock is the usual one: checks wait UpgradeCheckPoll
 	for ctx.Err() == nil {
 		n, err := w.slots.waitFree(ctx, share)
 		if err != nil {
 			return
 		}
-		locked, err := w.conn.LockPending(ctx, w.request(g, n), g.ffqns, w.opts.PollWait)
+		locked := w.lockUpgradeChecks(ctx, g, n, &checked)
+		if len(locked) == 0 {
+			locked, err = w.conn.LockPending(ctx, w.request(g, n), g.ffqns, w.opts.PollWait)
+		}
 		if ctx.Err() != nil {
 			// Stopping: another worker takes these at once.
 			for _, le := range locked {
@@ -701,6 +724,7 @@ func (w *Worker) RunUntilIdle(ctx context.Context) error {
 	share := w.share(len(groups))
 	defer context.AfterFunc(ctx, w.stop)()
 	defer w.stopAfterGrace(ctx)
+	checked := make([]time.Time, len(groups))
 	for ctx.Err() == nil {
 		// Only a round that started with nothing running and locked
 		// nothing proves that nothing is pending: a run ending during the
@@ -709,12 +733,16 @@ func (w *Worker) RunUntilIdle(ctx context.Context) error {
 		// signal it leaves in finished must be waited for, not dropped.
 		quiet := w.inflight.Load() == 0
 		progress := false
-		for _, g := range groups {
+		for i, g := range groups {
 			n := w.slots.tryAcquire(share)
 			if n == 0 {
 				break
 			}
-			locked, err := w.conn.LockPending(ctx, w.request(g, n), g.ffqns, 0)
+			locked := w.lockUpgradeChecks(ctx, g, n, &checked[i])
+			var err error
+			if len(locked) == 0 {
+				locked, err = w.conn.LockPending(ctx, w.request(g, n), g.ffqns, 0)
+			}
 			w.slots.release(n - len(locked))
 			if err != nil {
 				if ctx.Err() != nil {
@@ -798,6 +826,7 @@ func (w *Worker) start(le core.LockedExecution) {
 	w.mu.Lock()
 	f := w.funcs[le.FFQN]
 	w.mu.Unlock()
+	check := f == nil && core.IsUpgradeCheck(le.FFQN)
 	w.inflight.Add(1)
 	w.wg.Add(1)
 	sl := &slot{s: w.slots, held: true}
@@ -812,6 +841,8 @@ func (w *Worker) start(le core.LockedExecution) {
 			}
 		}()
 		switch {
+		case check:
+			w.runUpgradeCheck(le)
 		case f == nil:
 			w.release(le.ExecutionID, le.NextVersion, "function not registered")
 		case !w.checkType(le, f):
