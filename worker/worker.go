@@ -185,7 +185,7 @@ type Worker struct {
 
 	cache    *runCache
 	types    storeTypes // what the store said about functions served elsewhere
-	slots    slots
+	slots    *slots
 	inflight atomic.Int64
 	runs     [2]atomic.Int64 // runs started: activities, workflows
 	// eager is the lock groups of eager dispatch while running (eager.go);
@@ -545,57 +545,114 @@ func (w *Worker) request(g *lockGroup, n int) core.LockRequest {
 
 // --- slots --------------------------------------------------------------------------
 
-// slots is a counting semaphore of the concurrency limit.
-type slots struct{ ch chan struct{} }
-
-func newSlots(n int) slots {
-	s := slots{ch: make(chan struct{}, n)}
-	for range n {
-		s.ch <- struct{}{}
-	}
-	return s
+// slots is a counting semaphore of the concurrency limit, with reservations:
+// a lock request in flight reserves the free slots it asks executions for,
+// so that the requests in flight at once (bursts, other lock groups) never
+// ask for more executions than there are free slots. A reservation is only
+// counted when sizing a request (reserve): runs take free slots whatever is
+// reserved (acquire), as a workflow resuming from a wait in memory must.
+type slots struct {
+	mu       sync.Mutex
+	free     int           // slots not held by a run
+	reserved int           // free slots promised to lock requests in flight
+	changed  chan struct{} // closed (and replaced) when free grows or reserved shrinks
 }
 
-// acquire takes between 1 and max slots, waiting for the first.
-func (s slots) acquire(ctx context.Context, max int) (int, error) {
-	select {
-	case <-s.ch:
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-	return 1 + s.tryAcquire(max-1), nil
+func newSlots(n int) *slots { return &slots{free: n, changed: make(chan struct{})} }
+
+// signal wakes the waiters; mu is held.
+func (s *slots) signal() {
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
-// waitFree waits until a slot is free and returns how many are (at most
-// max, at least 1), without taking any.
-func (s slots) waitFree(ctx context.Context, limit int) (int, error) {
-	select {
-	case t := <-s.ch:
-		s.ch <- t
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-	return min(max(1, len(s.ch)), limit), nil
-}
-
-// tryAcquire takes up to max free slots without waiting.
-func (s slots) tryAcquire(max int) int {
-	n := 0
-	for n < max {
+// acquire takes between 1 and limit slots, waiting for the first.
+func (s *slots) acquire(ctx context.Context, limit int) (int, error) {
+	for {
+		s.mu.Lock()
+		if s.free > 0 {
+			n := min(s.free, limit)
+			s.free -= n
+			s.mu.Unlock()
+			return n, nil
+		}
+		ch := s.changed
+		s.mu.Unlock()
 		select {
-		case <-s.ch:
-			n++
-		default:
-			return n
+		case <-ch:
+		case <-ctx.Done():
+			return 0, ctx.Err()
 		}
 	}
+}
+
+// reserve waits until a free slot is not reserved and returns how many
+// are (at most limit); with hold it reserves them (unreserve or claim gives
+// them back), else it only sizes a request by them, as a long poll does:
+// it may wait for seconds, and holding its slots meanwhile would starve the
+// other lock groups' requests (its grants, like the bursts', never take
+// more slots than are free: the runs wait for any that are not).
+func (s *slots) reserve(ctx context.Context, limit int, hold bool) (int, error) {
+	for {
+		s.mu.Lock()
+		if avail := s.free - s.reserved; avail > 0 {
+			n := min(avail, limit)
+			if hold {
+				s.reserved += n
+			}
+			s.mu.Unlock()
+			return n, nil
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}
+
+func (s *slots) unreserve(n int) {
+	if n <= 0 {
+		return
+	}
+	s.mu.Lock()
+	s.reserved -= n
+	s.signal()
+	s.mu.Unlock()
+}
+
+// claim ends a reservation of n slots and takes up to k free slots for the
+// executions its request locked, returning how many it took: the caller
+// acquires the others (runs may have taken them meanwhile).
+func (s *slots) claim(n, k int) int {
+	s.mu.Lock()
+	s.reserved -= n
+	got := min(k, s.free)
+	s.free -= got
+	s.signal()
+	s.mu.Unlock()
+	return got
+}
+
+// tryAcquire takes up to limit free slots without waiting.
+func (s *slots) tryAcquire(limit int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := max(0, min(s.free, limit))
+	s.free -= n
 	return n
 }
 
-func (s slots) release(n int) {
-	for range n {
-		s.ch <- struct{}{}
+func (s *slots) release(n int) {
+	if n <= 0 {
+		return
 	}
+	s.mu.Lock()
+	s.free += n
+	s.signal()
+	s.mu.Unlock()
 }
 
 // --- running ------------------------------------------------------------------------
@@ -671,43 +728,101 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// lockLoop long-polls for executions of g while slots are free. It holds
-// no slot while it waits (a workflow resuming from a wait in memory, or a
-// run of another group, may need one): it sizes the request from the free
-// slots, then takes one slot per execution it locked. Once ctx is done it
-// asks for nothing more; the request in flight is let return and what it
-// locked is released.
+// maxBurstLocks bounds the lock requests one lock group keeps in flight
+// while a backlog lasts (see lockLoop).
+const maxBurstLocks = 4
+
+// lockLoop locks executions of g while slots are free. It holds no slot
+// while a request is in flight (a workflow resuming from a wait in memory,
+// or a run of another group, may need one): it reserves free slots for the
+// request's size, then takes one slot per execution it locked. Idle, it
+// keeps one long poll in flight (at most share executions, PollWait).
+// When a request comes back full — more is likely pending, as under a
+// burst of submissions — it bursts: it asks again at once, without
+// waiting (wait 0), for every free slot not reserved (at most LockBatch),
+// and keeps up to maxBurstLocks such requests in flight, each sent as
+// soon as a slot frees, so that the lock rate follows the slots rather
+// than one round trip at a time; a request that comes back short ends
+// the burst. Once ctx is done it asks for nothing more; the requests in
+// flight are let return and what they locked is released.
 func (w *Worker) lockLoop(ctx context.Context, g *lockGroup, share int) {
+	var burst atomic.Bool
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
+	tokens := make(chan struct{}, maxBurstLocks)
 	backoff := 50 * time.Millisecond
 	checked := time.Now() // the first lock is the usual one: checks wait UpgradeCheckPoll
 	for ctx.Err() == nil {
-		n, err := w.slots.waitFree(ctx, share)
-		if err != nil {
-			return
-		}
-		locked := w.lockUpgradeChecks(ctx, g, n, &checked)
-		if len(locked) == 0 {
-			locked, err = w.conn.LockPending(ctx, w.request(g, n), g.ffqns, w.opts.PollWait)
-		}
-		if ctx.Err() != nil {
-			// Stopping: another worker takes these at once.
-			for _, le := range locked {
-				w.release(le.ExecutionID, le.NextVersion, reasonExecutorClose)
+		if burst.Load() {
+			select {
+			case tokens <- struct{}{}:
+			case <-ctx.Done():
+				return
 			}
+			n, err := w.slots.reserve(ctx, w.opts.LockBatch, true)
+			if err != nil {
+				<-tokens
+				return
+			}
+			inflight.Go(func() {
+				defer func() { <-tokens }()
+				if err := w.lockOnce(ctx, g, n, n, 0, &burst, nil); err != nil {
+					w.log.Warn("lock failed", "ffqns", len(g.ffqns), "err", err)
+				}
+			})
+			continue
+		}
+		n, err := w.slots.reserve(ctx, share, false)
+		if err != nil {
 			return
 		}
-		if err != nil {
+		if err := w.lockOnce(ctx, g, n, 0, w.opts.PollWait, &burst, &checked); err != nil {
 			w.log.Warn("lock failed", "ffqns", len(g.ffqns), "err", err)
 			sleepCtx(ctx, backoff)
 			backoff = min(2*backoff, 5*time.Second)
 			continue
 		}
 		backoff = 50 * time.Millisecond
-		for _, le := range locked {
-			_, _ = w.slots.acquire(context.Background(), 1)
-			w.start(le)
-		}
 	}
+}
+
+// lockOnce sends one lock request for n executions, of which reserved
+// slots are reserved (see slots.reserve), waiting up to wait; it starts
+// what it locked (releasing it instead once ctx is done) and records in
+// burst whether the request came back full. With checked (the idle poll
+// only, never the burst's concurrent requests) it first looks for upgrade
+// checks of g's digest when they are due (lockUpgradeChecks).
+func (w *Worker) lockOnce(ctx context.Context, g *lockGroup, n, reserved int, wait time.Duration, burst *atomic.Bool, checked *time.Time) error {
+	var locked []core.LockedExecution
+	var err error
+	if checked != nil {
+		locked = w.lockUpgradeChecks(ctx, g, n, checked)
+	}
+	if len(locked) == 0 {
+		locked, err = w.conn.LockPending(ctx, w.request(g, n), g.ffqns, wait)
+	}
+	if ctx.Err() != nil {
+		// Stopping: another worker takes these at once.
+		w.slots.unreserve(reserved)
+		for _, le := range locked {
+			w.release(le.ExecutionID, le.NextVersion, reasonExecutorClose)
+		}
+		return nil
+	}
+	if err != nil {
+		w.slots.unreserve(reserved)
+		burst.Store(false)
+		return err
+	}
+	burst.Store(len(locked) >= n)
+	got := w.slots.claim(reserved, len(locked))
+	for i, le := range locked {
+		if i >= got {
+			_, _ = w.slots.acquire(context.Background(), 1)
+		}
+		w.start(le)
+	}
+	return nil
 }
 
 // RunUntilIdle runs passes over the registered functions until nothing is
@@ -802,7 +917,7 @@ func (w *Worker) waitAll() { w.wg.Wait() }
 // slot is the concurrency slot of one run: released once when the run
 // ends, or earlier while a workflow waits in memory (and taken again).
 type slot struct {
-	s    slots
+	s    *slots
 	held bool
 }
 

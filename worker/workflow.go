@@ -763,6 +763,9 @@ func (wf *Context) awaitNext(js *joinSetState, requested *core.FunctionFqn, clos
 		case wf.mayAwait(until):
 			want.RunExpiresAt = wf.l.locked.LockExpiresAt
 			wf.record(want, nil)
+			// The run waits from here on: its slot is lent out before
+			// the write's round trip, not after (see awaitInMemory).
+			wf.slot.release()
 			wf.flush()
 			if !wf.awaitInMemory(js, until) {
 				wf.park()
