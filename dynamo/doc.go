@@ -434,8 +434,10 @@
 //
 //  1. Open — before locking any, one PutItem of K#<random id> with m = the
 //     candidates it will try (as many as it has slots left, at least 3:
-//     below that a lease costs more than it saves) and the timers entry
-//     ts = the request's lock expiry.
+//     below that a lease costs more than it saves; and, after a lease that
+//     locked fewer than 3 — contended lockers —, only one chunk in 8 until
+//     a lease pays again) and the timers entry ts = the request's lock
+//     expiry.
 //  2. Lock — each candidate's lock Update runs under the lease
 //     (store.WithLockLease); a commit that appends a Locked event whose
 //     expiry is the lease's to a member writes lk = the lease id on the
