@@ -292,7 +292,7 @@ func (c *slowCheckConn) checkCancelling(ctx context.Context) bool {
 // holds, answers 200 upgraded.
 func TestUpgradeCheckCancelledWhileRunningStillAnswers(t *testing.T) {
 	svc := backendtest.SQLite(t)
-	url := apitest.ServerWith(t, svc, func(o *httpapi.Options) { o.UpgradeCheckWait = 300 * time.Millisecond })
+	url := apitest.ServerWith(t, svc, func(o *httpapi.Options) { o.UpgradeCheckWait = 3 * time.Second }) // the worker locks the check well within it, then is held past it
 	conn, err := client.New(url)
 	if err != nil {
 		t.Fatal(err)

@@ -174,7 +174,7 @@ func TestDeploymentsPinningHistoryAndUpgradeOverHTTP(t *testing.T) {
 // it fails naming the missing worker and moves nothing.
 func TestUpgradeAllListsTheDivergentOnes(t *testing.T) {
 	svc := backendtest.SQLite(t)
-	url := apitest.ServerWith(t, svc, func(o *httpapi.Options) { o.UpgradeCheckWait = time.Second })
+	url := apitest.ServerWith(t, svc, func(o *httpapi.Options) { o.UpgradeCheckWait = 5 * time.Second }) // a bound for a loaded machine; only the no-worker run waits it
 	ctx := context.Background()
 	build := func(id string, takeB bool) *worker.Worker {
 		c, err := client.New(url)
