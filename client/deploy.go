@@ -18,9 +18,11 @@ func (c *Client) RegisterDeployment(ctx context.Context, wd core.WorkerDeploymen
 }
 
 // UpgradeExecutionComponent implements core.DbExternalApi's method: PUT
-// …/upgrade with skip_determinism_check (the server runs no user code; a
-// replay check is the caller's, see worker.Worker.Upgrade). The reason is
-// recorded by the server as manual and forced.
+// …/upgrade with skip_determinism_check, the bare move (the replay check is
+// the caller's: worker.Worker.Upgrade and the SDK worker serving a server's
+// replay check call it after replaying; UpgradeChecked asks the server for
+// the checked upgrade). The reason is recorded by the server as manual and
+// forced.
 func (c *Client) UpgradeExecutionComponent(ctx context.Context, id core.ExecutionId, old, new core.ComponentDigest, _ core.ComponentUpgradeReason) error {
 	return c.Upgrade(ctx, id, old, new)
 }

@@ -34,7 +34,7 @@ func TestConsoleUpgradesAnExecutionAfterAReplayCheck(t *testing.T) {
 	}
 	svc := store.New(backend, store.Options{PollInterval: 20 * time.Millisecond})
 	t.Cleanup(func() { _ = svc.Close() })
-	srv := httptest.NewServer(httpapi.New(svc, nil, httpapi.Options{Authorizer: httpapi.AllowAll(), UpgradeCheckWait: 2 * time.Second}))
+	srv := httptest.NewServer(httpapi.New(svc, nil, httpapi.Options{Authorizer: httpapi.AllowAll(), UpgradeCheckWait: 5 * time.Second})) // only the no-worker outcome waits it
 	t.Cleanup(srv.Close)
 
 	const (

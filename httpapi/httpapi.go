@@ -79,8 +79,9 @@ type Options struct {
 	// UpgradeCheckWait bounds how long PUT /v1/executions/{id}/upgrade
 	// (without skip_determinism_check) waits for a worker of the new
 	// component digest to take its replay check; then the check is
-	// cancelled and the answer is 404 "new component not found". It stays
-	// below API Gateway's 30 s. Default DefaultUpgradeCheckWait.
+	// cancelled and the answer is 404 "new component not found". Values
+	// above MaxFollowWait are clamped to it (API Gateway's 30 s). Default
+	// DefaultUpgradeCheckWait.
 	UpgradeCheckWait time.Duration
 	// Observer, when set, sees every request (package obs: metrics by route
 	// pattern, status and latency; spans). Nil costs nothing.
@@ -143,6 +144,7 @@ func New(db core.DbExternalApi, cas core.Cas, opts Options) http.Handler {
 	if s.upgradeWait <= 0 {
 		s.upgradeWait = DefaultUpgradeCheckWait
 	}
+	s.upgradeWait = min(s.upgradeWait, MaxFollowWait)
 	if s.maxSkew == 0 {
 		s.maxSkew = DefaultMaxClockSkew
 	}

@@ -63,7 +63,11 @@ func (s *server) upgradeChecked(c *call, id core.ExecutionId, old, new core.Comp
 	}
 	c.w.Header().Set("Stela-Upgrade-Check", check.String())
 	rv, done, err := s.waitCheck(ctx, check)
-	if err != nil {
+	if err != nil && !done {
+		// Still running on a worker, or a store error: moved after all?
+		if st, gerr := s.db.GetPendingState(c.ctx(), id); gerr == nil && st.ComponentDigest == new {
+			return c.ok(http.StatusOK, "upgraded")
+		}
 		return err
 	}
 	if !done {
@@ -87,8 +91,11 @@ func (s *server) upgradeChecked(c *call, id core.ExecutionId, old, new core.Comp
 
 // waitCheck waits for the check's result up to the upgrade wait; when it
 // did not finish by then, it cancels it and, if a worker holds it, waits
-// until its lease ends. done is false when no result came.
+// for it until its lease ends, within MaxFollowWait of the start in all
+// (API Gateway's bound). done is false when no result came; then an error
+// is returned if a worker still runs it.
 func (s *server) waitCheck(ctx context.Context, check core.ExecutionId) (core.ReturnValue, bool, error) {
+	start := time.Now()
 	wait := func(d time.Duration) (core.ReturnValue, bool, error) {
 		wctx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
@@ -112,15 +119,24 @@ func (s *server) waitCheck(ctx context.Context, check core.ExecutionId) (core.Re
 		return rv, false, err
 	}
 	st, err := s.db.GetPendingState(bg, check)
-	if err != nil {
+	if err != nil || ctx.Err() != nil {
 		return rv, false, err
 	}
-	if l := st.PendingState.Locked; l != nil && ctx.Err() == nil {
-		// A worker took it before the cancel: its result is coming.
-		return wait(min(l.LockExpiresAt.Sub(s.now().Time), MaxFollowWait) + lateCheckGrace)
-	}
-	if st.PendingState.Finished != nil && ctx.Err() == nil {
+	budget := MaxFollowWait - time.Since(start)
+	switch {
+	case st.PendingState.Finished != nil:
 		return wait(lateCheckGrace)
+	case st.PendingState.Locked == nil:
+		return rv, false, nil // nobody took it: it never will
+	case budget > 0:
+		// A worker took it before the cancel: its result is coming.
+		lease := st.PendingState.Locked.LockExpiresAt.Sub(s.now().Time) + lateCheckGrace
+		if rv, done, err := wait(min(lease, budget)); done || err != nil {
+			return rv, done, err
+		}
+	}
+	if st, err := s.db.GetPendingState(bg, check); err == nil && st.PendingState.Locked != nil {
+		return rv, false, httpErr(http.StatusGatewayTimeout, fmt.Sprintf("the replay check %s is still running on a worker; its result will be recorded in it", check))
 	}
 	return rv, false, nil
 }

@@ -95,7 +95,7 @@ func wantAPIError(t *testing.T, what string, err error, status int, prefix strin
 // serves checks through its slow lock by digest.
 func TestUpgradeOverHTTPIsCheckedByAWorkerOfTheNewDigest(t *testing.T) {
 	backendtest.Each(t, func(t *testing.T, svc *store.Service) {
-		const wait = 1500 * time.Millisecond
+		const wait = 4 * time.Second // a bound for a loaded machine; only the no-worker case waits it
 		url := apitest.ServerWith(t, svc, func(o *httpapi.Options) { o.UpgradeCheckWait = wait })
 		conn, err := client.New(url)
 		if err != nil {
@@ -256,4 +256,91 @@ func TestPinnedDivergenceIsPausedOverHTTP(t *testing.T) {
 			t.Fatalf("after the rollback: %q, %v", got, err)
 		}
 	})
+}
+
+// slowCheckConn holds a worker's first state read of target until the
+// server has requested the cancellation of the replay check that reads it:
+// the server's wait ended while a worker was running the check.
+type slowCheckConn struct {
+	*client.Client
+	svc    *store.Service
+	target core.ExecutionId
+	held   bool
+}
+
+func (c *slowCheckConn) GetPendingState(ctx context.Context, id core.ExecutionId) (core.ExecutionWithState, error) {
+	if id == c.target && !c.held {
+		c.held = true
+		for ctx.Err() == nil && !c.checkCancelling(ctx) {
+			time.Sleep(5 * time.Millisecond) // polling the store for the server's cancel, not a synchronisation delay
+		}
+	}
+	return c.Client.GetPendingState(ctx, id)
+}
+
+func (c *slowCheckConn) checkCancelling(ctx context.Context) bool {
+	f := core.FunctionNameFilter{Kind: "function", Value: core.UpgradeCheckFFQN}
+	list, err := c.svc.ListExecutions(ctx, core.ListExecutionsFilter{FunctionName: &f},
+		core.ExecutionListPagination{ExecutionID: &core.Pagination[*core.ExecutionId]{Direction: core.OlderThan, Length: 10}})
+	return err == nil && len(list) == 1 && list[0].PendingState.Lifecycle == core.LifecycleCancelling
+}
+
+// TestUpgradeCheckCancelledWhileRunningStillAnswers: the server's wait ends
+// while a worker runs the check (held here until the cancel is recorded);
+// the worker still moves the execution and records its result after the
+// CancellationRequested, and the server, which waits for a check a worker
+// holds, answers 200 upgraded.
+func TestUpgradeCheckCancelledWhileRunningStillAnswers(t *testing.T) {
+	svc := backendtest.SQLite(t)
+	url := apitest.ServerWith(t, svc, func(o *httpapi.Options) { o.UpgradeCheckWait = 3 * time.Second }) // the worker locks the check well within it, then is held past it
+	conn, err := client.New(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	v1 := worker.New(conn, worker.Options{BuildID: "v1", Pinned: true, PollWait: 100 * time.Millisecond})
+	routeCode(v1, routeV1)
+	x, err := v1.Submit(ctx, routeFFQN, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runInBackground(t, v1)
+	pollUntil(t, func() bool { return sleeping(ctx, conn, x) })
+	stop()
+	slow := &slowCheckConn{Client: conn, svc: svc, target: x}
+	v2 := worker.New(slow, worker.Options{BuildID: "v2", Pinned: true, PollWait: 100 * time.Millisecond})
+	routeCode(v2, routeV2)
+	runInBackground(t, v2)
+	d1, d2 := v1.ComponentDigests()[routeFFQN], v2.ComponentDigests()[routeFFQN]
+	if err := conn.UpgradeChecked(ctx, x, d1, d2); err != nil {
+		t.Fatalf("upgrade with the check cancelled while it ran: %v", err)
+	}
+	if got := digestOf(t, conn, x); got != d2 {
+		t.Fatalf("x on %s, want %s", got, d2)
+	}
+	if !slow.held {
+		t.Fatal("the worker's check was not held: the test did not test the race")
+	}
+	// The worker's result is recorded after the CancellationRequested.
+	f := core.FunctionNameFilter{Kind: "function", Value: core.UpgradeCheckFFQN}
+	checks, err := svc.ListExecutions(ctx, core.ListExecutionsFilter{FunctionName: &f},
+		core.ExecutionListPagination{ExecutionID: &core.Pagination[*core.ExecutionId]{Direction: core.OlderThan, Length: 10}})
+	if err != nil || len(checks) != 1 {
+		t.Fatalf("checks %+v, %v", checks, err)
+	}
+	log, err := svc.Get(ctx, checks[0].ExecutionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fin, ok := log.LastEvent().Event.(*core.Finished)
+	if !ok {
+		t.Fatalf("the check's last event is %T, want its Finished", log.LastEvent().Event)
+	}
+	if res, err := core.ParseUpgradeCheckResult(fin.Retval); err != nil || res.Outcome != core.UpgradeMoved {
+		t.Fatalf("the check's result %+v, %v", res, err)
+	}
+	if _, ok := log.Events[len(log.Events)-2].Event.(*core.CancellationRequested); !ok {
+		t.Fatalf("the check's history %v: want CancellationRequested before Finished", log.Events)
+	}
 }

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/stela-dev/stela/core"
@@ -42,10 +43,33 @@ func (w *Worker) runUpgradeCheck(le core.LockedExecution) {
 		w.release(le.ExecutionID, le.NextVersion, "upgrade check failed: "+err.Error())
 		return
 	}
-	now := w.clock.Now()
-	if _, err := w.conn.Append(ctx, le.ExecutionID, le.NextVersion, core.AppendRequest{CreatedAt: now,
-		Event: &core.Finished{Retval: rv}}); err != nil {
+	if err := w.finishUpgradeCheck(ctx, le, rv); err != nil {
 		w.log.Warn("cannot record the upgrade check's result", "execution_id", le.ExecutionID.String(), "err", err)
+	}
+}
+
+// finishUpgradeCheck appends the check's Finished at the lock's version,
+// or, when the server requested its cancellation meanwhile (its wait
+// ended while this worker ran it: the route then waits for this result),
+// at the version after it, as long as this run still holds the lock.
+func (w *Worker) finishUpgradeCheck(ctx context.Context, le core.LockedExecution, rv core.ReturnValue) error {
+	version := le.NextVersion
+	for attempt := 0; ; attempt++ {
+		now := w.clock.Now()
+		_, err := w.conn.Append(ctx, le.ExecutionID, version, core.AppendRequest{CreatedAt: now, Event: &core.Finished{Retval: rv}})
+		var vc *core.VersionConflictError
+		if err == nil || attempt == 2 || !errors.As(err, &vc) && !errors.Is(err, core.ErrVersionConflict) {
+			return err
+		}
+		log, gerr := w.conn.Get(ctx, le.ExecutionID)
+		if gerr != nil {
+			return err
+		}
+		l := log.PendingState.Locked
+		if l == nil || l.LockedBy.RunID != le.LockedEvent.RunID {
+			return err // another run holds it, or it finished
+		}
+		version = log.NextVersion
 	}
 }
 

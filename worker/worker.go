@@ -75,8 +75,10 @@ type Options struct {
 	// UpgradeCheckPoll is how often an unpinned worker locks by each of
 	// its digests, to find the replay checks of upgrades to its code
 	// (PUT /v1/executions/{id}/upgrade, `stela execution upgrade`): one
-	// extra lock request per lock group per UpgradeCheckPoll under Run,
-	// one per lock group at the start of each RunUntilIdle. A pinned
+	// extra lock request per lock group per UpgradeCheckPoll under Run
+	// (made between two long polls, so a check waits at most
+	// UpgradeCheckPoll + PollWait: 15 s by default, within the server's
+	// 20 s), one per lock group at the start of each RunUntilIdle. A pinned
 	// worker's every lock is by digest, so it needs none. Default
 	// DefaultUpgradeCheckPoll; negative: never (upgrades to this worker's
 	// digests then answer "new component not found" unless a pinned

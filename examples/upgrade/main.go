@@ -2,9 +2,10 @@
 // (docs/worker.md "Deployments and upgrades"): v1 of an order workflow
 // runs on a pinned worker; v2, which charges before reserving behind a
 // patch (wf.Patched), starts beside it as a new build and deployment; new
-// orders run on v2; the running v1 orders are moved to v2 only after
-// their histories replayed cleanly on v2's code (worker.Worker.Upgrade);
-// every order finishes.
+// orders run on v2; the running v1 orders are moved to v2 only after a v2
+// worker replayed their histories cleanly (the server's checked upgrade,
+// as `stela execution upgrade --from <v1> --to <v2> --all`); every order
+// finishes.
 //
 //	go run ./cmd/stela dev &         # in another terminal
 //	go run ./examples/upgrade        # then look at /console/deployments
@@ -13,9 +14,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -174,15 +177,30 @@ func walk(ctx context.Context, url string, n int, o Options, log io.Writer) (Rep
 	}
 	fmt.Fprintf(log, "3. %d new orders run on v2\n", n)
 
-	// 4. move the running v1 orders to v2 after a replay check.
-	up, err := v2.Upgrade(ctx, conn, &rep.V1Digest)
-	if err != nil {
-		return rep, err
+	// 4. move the running v1 orders to v2 after a replay check by v2's
+	// worker (PUT …/upgrade without skip_determinism_check): what `stela
+	// execution upgrade --from <v1> --to <v2> --all` and the console's
+	// Upgrade do. (v2.Upgrade(ctx, conn, &rep.V1Digest) is the same check
+	// run in this program.)
+	var running []core.ExecutionId
+	for st, err := range conn.Executions(ctx, core.ListExecutionsFilter{ComponentDigest: &rep.V1Digest, HideFinished: true, ShowDerived: true}, 100) {
+		if err != nil {
+			return rep, err
+		}
+		running = append(running, st.ExecutionID)
 	}
-	rep.Upgraded = len(up.Upgraded)
 	rep.Diverged = []string{}
-	for _, d := range up.Diverged {
-		rep.Diverged = append(rep.Diverged, d.ID.String()+": "+d.Divergence.Detail)
+	for _, id := range running {
+		err := conn.UpgradeChecked(ctx, id, rep.V1Digest, rep.V2Digest)
+		var refused *client.Error
+		switch {
+		case err == nil:
+			rep.Upgraded++
+		case errors.As(err, &refused) && refused.Status == http.StatusUnprocessableEntity:
+			rep.Diverged = append(rep.Diverged, id.String()+": "+refused.Message) // "Replay failed: version N: …"
+		default:
+			return rep, fmt.Errorf("upgrade %s: %w", id, err)
+		}
 	}
 	fmt.Fprintf(log, "4. upgraded %d v1 orders to v2 after replaying them; %d diverged\n", rep.Upgraded, len(rep.Diverged))
 	if len(rep.Diverged) == 0 {

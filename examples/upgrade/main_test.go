@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/internal/apitest"
 	"github.com/stela-dev/stela/internal/backendtest"
 )
@@ -32,6 +34,30 @@ func TestUpgradeWalkThrough(t *testing.T) {
 	}
 	if rep.Upgraded != 2 {
 		t.Errorf("upgraded %d v1 orders, want 2 (they wait %s)\n%s", rep.Upgraded, "1500ms", errb.String())
+	}
+	// The moves were the server's checked upgrade: one replay check per v1
+	// order, run by v2's worker, each finished "upgraded".
+	checks, err := svc.ListExecutions(context.Background(), core.ListExecutionsFilter{ComponentDigest: &rep.V2Digest},
+		core.ExecutionListPagination{ExecutionID: &core.Pagination[*core.ExecutionId]{Direction: core.OlderThan, Length: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upgraded := 0
+	for _, c := range checks {
+		if c.FFQN.String() != core.UpgradeCheckFFQN {
+			continue
+		}
+		rv, err := svc.WaitForFinishedResult(context.Background(), c.ExecutionID)
+		if err != nil {
+			t.Fatalf("check %s: %v", c.ExecutionID, err)
+		}
+		if res, err := core.ParseUpgradeCheckResult(rv); err != nil || res.Outcome != core.UpgradeMoved {
+			t.Fatalf("check %s: %+v, %v", c.ExecutionID, res, err)
+		}
+		upgraded++
+	}
+	if upgraded != 2 {
+		t.Errorf("%d replay checks upgraded an order, want 2", upgraded)
 	}
 	for id, r := range rep.Results {
 		v1 := strings.Contains(r, "(v1-order-")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/httpapi"
 	"github.com/stela-dev/stela/internal/apitest"
 	"github.com/stela-dev/stela/internal/backendtest"
 	"github.com/stela-dev/stela/store"
@@ -164,4 +165,82 @@ func TestDeploymentsPinningHistoryAndUpgradeOverHTTP(t *testing.T) {
 			t.Fatalf("x1 on %s after the forced move back, want %s", st.ComponentDigest, d1)
 		}
 	})
+}
+
+// TestUpgradeAllListsTheDivergentOnes: `stela execution upgrade --from v1
+// --to v2 --all` with a v2 worker running moves the v1 execution v2's code
+// replays, prints the other with its first divergence and leaves it on v1,
+// and exits 1 because one diverged; without a worker of the target digest
+// it fails naming the missing worker and moves nothing.
+func TestUpgradeAllListsTheDivergentOnes(t *testing.T) {
+	svc := backendtest.SQLite(t)
+	url := apitest.ServerWith(t, svc, func(o *httpapi.Options) { o.UpgradeCheckWait = 5 * time.Second }) // a bound for a loaded machine; only the no-worker run waits it
+	ctx := context.Background()
+	build := func(id string, takeB bool) *worker.Worker {
+		c, err := client.New(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := worker.New(c, worker.Options{BuildID: id, Pinned: true, PollWait: 100 * time.Millisecond})
+		t.Cleanup(w.Close)
+		for _, a := range []string{"demo:up/acts.a", "demo:up/acts.b"} {
+			worker.Activity(w, a, func(ctx context.Context, p string) (string, error) { return p, nil })
+		}
+		worker.Workflow(w, upFFQN, func(wf *worker.Context, p string) (string, error) {
+			act := "demo:up/acts.a"
+			if takeB && p == "b" {
+				act = "demo:up/acts.b"
+			}
+			if _, err := worker.Call[string](wf, act, p); err != nil {
+				return "", err
+			}
+			return p, wf.Sleep(time.Hour)
+		})
+		return w
+	}
+	v1 := build("v1", true)
+	a, err := v1.Submit(ctx, upFFQN, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := v1.Submit(ctx, upFFQN, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v1.RunUntilIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v2 := build("v2", false)
+	d1, d2 := v1.ComponentDigests()[upFFQN], v2.ComponentDigests()[upFFQN]
+	digest := func(id core.ExecutionId) core.ComponentDigest {
+		st, err := svc.GetPendingState(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.ComponentDigest
+	}
+
+	code, out, errOut := run("execution", "upgrade", "--from", d1.String(), "--to", d2.String(), "--all", "--url", url)
+	if code != ExitError || !strings.Contains(errOut, "no worker of component digest "+d2.String()) || digest(a) != d1 || digest(b) != d1 {
+		t.Fatalf("without a v2 worker: exit %d, %q %q", code, out, errOut)
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- v2.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+	code, out, errOut = run("execution", "upgrade", "--from", d1.String(), "--to", d2.String(), "--all", "--url", url)
+	if code != ExitError || !strings.Contains(errOut, "1 diverged") {
+		t.Fatalf("upgrade --all: exit %d, %s %s", code, out, errOut)
+	}
+	for _, want := range []string{"upgraded " + a.String() + ": " + d1.String() + " -> " + d2.String(),
+		"diverged " + b.String() + ": stays on " + d1.String() + ": version 2: the workflow asked for",
+		"1 upgraded, 1 diverged, 0 skipped"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if digest(a) != d2 || digest(b) != d1 {
+		t.Fatalf("after --all: a on %s, b on %s; want a on v2, b on v1", digest(a), digest(b))
+	}
 }
