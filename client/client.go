@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/stela-dev/stela/core"
@@ -55,6 +56,9 @@ type Client struct {
 	maxWait time.Duration
 	// writes coalesces the version-guarded writes (coalesce.go).
 	writes *coalescer
+	// noEager is set once the server refused create-children's `lock`
+	// field (it predates eager dispatch): eager requests then go without it.
+	noEager atomic.Bool
 }
 
 // Option configures New.

@@ -71,6 +71,9 @@
 //     write was this one and the call succeeds with the version it would have
 //     returned; otherwise the 409 is returned. Create is resolved the same way
 //     (an existing id whose creation request equals the one sent).
+//     AppendBatchCreateNewExecutionLocked (eager dispatch) needs no read-back:
+//     the server answers the retry of a committed write with the same next
+//     version and the same locks (docs/http-api.md §4.1a).
 //
 // Do, the raw escape hatch, retries GET and HEAD as idempotent and other
 // methods only when they were certainly not processed.

@@ -378,6 +378,21 @@ func (c *Client) Upgrade(ctx context.Context, id core.ExecutionId, old, new core
 	return err
 }
 
+// UpgradeChecked moves an execution from component digest old to new
+// only if a worker of digest new replays its history cleanly (PUT
+// …/upgrade without skip_determinism_check; docs/http-api.md). nil: moved.
+// Otherwise an *Error: 422 "Replay failed: version N: …" (the first
+// divergence; the execution keeps old), 404 "new component not found…"
+// (no worker of new took the check in time: nothing was done) or 404 "not
+// found" (its digest is not old), 409 "already finished". It is retried
+// only when it certainly was not processed: after a lost answer a second
+// request would find the execution moved and answer 404 "not found".
+func (c *Client) UpgradeChecked(ctx context.Context, id core.ExecutionId, old, new core.ComponentDigest) error {
+	body := map[string]any{"old": old, "new": new, "skip_determinism_check": false}
+	_, err := c.post(ctx, http.MethodPut, wire.Path(wire.PathExecutionUpgrade, id.String()), body, unsafe, nil)
+	return err
+}
+
 // CancelDelay cancels a delay (PUT /v1/delays/{id}/cancel), idempotently:
 // core.DelayCancelled, or core.DelayAlreadyFinished when it already fired.
 func (c *Client) CancelDelay(ctx context.Context, delay core.DelayId) (core.DelayCancelOutcome, error) {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/stela-dev/stela/core"
@@ -18,6 +19,7 @@ import (
 // Client is a whole core.WorkerConn over HTTP: workers run on it
 // (worker.New(c, …)) as on the in-process store.
 var _ core.WorkerConn = (*Client)(nil)
+var _ core.EagerChildCreator = (*Client)(nil)
 
 // --- locks ----------------------------------------------------------------------------------
 
@@ -247,6 +249,53 @@ func (c *Client) AppendBatchCreateNewExecution(ctx context.Context, currentTime 
 	}
 	return c.appendCall(ctx, wire.PathWorkerCreateChildren, wire.CreateChildrenBody{
 		AppendBatchBody: batchBody(currentTime, batch, id, version), Children: children, Backtraces: backtraces}, id, version, batch)
+}
+
+// AppendBatchCreateNewExecutionLocked implements core.EagerChildCreator:
+// create-children with the body's `lock` field (eager dispatch). The answer
+// lists the children created locked to the caller; the request is retried
+// after an ambiguous failure, and the server answers the retry of a write
+// that committed with the same locks. A server that predates the field
+// refuses it (422 unknown field `lock`): the request is sent again without
+// it, answering no locks, and later ones go without it.
+func (c *Client) AppendBatchCreateNewExecutionLocked(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo, locks []core.EagerLock) (core.Version, []core.LockedExecution, error) {
+	if len(locks) == 0 || c.noEager.Load() {
+		next, err := c.AppendBatchCreateNewExecution(ctx, currentTime, batch, id, version, children, backtraces)
+		return next, nil, err
+	}
+	if children == nil {
+		children = []core.CreateRequest{}
+	}
+	body := wire.CreateChildrenBody{AppendBatchBody: batchBody(currentTime, batch, id, version), Children: children,
+		Backtraces: backtraces, Lock: make([]wire.EagerLockJSON, len(locks))}
+	for i, l := range locks {
+		body.Lock[i] = wire.NewEagerLockJSON(l)
+	}
+	var out wire.CreateChildrenAnswer
+	resp, err := c.post(ctx, http.MethodPost, wire.PathWorkerCreateChildren, body, idempotent, &out)
+	if err == nil {
+		locked := make([]core.LockedExecution, len(out.Locked))
+		for i, l := range out.Locked {
+			locked[i] = l.Core()
+		}
+		return out.NextVersion, locked, nil
+	}
+	var ae *Error
+	if resp != nil && resp.Status == http.StatusUnprocessableEntity && errors.As(err, &ae) && strings.Contains(ae.Message, "unknown field `lock`") {
+		c.noEager.Store(true)
+		next, err := c.AppendBatchCreateNewExecution(ctx, currentTime, batch, id, version, children, backtraces)
+		return next, nil, err
+	}
+	if resp == nil || !resp.Ambiguous || resp.Status != http.StatusConflict {
+		return 0, nil, err
+	}
+	// A server answers the retry of a committed eager write itself; a 409
+	// here is a conflict unless the events read back are the batch (then
+	// the locks are unknown and expire: the store retries the children).
+	if next, ok := c.committed(ctx, id, version, batch); ok {
+		return next, nil, nil
+	}
+	return 0, nil, err
 }
 
 // AppendBatchRespondToParent implements core.DbExecutor; it may be

@@ -176,3 +176,65 @@ func CheckRespondToParent(events AppendEventsToExecution, resp AppendResponseToE
 	}
 	return nil
 }
+
+// EagerLock asks a create-children write (EagerChildCreator) to lock some of
+// the children it creates to the calling worker in the same commit (eager
+// dispatch, docs/worker.md "Eager dispatch"): each child of FFQNs, in
+// request order, up to Request.BatchSize of them, is created with the
+// history [Created, Locked] — the Locked event Request stands for
+// (LockRequest.LockedEvent), as a lock by ffqns would append — and is
+// answered as a LockedExecution, so that it never enters the pending index
+// and needs no lock request. Only a child a lock could take at
+// Request.CreatedAt is locked: not paused, not a signal stub, scheduled at
+// or before it; with Request.ByComponentDigest (a pinned worker) only one
+// created with Request.ComponentID's digest. The others are created pending
+// as without the request. Request.PendingAtOrSooner is not used.
+type EagerLock struct {
+	Request LockRequest
+	FFQNs   []FunctionFqn
+}
+
+// Validate checks the lock's expiry (LockRequest.ValidateExpiry) and that
+// it names at least one function.
+func (e *EagerLock) Validate() error {
+	if err := e.Request.ValidateExpiry(); err != nil {
+		return err
+	}
+	if len(e.FFQNs) == 0 {
+		return invalid("eager lock without ffqns")
+	}
+	return nil
+}
+
+// Takes reports whether the eager lock e may take the child c (see
+// EagerLock): its function is one of e's, it is neither paused nor a signal
+// stub, it is due at the lock's time and, for a pinned lock, of its digest.
+func (e *EagerLock) Takes(c *CreateRequest) bool {
+	if c.Paused || IsSignalStub(*c) || c.ScheduledAt.After(e.Request.CreatedAt) {
+		return false
+	}
+	if e.Request.ByComponentDigest && c.ComponentID.ComponentDigest != e.Request.ComponentID.ComponentDigest {
+		return false
+	}
+	for _, f := range e.FFQNs {
+		if f == c.FFQN {
+			return true
+		}
+	}
+	return false
+}
+
+// EagerChildCreator is implemented by connections that can lock children
+// to the caller in the commit that creates them (store.Service, and
+// client.Client against a server that knows the request field). A worker
+// uses it when it serves a child's function and has free slots.
+type EagerChildCreator interface {
+	// AppendBatchCreateNewExecutionLocked is AppendBatchCreateNewExecution
+	// that also locks children as locks asks (EagerLock) and returns them,
+	// in creation order. Retried after a lost answer (the write committed),
+	// the same request answers the same next version and the children still
+	// locked by the request's executor and run id, so no lock is left to
+	// nobody. A connection whose server cannot lock eagerly answers no
+	// locks (the children are then pending).
+	AppendBatchCreateNewExecutionLocked(ctx context.Context, currentTime Timestamp, batch []AppendRequest, id ExecutionId, version Version, children []CreateRequest, backtraces []BacktraceInfo, locks []EagerLock) (Version, []LockedExecution, error)
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -172,10 +173,15 @@ type api interface {
 	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
+// codeTransactionConflict is the error code of a single-item write refused
+// because a transaction was writing its item.
+const codeTransactionConflict = "TransactionConflictException"
+
 // New returns a Backend on client. Every request it sends uses an explicit
 // standard retryer (Options.SDKMaxAttempts attempts, 25 ms base delay, at
-// most 1 s backoff, no client-side retry quota), whatever the client's own
-// retry settings are.
+// most 1 s backoff, no client-side retry quota; it also re-sends a
+// single-item write refused with TransactionConflictException), whatever
+// the client's own retry settings are.
 func New(client *dynamodb.Client, opts Options) (*Backend, error) {
 	if client == nil {
 		return nil, errors.New("dynamo: nil client")
@@ -220,6 +226,11 @@ func newBackend(client api, opts Options) (*Backend, error) {
 		o.MaxBackoff = time.Second
 		o.BaseDelay = 25 * time.Millisecond
 		o.RateLimiter = ratelimit.None
+		// A single-item write refused because a transaction holds its
+		// item changed nothing: re-sending it is safe (doc.go,
+		// "TransactionConflict"). The SDK does not retry it by default.
+		o.Retryables = append(slices.Clone(o.Retryables), retry.RetryableErrorCode{
+			Codes: map[string]struct{}{codeTransactionConflict: {}}})
 	})
 	b := &Backend{
 		api: client, table: opts.Table, shards: opts.Shards, inline: opts.InlineThreshold,

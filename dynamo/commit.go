@@ -246,6 +246,12 @@ func (t *tx) planUpdate(ex *execTx) ([]op, error) {
 	if ex.state != nil {
 		h.st = cloneState(*ex.state)
 	}
+	switch {
+	case h.st.State != core.StateLocked:
+		h.lk = ""
+	case ex.appendsLocked():
+		h.lk = t.leaseFor(ex.id, h.st.At) // lease.go
+	}
 	ex.planRetention(h, false) // retention.go
 	if ex.deferred != "" {
 		h.pr, h.pq = ex.deferred, ex.deferredSeq
@@ -598,7 +604,7 @@ func (b *Backend) classify(err error, p *plan) (resultKind, error) {
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		switch ae.ErrorCode() {
-		case "TransactionConflictException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
+		case codeTransactionConflict, "ProvisionedThroughputExceededException", "RequestLimitExceeded",
 			"ThrottlingException", "Throttling":
 			return resRetry, err
 		}

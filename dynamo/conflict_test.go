@@ -19,6 +19,7 @@ import (
 	"github.com/stela-dev/stela/dynamo"
 	"github.com/stela-dev/stela/dynamo/dynamometer"
 	"github.com/stela-dev/stela/store"
+	"github.com/stela-dev/stela/store/storetest"
 )
 
 // conflictModel makes DynamoDB Local refuse what DynamoDB refuses when
@@ -52,11 +53,15 @@ type conflictModel struct {
 	refused map[string]int
 	txSeen  int
 	wrSeen  int
+	// refuseNext["<operation> <item kind>"] = n refuses the next n
+	// single-item writes of that operation to an item of that kind, as if
+	// each met a transaction (a deterministic meeting).
+	refuseNext map[string]int
 }
 
 func newConflictModel(linger time.Duration) *conflictModel {
 	return &conflictModel{linger: linger, inTx: map[string]int{}, txTill: map[string]time.Time{},
-		single: map[string]int{}, refused: map[string]int{}}
+		single: map[string]int{}, refused: map[string]int{}, refuseNext: map[string]int{}}
 }
 
 type conflictKeysKey struct{}
@@ -122,6 +127,8 @@ func itemKind(k string) string {
 	switch {
 	case strings.HasPrefix(pk, "G#"):
 		return "guard"
+	case strings.HasPrefix(pk, "K#"):
+		return "lease"
 	case sk == "H":
 		return "head"
 	case sk == "S":
@@ -169,7 +176,11 @@ func (m *conflictModel) handle(ctx context.Context, in middleware.DeserializeInp
 	} else {
 		m.wrSeen++
 		k := keys[0]
-		if m.inTx[k] > 0 || now.Before(m.txTill[k]) {
+		forced := m.refuseNext[op+" "+itemKind(k)] > 0
+		if forced {
+			m.refuseNext[op+" "+itemKind(k)]--
+		}
+		if forced || m.inTx[k] > 0 || now.Before(m.txTill[k]) {
 			m.refused[op+" refused"]++
 			m.refused[op+" refused, at a "+itemKind(k)]++
 			m.mu.Unlock()
@@ -294,4 +305,194 @@ func TestConflictModelFanInKeepsTheInvariants(t *testing.T) {
 	if len(failures) > 0 {
 		t.Fatalf("%d operations failed under conflicts alone (each refusal is retriable)", len(failures))
 	}
+}
+
+// Children locked by lock calls under leases (dynamo/doc.go, "Lock
+// leases") while their parents block on them and they finish, with the
+// conflict model on: the leases' items are written only by single-item
+// writes of their own lock call and of the sweep, which no transaction
+// includes, so the model refuses nothing at a lease; the fan-in
+// invariants hold, and the sweep past the expiry removes every lease.
+func TestConflictModelLeasesAddNoCancelledWork(t *testing.T) {
+	ctx := context.Background()
+	model := newConflictModel(20 * time.Millisecond)
+	b, _ := newBackend(t, dynamo.Options{}, model.register)
+	svc := store.New(b, store.Options{Clock: &fixedClock{t0}})
+
+	const parents, children, lockers = 4, 10, 4
+	type parentRun struct {
+		id core.ExecutionId
+		v  core.Version
+	}
+	var runs []parentRun
+	for range parents {
+		p := newID()
+		v := lockedWorkflow(t, svc, p)
+		batch, kids := fanOut(p, children)
+		v = must(svc.AppendBatchCreateNewExecution(ctx, t0, batch, p, v, kids, nil))(t)
+		runs = append(runs, parentRun{p, v})
+	}
+	model.enabled.Store(true)
+	var mu sync.Mutex
+	finishedOK := map[core.ExecutionId]bool{}
+	kidsOf := map[core.ExecutionId][]core.LockedExecution{}
+	failures := map[string]int{}
+	fail := func(what string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		failures[what+": "+err.Error()]++
+	}
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		wg.Go(func() {
+			if _, err := svc.Append(ctx, r.id, r.v,
+				core.AppendRequest{CreatedAt: t0, Event: hist(&core.JoinNext{JoinSetID: fanJS, RunExpiresAt: t0})}); err != nil {
+				fail("block", err)
+			}
+		})
+	}
+	var taken atomic.Int64
+	for range lockers {
+		wg.Go(func() {
+			for taken.Load() < parents*children {
+				locked, err := svc.LockPendingByFFQNs(ctx, lockReq(t0, compAct), []core.FunctionFqn{ffqnAct})
+				if err != nil {
+					fail("lock", err)
+					return
+				}
+				taken.Add(int64(len(locked)))
+				for i, k := range locked {
+					p, _, _ := k.ExecutionID.SplitToParts()
+					mu.Lock()
+					kidsOf[p] = append(kidsOf[p], k)
+					mu.Unlock()
+					if err := finish(ctx, svc, k, fmt.Sprint(i)); err != nil {
+						fail("finish", err)
+						continue
+					}
+					mu.Lock()
+					finishedOK[k.ExecutionID] = true
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	model.enabled.Store(false)
+
+	must(store.Sweep(ctx, svc, t0.Add(2*time.Minute)))(t)
+	for _, r := range runs {
+		checkFanIn(ctx, t, svc, r.id, kidsOf[r.id], finishedOK)
+	}
+	model.log(t)
+	model.mu.Lock()
+	for k, n := range model.refused {
+		if strings.HasSuffix(k, "at a lease") {
+			t.Errorf("the model refused %d writes %q", n, k)
+		}
+	}
+	model.mu.Unlock()
+	if len(failures) > 0 {
+		t.Fatalf("operations failed under conflicts alone: %v", failures)
+	}
+	if n := len(must(b.RawLeases(ctx))(t)); n != 0 {
+		t.Fatalf("%d leases left after the sweep past their expiry", n)
+	}
+}
+
+// refusals is how many writes the model refused, all kinds.
+func (m *conflictModel) refusals() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for k, v := range m.refused {
+		if k == "TransactWriteItems cancelled" || strings.HasSuffix(k, " refused") {
+			n += v
+		}
+	}
+	return n
+}
+
+// The single-item writes outside a commit that share an item with
+// transactions — the drain's clean-up of the inbox, the outbox's
+// completion (children's PutItems, the parent's ob cleared) and retention
+// marking — are refused with TransactionConflictException when they meet
+// one; the SDK's retryer re-sends them (a refusal changed nothing and each
+// is idempotent), so a meeting costs a re-send, not the write: refused
+// twice each, every one still lands.
+func TestConflictModelSingleWritesOutsideCommitsAreRetried(t *testing.T) {
+	ctx := context.Background()
+	t.Run("drain clean-up", func(t *testing.T) {
+		model := newConflictModel(0)
+		b, _ := newBackend(t, dynamo.Options{}, model.register)
+		svc := store.New(b, store.Options{Clock: &fixedClock{t0}})
+		p, kids, _ := fanInParent(t, svc, 3, false)
+		for i, k := range kids {
+			if err := finish(ctx, svc, k, fmt.Sprint(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		model.enabled.Store(true)
+		model.refuseNext["UpdateItem inbox"] = 2
+		wantResponses(t, svc, p, childIDs(kids)...) // the read drains, then cleans the inbox
+		model.enabled.Store(false)
+		if n := model.refusals(); n != 2 {
+			t.Fatalf("%d refusals, want 2", n)
+		}
+		for _, it := range must(b.RawPartition(ctx, "E#"+p.String()))(t) {
+			if skOf(it) == "S" && it["ks"] != nil {
+				t.Fatalf("the inbox still holds keys %v after the drain", it["ks"])
+			}
+		}
+	})
+	t.Run("outbox completion", func(t *testing.T) {
+		model := newConflictModel(0)
+		b, _ := newBackend(t, dynamo.Options{}, model.register)
+		svc := store.New(b, store.Options{Clock: &fixedClock{t0}})
+		parent := newID()
+		v := lockedWorkflow(t, svc, parent)
+		batch, children := fanOut(parent, 150)
+		model.enabled.Store(true)
+		model.refuseNext["PutItem head"] = 2
+		model.refuseNext["UpdateItem head"] = 2
+		model.refuseNext["DeleteItem outbox"] = 2
+		must(svc.AppendBatchCreateNewExecution(ctx, t0, batch, parent, v, children, nil))(t)
+		model.enabled.Store(false)
+		if n := model.refusals(); n != 6 {
+			t.Fatalf("%d refusals, want 6", n)
+		}
+		for _, it := range must(b.RawPartition(ctx, "E#"+parent.String()))(t) {
+			if skOf(it) == "H" && it["ob"] != nil || strings.HasPrefix(skOf(it), "O#") {
+				t.Fatalf("the fan-out is incomplete when Update returned: %s carries %v", skOf(it), it["ob"])
+			}
+		}
+		for _, c := range children {
+			if h := must(b.RawHead(ctx, c.ExecutionID))(t); h == nil {
+				t.Fatalf("child %s missing when Update returned", c.ExecutionID)
+			}
+		}
+	})
+	t.Run("retention marking", func(t *testing.T) {
+		model := newConflictModel(0)
+		e := newRetentionEnv(t, model.register)
+		done := storetest.BuildTree(t, e.svc, e.clock, true, false)
+		e.clock.Advance(30 * time.Minute)
+		model.enabled.Store(true)
+		model.refuseNext["UpdateItem head"] = 2
+		model.refuseNext["UpdateItem response"] = 2
+		model.refuseNext["UpdateItem guard"] = 2
+		res := e.retain(t)
+		model.enabled.Store(false)
+		if res.Expired != 1 {
+			t.Fatalf("pass: %+v, want the tree marked", res)
+		}
+		if n := model.refusals(); n != 6 {
+			t.Fatalf("%d refusals, want 6", n)
+		}
+		for _, it := range e.owned(t, done.Root) {
+			if ttlOfItem(t, it) == 0 {
+				t.Errorf("item %s/%s unmarked", keyString(it, dynamo.AttrPK), keyString(it, dynamo.AttrSK))
+			}
+		}
+	})
 }

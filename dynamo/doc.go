@@ -13,7 +13,8 @@
 //	ordinals        LSI   pk             l1        ALL          responses
 //	pending-ffqn    GSI   pf             ps        INCLUDE [ic] heads: pending_at ∧ active
 //	pending-digest  GSI   pd             ps        KEYS_ONLY    heads: pending_at ∧ active
-//	timers          GSI   tp             ts        KEYS_ONLY    heads: locked; timer rows: unpaused
+//	timers          GSI   tp             ts        KEYS_ONLY    heads: locked, unleased; lock
+//	                                                            leases; timer rows: unpaused
 //	cancelling      GSI   cp             cs        KEYS_ONLY    heads: lifecycle = cancelling
 //	list            GSI   lp             ls        KEYS_ONLY    every head
 //	list-id         GSI   lp             pk        KEYS_ONLY    every head
@@ -61,9 +62,11 @@
 //	el  on a child: its response is applied to its parent's head directly (a fence, see Fan-in)
 //	pr  on a finished child: the created_at of the response its Finished defers (see Fan-in)
 //	pq  with pr: the sequence number of that response's registration (its order)
+//	lk  on a locked head: the lock lease that indexes its lock expiry (no tp/ts
+//	    of its own then; see Lock leases)
 //	pf/pd/ps, tp/ts, cp/cs, lp/ls, rp/rs  index keys:
 //	    pf = "<ffqn>#<s>", pd = "<digest>#<s>", ps = "<at>#<created_at>#<id>"
-//	    tp = "L#<s>", ts = "<lock expiry>"
+//	    tp = "L#<s>", ts = "<lock expiry>" (locked heads without lk)
 //	    cp = "C#<s>", cs = "<created_at>#<id>"
 //	    lp = "LT#<s>" (top-level) or "LD#<s>" (derived), ls = "<created_at>#<id>"
 //	    rp = "RT#<s>", rs = "<finish time>#<id>" (set when it finished; rp on
@@ -103,6 +106,11 @@
 //
 // Timer row — pk "E#<owner>", sk "D#<join set>#<delay id>": x expires_at,
 // p paused, rq, and while unpaused tp = "D#<s>", ts = expiry.
+//
+// Lock lease — pk "K#<lease id>", sk "K": m the ids of the executions it
+// may cover (space-separated), c once its lock call returned (m is then
+// what it locked), tp = "L#<s>" (s of the lease id), ts = the lock expiry of
+// every lock taken under it. See Lock leases.
 //
 // Inbox — pk "E#<parent>", sk "S": ks (string set) the keys of children
 // whose response registered and is not known applied, o#<js> the number of
@@ -151,6 +159,8 @@
 //	                                  merged by ps; auto-upgrade filter on ic
 //	pending by digest                 Query pending-digest pd = digest#s, likewise
 //	expired locks                     Query timers tp = L#s, ts <= at; BatchGetItem heads
+//	                                  (entries of heads) and leases with their members'
+//	                                  heads (entries of leases, consistent; Lock leases)
 //	expired delays                    Query timers tp = D#s, ts <= at (keys only)
 //	cancelling by created_at          Query cancelling cp = C#s, merged by cs
 //	list_executions by created_at     Query list lp = LT#s (+ LD#s with show_derived),
@@ -199,7 +209,8 @@
 // jittered backoff (at most Options.MaxAttempts times). A failed condition
 // on a response guard, a new timer row or a created head is a uniqueness
 // violation: Update returns an error wrapping core.ErrConflict and does not
-// retry. Cancellations for TransactionConflict or throttling re-run fn.
+// retry. Cancellations for TransactionConflict or throttling re-run fn (see
+// TransactionConflict).
 //
 // Because every item of an execution changes only together with its head
 // (the backend writes the head whenever one of its items changes), guarding
@@ -214,7 +225,9 @@
 //	                           a single PutItem; plus a V#0 page if Created is large
 //	append / append_batch      Put head rv = :r (+ pages if it spills) + Put timer rows
 //	                           attribute_not_exists (DelayRequest)
-//	lock                       Put head rv = :r (Locked inline) — a single PutItem
+//	lock                       Put head rv = :r (Locked inline) — a single PutItem;
+//	                           a lock call of ≥ 3 candidates puts its lease before
+//	                           and closes it after (Lock leases)
 //	append_batch_create_new_   Put parent head rv = :r + Put each child head
 //	  execution                attribute_not_exists (+ outbox beyond the limits)
 //	append_batch_respond_to_   deferred (Fan-in): UpdateItem parent inbox (register),
@@ -253,6 +266,49 @@
 // the earlier attempt committed and Update reports success. A single-item
 // PutItem retried by the SDK after an unseen success is recognised the same
 // way. fn is never re-run while an outcome is unknown.
+//
+// # TransactionConflict
+//
+// DynamoDB refuses a single-item write (PutItem, UpdateItem, DeleteItem)
+// of an item an ongoing transaction includes with
+// TransactionConflictException, and cancels a TransactWriteItems that
+// includes an item another request is writing (reason TransactionConflict
+// at that action); either changes nothing. The SDK's standard retryer
+// re-sends neither by default, so the backend's retryer adds the
+// exception's code: a refused single-item write is re-sent with the same
+// jittered backoff as throttling (Options.SDKMaxAttempts). Every write
+// path, and what a conflict costs it (TestConflictModel… in
+// conflict_test.go model the meetings; DynamoDB Local never raises them):
+//
+//	write                                  meets a transaction on       on conflict
+//	commit, one item (PutItem, rv guard)   a head                       re-sent; then fn re-runs (classify)
+//	commit, TransactWriteItems             any of its items             cancelled: fn re-runs after backoff
+//	registration (UpdateItem of the inbox) the blocking JoinNext's      re-sent; then fn re-runs (store.Again)
+//	drain clean-up (inbox DELETE ks)       the blocking JoinNext's      re-sent; then logged: the keys stay,
+//	                                                                    the next drain classifies them again
+//	outbox: children (PutItem)             a commit checking a child    re-sent; then logged, and the next
+//	outbox: the parent's ob (UpdateItem)   the parent's head            reader of the parent or a child
+//	outbox: delete                         (none: its own commit only)  completes the fan-out
+//	retention: heads, rearm (UpdateItem)   a head                       re-sent; then the pass stops there,
+//	retention: ttl of the other items      responses, guards, timers    the cursor stays, the next pass
+//	                                                                    repeats (marking is idempotent)
+//	retention cursor, lock leases, log     (none)                       -
+//	counter and rows, backtraces, blob
+//	references
+//
+// Re-sending is safe: a refused write changed nothing, and these writes
+// are idempotent anyway (conditional on what they replace, a set DELETE,
+// SET of a fixed value, insert-if-absent recognising its own request id).
+// Before the retryer re-sent them, the first refusal ended each: the drain
+// left its applied keys in the inbox, the outbox completion was left to a
+// later reader although Update had returned (and that reader's Update
+// failed on the same refusal), and a retention pass failed until the next
+// minute (TestConflictModelSingleWritesOutsideCommitsAreRetried: two
+// refusals each, every write lands). A registration's refusal, which
+// re-ran the child's whole fn, is now a re-send: in
+// TestConflictModelFanInKeepsTheInvariants (one run each, the figures vary
+// with the interleaving) fn re-runs went from 5 to 2 for 40 child
+// finishes.
 //
 // # Fan-out beyond the transaction limits
 //
@@ -365,6 +421,75 @@
 // Retention forever writes nothing (no rs, no ttl). Executions finished
 // before retention existed have no rs and are never expired. What it costs
 // is measured in Cost.
+//
+// # Lock leases (lease.go)
+//
+// A locked execution must be found by the sweep once its lock expires
+// (store.Sweep, ExpiredLocks). A head carrying its own timers-index entry
+// (tp/ts) while locked pays that entry in (1 WRU) when locked and out (1)
+// when it leaves Locked, and a lock call locks up to a batch of executions
+// with one expiry. So a lock call (store.Service.lockCandidates, the
+// store.LockLeaser capability) indexes that expiry once for its chunk of
+// candidates, in a lease item:
+//
+//  1. Open — before locking any, one PutItem of K#<random id> with m = the
+//     candidates it will try (as many as it has slots left, at least 3:
+//     below that a lease costs more than it saves) and the timers entry
+//     ts = the request's lock expiry.
+//  2. Lock — each candidate's lock Update runs under the lease
+//     (store.WithLockLease); a commit that appends a Locked event whose
+//     expiry is the lease's to a member writes lk = the lease id on the
+//     head and no tp/ts (lockExpiryAttrs in head.go). The head, its state's
+//     At and its Locked event still carry that execution's own
+//     lock_expires_at, exactly as before.
+//  3. Close — once every lock Update of the chunk returned, one UpdateItem
+//     SET c, m = the ones it locked (condition attribute_exists), or a
+//     DeleteItem when it locked none. An Update that returned an error may
+//     still land later: then the call stops and leaves the lease open.
+//
+// While a head stays Locked without a new Locked event it keeps lk. Any
+// other Locked event — an extension by its holder, a lock without a lease
+// (LockOne, a lock call of fewer than 3), a child created already Locked
+// (eager dispatch: planCreate writes no lk, so encode gives it its own
+// entry) — drops lk and writes the head's own tp/ts; leaving Locked drops
+// both. So a head locked under lease L (lk = L) is covered by L's entry,
+// and any other locked head by its own.
+//
+// The sweep (ExpiredLocks) splits the due timers entries: heads as before;
+// for leases, it reads each lease and its members' heads strongly
+// consistently and reports each member still Locked with lk = L whose
+// expiry is due (its state At — not the lease's time), once even when it
+// also met the head through another entry. A member is live when Locked
+// with lk = L. A lease with no live member is spent, and ExpiredLocks
+// deletes it (DeleteItem), when it is closed, or, open, once LeaseLag (15
+// minutes, as RetentionLag) passed since its expiry: longer than any lock
+// commit of its call can take to land. Why no lock is left that nothing
+// expires:
+//
+//   - a head gets lk = L only from a lock commit under L, which runs after
+//     L was put (the lease exists first; a crash between the lease and the
+//     locks leaves a lease whose members are not locked under it, deleted
+//     after its lag);
+//   - no later commit can make a member live again: lk survives only on a
+//     head that stays Locked with no new Locked event, so once the sweep
+//     read a member not live, only a lock commit of L's own call could make
+//     it live — and a closed lease's call returned (every Update done),
+//     while an open lease is kept its lag;
+//   - an extended member has its own entry, found at its new expiry; the
+//     extension of one member changes nothing for the others, which the
+//     lease still covers;
+//   - a live member keeps the lease; the sweep resolves its lock (Unlocked,
+//     a retry or the finish of store.Sweep, a conditional commit on its
+//     head: idempotent), and the next pass finds the lease spent. A lock
+//     found twice (two sweepers, a late worker) is resolved once, the other
+//     attempt is Skipped, as before.
+//
+// Costs: the lease's put, close and delete and its index entry in and out,
+// 5 WRU per lock call chunk, for 2 WRU saved per leased execution (its
+// entry in and out); the sweep reads each lease once after its expiry (1
+// RRU, consistent) and its members' heads (1 RRU each). None of these writes
+// is in a transaction, and each lease item is written only by its own lock
+// call and the sweep, so leases add no TransactionConflict (see Cost).
 //
 // # Fan-in: responses that bypass the parent's head
 //
@@ -640,49 +765,53 @@
 //
 // Issue 26 (cheaper than a Lambda durable step). Both figures and the
 // table below come from one command per code version (DynamoDB Local on a
-// shared 2-core machine, load average 25–32: the Lambda-duration share,
+// shared 2-core machine, load average 6–8: the Lambda-duration share,
 // wall time, is the only part that depends on it; WRU and index entries are
 // deterministic for a layout, RRU nearly so):
 //
 //	go run ./bench/cost -layouts default,lean -activities 200 -workflows 30
 //
-// The bench now reports every figure under both transaction-index
+// The bench reports every figure under both transaction-index
 // assumptions: "once" (as above: an index update inside a transaction
 // billed like a single write's) and "twice" (doubled like the
 // transaction's table writes — AWS documents neither), and counts the
-// item writes over 1 KB. $ per million all-in (DynamoDB + requests +
-// duration); "+ret." adds the timers function's retention marking per tree
-// (default retention 30 days):
+// item writes over 1 KB; each workload ends with a sweep pass after every
+// lock it took expired, so what lock expiry costs the sweep is in the
+// figures. $ per million all-in (DynamoDB + requests + duration); "+ret."
+// adds the timers function's retention marking per tree (default
+// retention 30 days). Before is main 8c04c2d run with this bench (the
+// previous session measured 277.4 WRU per workflow there, 277.1 here):
 //
-//	                      before (main 6214a15)            after (this branch)
-//	activity   default    15.0 WRU 2.4 RRU $11.33 (+ret. $11.59)   15.0 WRU $11.45 (+ret. $11.71)
-//	           twice      15.0 WRU (no transaction)        15.0 WRU
-//	           lean       10.0 WRU 2.4 RRU $8.57 (+ret. $8.83)     10.0 WRU $8.43 (+ret. $8.69)
-//	workflow   default    287.6 WRU 90.3 RRU $202.30 (+ret. $237.86)  277.4 WRU 90.4 RRU $199.78 (+ret. $235.21)
-//	           twice      363.6 WRU $249.80 (+ret. $285.36)          352.4 WRU $246.66 (+ret. $282.08)
-//	           lean       222.4 WRU $166.15 (+ret. $200.46)          212.2 WRU $156.08 (+ret. $190.25)
-//	           lean twice 273.4 WRU $198.02 (+ret. $232.34)          262.2 WRU $187.33 (+ret. $221.50)
-//	marking per workflow tree: 49.1 WRU, 38.9 RRU ($35.6/M) → 49.0 WRU ($35.4/M)
+//	                      before (main 8c04c2d)                       after (lock leases)
+//	activity   default    15.0 WRU 2.4 RRU $11.18 (+ret. $11.45)      13.5 WRU 3.5 RRU $10.38 (+ret. $10.65)
+//	           twice      15.0 WRU (no transaction)                   13.5 WRU (no transaction)
+//	           lean       10.0 WRU 2.4 RRU $8.09 (+ret. $8.36)        8.5 WRU 3.5 RRU $7.33 (+ret. $7.59)
+//	workflow   default    277.1 WRU 90.5 RRU $191.68 (+ret. $227.10)  257.7 WRU 103.0 RRU $181.12 (+ret. $216.54)
+//	           twice      352.1 WRU $238.56 (+ret. $273.98)           328.7 WRU $225.49 (+ret. $260.92)
+//	           lean       212.1 WRU 90.2 RRU $151.12 (+ret. $185.29)  193.0 WRU 102.8 RRU $141.19 (+ret. $175.37)
+//	           lean twice 262.1 WRU $182.37 (+ret. $216.54)           239.0 WRU $169.94 (+ret. $204.12)
+//	marking per workflow tree: 49.0 WRU, 38.2 RRU ($35.4/M), unchanged
 //
-// (The $ differences beyond the WRU are the duration share moving with
-// the machine's load: DynamoDB alone is $191.1 → $184.7 per million
-// workflows default, $150.5 → $144.0 lean.) Per step kind (default, once
-// → twice, after): workflow create 6, lock 4 per workflow, submit 10
-// children 72 → 122 (22 table in one transaction, 50 index entries: five
-// per child), await the first child 12 → 14, children's locks 40 (head,
-// pending-ffqn and pending-digest out, timers in, per child), their
-// finishes 63.7 → 70.4 (6.4 per child: head 1.9, its share of the elected
-// responses' transactions 1.1, timers out, deployments A → O), the
-// relock that drains the 10 deferred responses 47.7 → 59 (response and
-// guard in the transaction, 2 + 2 WRU, and the ordinals entry, per
-// response), the delay fired 18 → 22, the last relock 4, finish 5.
+// Per step kind (default, once → twice; before → after where it moved): a
+// lock call of 10 40 → 33 (heads 10, pending-ffqn and pending-digest out
+// 20, timers in 10 → the lease's put, close and entry 3); an activity's
+// finish 5 → 4 and a child's 6.1 → 5.2 (no timers entry out); the
+// sweep past the expiry 0 → 2 per lease (its delete and entry out); the
+// workflow: create 6, submit 10 children 72 → 122 (22 table in one
+// transaction, 50 index entries: five per child), await the first child
+// 12 → 11 (→ 12 twice), the children's finishes 61.6 → 51.6, the relock
+// that drains the 10 deferred responses 50.5 → 49.0 (→ 59.7; response
+// and guard in the transaction, 2 + 2 WRU, and the ordinals entry, per
+// response), await the rest 5 → 4, the delay fired 18 → 22, finish 5 → 4,
+// its locks 4 → 3.3 each, the sweep 2.6 (its 1.3 leases' deletes).
 //
-// Levers, measured or estimated from those per-step figures (WRU per
+// Levers, measured or estimated from the per-step figures (WRU per
 // 10-child workflow, default layout, once):
 //
-//   - Derived executions without a retention index entry (done): a tree is
-//     decided from its root (rearm, see Retention): −1 per child finish,
-//     287.6 → 277.4 (lean 222.4 → 212.2), activity unchanged; it removes a
+//   - Derived executions without a retention index entry (done, previous
+//     session): a tree is decided from its root (rearm, see Retention): −1
+//     per child finish, 287.6 → 277.4 (lean 222.4 → 212.2), activity
+//     unchanged; it removes a
 //     write from a child's finish and adds none elsewhere, so no new item
 //     meets another request (no added conflict); the rearm is one
 //     UpdateItem per lag (15 minutes) and per tree whose root finished
@@ -706,56 +835,91 @@
 //     again (two responses for one child, §8.15); put before, responses
 //     numbered above mc by a commit that then fails collide with the
 //     winner's. It needs another proof of "applied" (the applied keys in
-//     the parent's head, pruned with the inbox) — a design change.
-//   - Lock leases per lock batch (not done, ≈ −1.6 per locked execution:
-//     one lease item with one timers entry per batch of 10 instead of a
-//     timers entry in and out per execution): activity 15 → ≈13.4,
-//     workflow ≈ −21; lease extension and the sweep then work per lease.
+//     the parent's head, pruned with the inbox) — a design change, left
+//     out this session (the lease lever and the TransactionConflict audit
+//     came first). Its two halves: the guard alone after the commit
+//     (−1 per response, −10 per workflow once and twice) needs the
+//     drain's commit to record the applied keys on the parent's head (ap,
+//     guarded by its rv), classify to treat a key in ap as applied, and a
+//     later commit of the parent to prune ap once it read the guards —
+//     the guard still being the only uniqueness proof for other response
+//     paths in the window between commit and guard; the response item
+//     after the commit too (−1 more, −2 twice with its ordinals entry)
+//     means the head's mc may cover a response not yet written, so every
+//     reader of responses (cursor ranges, the ordinals LSI of NthResponse,
+//     which a JoinNext trusts) would first have to rebuild the missing
+//     ones from the children's heads (deferredOf) — the larger change.
+//   - Lock leases per lock call (done, see Lock leases): −1.5 WRU per
+//     execution locked in a call of 10 (its timers entry in and out, 2,
+//     less a tenth of the lease's 5), measured activity 15.0 → 13.5 (lean
+//     10.0 → 8.5), workflow 277.1 → 257.7 (lean 212.1 → 193.0; twice
+//     352.1 → 328.7, lean 262.1 → 239.0); the sweep reads each lease and
+//     its members once after the expiry: +1.1 RRU per activity, +12.5 per
+//     workflow (+$0.14 and +$1.56 per million). A lock call of fewer than
+//     3 candidates (a workflow's single relock, LockOne) takes no lease.
 //   - Children created by single-item writes behind the outbox (not done):
 //     once ≈ −3 to −6 (11 transactional heads, 22 WRU, become the parent
 //     and an outbox in the transaction plus 10 PutItems, an outbox delete
 //     and the parent's ob cleared; the outbox holds every child item, so
 //     its own write and delete take most of the saving), twice ≈ −50 (the
 //     children's 50 index entries leave the transaction).
-//   - Eager dispatch (the "perf" helper's, not here): a child locked in the
-//     commit that creates it never enters and leaves pending-ffqn and
-//     pending-digest and costs no separate lock write: ≈ −5 per child
-//     default (−3 lean), ≈ −50 (−30) per workflow, and the children's lock
-//     request.
+//   - Eager dispatch (done, core.EagerLock; bench/cost -eager): a child
+//     locked in the commit that creates it never enters and leaves
+//     pending-ffqn and pending-digest and costs no separate lock write or
+//     lock request. Measured (same command plus -eager, one run each on
+//     this branch, load 5–11): default 277.5 → 227.3 WRU per workflow
+//     (−50.2, ≈ −5 per child: the children's locks, 40, go; the submit is
+//     62 instead of 72, a locked head's lock-expiry entry instead of its
+//     two pending entries), $192.58 → $160.15 all-in (+ret. $228.00 →
+//     $195.57); twice 352.5 → 292.3 WRU, $239.45 → $200.77; lean 212.5 →
+//     182.4 WRU (−30), $153.35 → $133.27 (+ret. $187.52 → $167.44), lean
+//     twice 262.5 → 232.4 WRU, $184.60 → $164.52; RRU 90.4 → 74.8; 17.3 →
+//     16.3 steps per workflow, no transaction cancelled either way. The
+//     SDK's worker takes it for every child of a function it serves while
+//     it has free slots (docs/worker.md "Eager dispatch"); the bench's
+//     figure is the case where every child is eager. Activities and their
+//     price are unchanged (a top-level submit is not eager).
 //
-// Targets and floor. Activity: $11.45 default, $8.43 lean all-in (targets
-// $6.50 and $5.90) — not met. An activity is 3 head writes plus the index
-// entries that make it findable: pending in/out (2; +2 with the digest
-// index), lock expiry in/out (2), list and list-id (2), retention (1), and
-// deployment counts (3, default). $5.90 lean means ≈ 7 WRU, the issue's own
-// floor with a lock-expiry index but without listing or retention; lock
-// leases per batch (≈ 8.4 WRU, ≈ $7.4 lean) is the largest lever left that
-// keeps listing, counts, lock expiry and retention. Workflow: $199.78
-// default, $156.08 lean, +$35 marking (targets $100 and $80 with marking)
-// — not met. Summing every lever above, eager dispatch included, leaves
-// ≈ 180 WRU default (≈ $135) plus the marking, whose floor is one write
-// per item the tree owns (38 items, 49 WRU): a tree's items are written
-// once more so that DynamoDB's time-to-live deletes them for free. $100
-// with marking would leave ≈ 100 WRU for 11 executions, 10 responses and
-// a delay — below the 7-unit-per-execution floor plus each response's
-// item and guard. So on this single-table design the floor is ≈ $135–150
-// per million 10-child workflows with retention (eager dispatch, leases,
-// the drain redesign), not $100.
+// Targets and floor. Activity: $10.38 default, $7.33 lean all-in, +$0.27
+// marking (targets $6.50 and $5.90) — not met. An activity is 3 head
+// writes plus the index entries that make it findable: pending in/out (2;
+// +2 with the digest index), lock expiry (0.5: its share of a lease of 10),
+// list and list-id (2), retention (1), and deployment counts (3, default):
+// 13.5 and 8.5 WRU. $5.90 lean means ≈ 7 WRU, the issue's own floor with a
+// lock-expiry index but without listing or retention; what is left above
+// it is listing and retention (3 WRU), which the issue keeps. Workflow:
+// $181.12 default, $141.19 lean, +$35 marking (targets $100 and $80 with
+// marking) — not met. Summing the levers not done, eager dispatch
+// included, leaves ≈ 165 WRU default (≈ $125) plus the marking, whose
+// floor is one write per item the tree owns (38 items, 49 WRU): a tree's
+// items are written once more so that DynamoDB's time-to-live deletes
+// them for free. $100 with marking would leave ≈ 100 WRU for 11
+// executions, 10 responses and a delay — below the 7-unit-per-execution
+// floor plus each response's item and guard. So on this single-table
+// design the floor is ≈ $125–140 per million 10-child workflows with
+// retention (eager dispatch, the drain redesign), not $100.
 //
-// Comparison: a Stela activity (3 transitions) is $3.82 per million
-// transitions default, $2.81 lean — 6.5× / 8.9× cheaper than Step
+// Comparison: a Stela activity (3 transitions) is $3.46 per million
+// transitions default, $2.44 lean — 7.2× / 10.2× cheaper than Step
 // Functions Standard ($25 per million state transitions); per unit of work
-// it is 1.43× (default) and 1.05× (lean) the $8.00 per million durable
-// operations of Lambda durable functions, and a child step of the 10-child
-// workflow ($19.98 / $15.61 per million children, marking excluded) 2.5× /
-// 2.0×.
+// it is 1.30× (default) and 0.92× (lean) the $8.00 per million durable
+// operations of Lambda durable functions — the lean activity is now below
+// a durable step — and a child step of the 10-child workflow ($18.11 /
+// $14.12 per million children, marking excluded) 2.3× / 1.8×.
 //
 // Under TransactionConflict (conflict_test.go; DynamoDB Local never raises
 // it): a registration meeting the blocking JoinNext's transaction on the
 // inbox cancels that transaction (2–4 of 8 in
 // TestConflictModelFanInKeepsTheInvariants, 8–18 WRU of ≈ 470 billed as
 // cancelled), which re-runs; invariants hold and no finish fails. The
-// retention lever writes nothing new, so it adds no meeting.
+// retention lever writes nothing new, so it adds no meeting; the lease
+// lever adds only single-item writes of lease items, which no transaction
+// touches (each is written by its own lock call and the sweep), and the
+// lock commits stay single PutItems, so it adds none either
+// (TestConflictModelLeasesAddNoCancelledWork: no refusal at a lease). The
+// single-item writes outside commits that do meet transactions (drain
+// clean-up, outbox completion, retention marking) are now re-sent by the
+// retryer instead of failing at the first refusal (see TransactionConflict).
 //
 // # Why attribute values and expressions are built by hand
 //

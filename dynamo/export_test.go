@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -77,3 +78,40 @@ func (b *Backend) RawPutGuard(ctx context.Context, child, recipient core.Executi
 		aReq: avS(newRequestID())}})
 	return err
 }
+
+// RawLeases returns every lock lease item (lease.go) the timers index
+// lists, read strongly consistently from the table.
+func (b *Backend) RawLeases(ctx context.Context) ([]map[string]types.AttributeValue, error) {
+	keys, err := b.timers(ctx, timerLock, core.TS(maxTime))
+	if err != nil {
+		return nil, err
+	}
+	var out []map[string]types.AttributeValue
+	for _, k := range keys {
+		pk, _ := getS(k, AttrPK)
+		if len(pk) < len(prefixLease) || pk[:len(prefixLease)] != prefixLease {
+			continue
+		}
+		got, err := b.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: b.tableName(), ConsistentRead: aws.Bool(true),
+			Key: keyOf(pk, skLease)})
+		if err != nil {
+			return nil, err
+		}
+		if got.Item != nil {
+			out = append(out, got.Item)
+		}
+	}
+	return out, nil
+}
+
+// RawHead returns the head item of id as stored.
+func (b *Backend) RawHead(ctx context.Context, id core.ExecutionId) (map[string]types.AttributeValue, error) {
+	got, err := b.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: b.tableName(), ConsistentRead: aws.Bool(true),
+		Key: keyOf(pkExec(id), skHead)})
+	if err != nil {
+		return nil, err
+	}
+	return got.Item, nil
+}
+
+var maxTime = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)

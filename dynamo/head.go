@@ -81,6 +81,11 @@ type headRec struct {
 	fi, el bool
 	pr     string
 	pq     int64
+	// lk names the lock lease (lease.go) whose index entry carries this
+	// locked head's lock expiry; "" when the head carries its own (tp/ts).
+	// Set by a lock commit under the lease, kept while the head stays
+	// Locked without a new Locked event, dropped otherwise.
+	lk string
 }
 
 // inlineEvent is an event stored inside the head.
@@ -155,10 +160,7 @@ func (h *headRec) encode(shards int, digestIndex bool) item {
 		}
 		it[AttrPendingSort] = avS(s.At.SortableText() + "#" + s.CreatedAt.SortableText() + "#" + id)
 	}
-	if s.State == core.StateLocked {
-		it[AttrTimerPK] = avS(timerLock + shard)
-		it[AttrTimerSK] = avS(s.At.SortableText())
-	}
+	lockExpiryAttrs(it, h, shard)
 	if s.Lifecycle == core.LifecycleCancelling {
 		it[AttrCancelPK] = avS(cancelPK + shard)
 		it[AttrCancelSK] = avS(s.CreatedAt.SortableText() + "#" + id)
@@ -171,6 +173,25 @@ func (h *headRec) encode(shards int, digestIndex bool) item {
 	it[AttrListSK] = avS(s.CreatedAt.SortableText() + "#" + id)
 	h.ret.encode(it, shard, s.ExecutionID.IsTopLevel())
 	return it
+}
+
+// lockExpiryAttrs sets how a head's lock expiry is found by the sweep
+// (ExpiredLocks): a Locked head covered by a lease names it (lk) and has no
+// timers-index entry of its own; any other Locked head has its own entry
+// tp = "L#<shard>", ts = its lock expiry. Every path that writes a Locked
+// head, a lock, an extension or a child created already Locked, goes
+// through encode and so through here: a head written Locked without a
+// lease (h.lk == "") always registers its own expiry.
+func lockExpiryAttrs(it item, h *headRec, shard string) {
+	if h.st.State != core.StateLocked {
+		return
+	}
+	if h.lk != "" {
+		it[aLease] = avS(h.lk)
+		return
+	}
+	it[AttrTimerPK] = avS(timerLock + shard)
+	it[AttrTimerSK] = avS(h.st.At.SortableText())
 }
 
 // decodeHead parses a head item.
@@ -216,6 +237,7 @@ func (h *headRec) decode(id core.ExecutionId, it item) error {
 	h.ob, _ = getS(it, aOutbox)
 	h.fi, h.el = getBool(it, aFanIn), getBool(it, aElect)
 	h.pr, _ = getS(it, aDeferred)
+	h.lk, _ = getS(it, aLease)
 	if n, _, e := getN(it, aDeferSeq); e == nil {
 		h.pq = n
 	}

@@ -161,7 +161,7 @@ func (b *Backend) register(ctx context.Context, parent core.ExecutionId, js, key
 	}, b.optFns...)
 	if err != nil {
 		var ae smithy.APIError
-		if isAmbiguous(err) || (errors.As(err, &ae) && ae.ErrorCode() == "TransactionConflictException") {
+		if isAmbiguous(err) || (errors.As(err, &ae) && ae.ErrorCode() == codeTransactionConflict) {
 			// A blocking commit on the inbox in flight, or an outcome the SDK
 			// gave up on: registering again is harmless, so run fn again.
 			return false, 0, store.Again(fmt.Errorf("%w: register a response to %s: %w", errContention, parent, err))

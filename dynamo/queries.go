@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -198,19 +199,34 @@ func (b *Backend) timers(ctx context.Context, kind string, at core.Timestamp) ([
 }
 
 // ExpiredLocks returns the heads of locked executions whose lock expired at
-// or before at (any lifecycle).
+// or before at (any lifecycle): those with their own timers-index entry and
+// those covered by a lock lease (lease.go), whose spent leases it deletes.
 func (b *Backend) ExpiredLocks(ctx context.Context, at core.Timestamp) ([]core.ExecutionState, error) {
 	keys, err := b.timers(ctx, timerLock, at)
 	if err != nil {
 		return nil, err
 	}
-	heads, err := b.heads(ctx, keys)
+	var own, leases []item
+	for _, k := range keys {
+		if pk, _ := getS(k, AttrPK); strings.HasPrefix(pk, prefixLease) {
+			leases = append(leases, k)
+		} else {
+			own = append(own, k)
+		}
+	}
+	heads, err := b.heads(ctx, own)
+	if err != nil {
+		return nil, err
+	}
+	leased, err := b.leasedLocks(ctx, leases, at) // lease.go
 	if err != nil {
 		return nil, err
 	}
 	var out []core.ExecutionState
-	for _, h := range heads {
-		if h.st.State == core.StateLocked && !h.st.At.After(at) {
+	seen := map[core.ExecutionId]bool{}
+	for _, h := range append(heads, leased...) {
+		if h.st.State == core.StateLocked && !h.st.At.After(at) && !seen[h.st.ExecutionID] {
+			seen[h.st.ExecutionID] = true
 			out = append(out, h.st)
 		}
 	}

@@ -96,7 +96,9 @@
 //     "function not found".
 //   - Routes that need the engine (replay, advance, backtrace/persist,
 //     functions, functions/wit, POST deployments, deployments/switch) answer
-//     501; upgrade works only with skip_determinism_check=true.
+//     501. Upgrade without skip_determinism_check is checked by an SDK
+//     worker of the new digest (the built-in core.UpgradeCheckFFQN, waited
+//     for up to Options.UpgradeCheckWait).
 //   - `length` is clamped to 100 on every listing (Obelisk: u16, logs 200).
 //   - Text renderings of events and responses show the compact JSON of the
 //     payload instead of Obelisk's Display output.

@@ -569,6 +569,34 @@ func (s *server) getBacktraceSource(c *call) error {
 	return c.reply(http.StatusOK, src, func() string { return src })
 }
 
+// GET /v1/executions/{execution_id}/history (Stela extension): the
+// execution's history as core.ExecutionHistory.Marshal writes it, byte for
+// byte the file `stela execution history export` writes, as an attachment
+// named <id>.json (the console's "Download history").
+func (s *server) exportHistory(c *call) error {
+	id, err := pathExecutionID(c.r)
+	if err != nil {
+		return err
+	}
+	log, err := s.db.Get(c.ctx(), id)
+	if err != nil {
+		return err
+	}
+	h, err := core.HistoryOf(log)
+	if err != nil {
+		return err
+	}
+	b, err := h.Marshal()
+	if err != nil {
+		return err
+	}
+	c.w.Header().Set("Content-Type", contentTypeJSON)
+	c.w.Header().Set("Content-Disposition", `attachment; filename="`+id.String()+`.json"`)
+	c.w.WriteHeader(http.StatusOK)
+	_, _ = c.w.Write(b)
+	return nil
+}
+
 // upgradeBody is the body of PUT …/upgrade.
 type upgradeBody struct {
 	Old                  *core.ComponentDigest `json:"old" required:"true"`
@@ -576,7 +604,9 @@ type upgradeBody struct {
 	SkipDeterminismCheck bool                  `json:"skip_determinism_check"`
 }
 
-// PUT /v1/executions/{execution_id}/upgrade
+// PUT /v1/executions/{execution_id}/upgrade: with skip_determinism_check
+// the move itself; without, a replay check by a worker of the new digest
+// first (upgradeChecked, upgradecheck.go).
 func (s *server) upgradeExecution(c *call) error {
 	id, err := pathExecutionID(c.r)
 	if err != nil {
@@ -587,7 +617,7 @@ func (s *server) upgradeExecution(c *call) error {
 		return err
 	}
 	if !body.SkipDeterminismCheck {
-		return httpErr(http.StatusNotImplemented, "not implemented: the determinism check needs a replay engine; set `skip_determinism_check`")
+		return s.upgradeChecked(c, id, *body.Old, *body.New)
 	}
 	reason := core.ComponentUpgradeReason{Manual: true, Force: true}
 	if err := s.db.UpgradeExecutionComponent(c.ctx(), id, *body.Old, *body.New, reason); err != nil {

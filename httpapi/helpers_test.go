@@ -87,7 +87,7 @@ type envOption func(*Options)
 func newEnv(t *testing.T, db core.DbExternalApi, opts ...envOption) *env {
 	t.Helper()
 	e := &env{t: t, db: db, cas: newMemCas(), clock: &testClock{now: t0}}
-	o := Options{Clock: e.clock, Authorizer: AllowAll(), FollowWait: 5 * time.Second}
+	o := Options{Clock: e.clock, Authorizer: AllowAll(), FollowWait: 5 * time.Second, UpgradeCheckWait: 100 * time.Millisecond}
 	for _, f := range opts {
 		f(&o)
 	}

@@ -26,6 +26,10 @@ const (
 	// MaxFollowWait is the largest accepted Options.FollowWait: API Gateway HTTP
 	// APIs end every request after 30 s, so a long poll must return before that.
 	MaxFollowWait = 29 * time.Second
+	// DefaultUpgradeCheckWait is Options.UpgradeCheckWait when it is 0:
+	// twice worker.DefaultUpgradeCheckPoll, so that an idle unpinned
+	// worker's slow poll takes the check in time.
+	DefaultUpgradeCheckWait = 20 * time.Second
 	// DefaultMaxClockSkew is Options.MaxClockSkew when it is 0.
 	DefaultMaxClockSkew = 5 * time.Minute
 	// DefaultMaxEventAge is Options.MaxEventAge when it is 0.
@@ -72,6 +76,12 @@ type Options struct {
 	// now).
 	MaxClockSkew time.Duration
 	MaxEventAge  time.Duration
+	// UpgradeCheckWait bounds how long PUT /v1/executions/{id}/upgrade
+	// (without skip_determinism_check) waits for a worker of the new
+	// component digest to take its replay check; then the check is
+	// cancelled and the answer is 404 "new component not found". It stays
+	// below API Gateway's 30 s. Default DefaultUpgradeCheckWait.
+	UpgradeCheckWait time.Duration
 	// Observer, when set, sees every request (package obs: metrics by route
 	// pattern, status and latency; spans). Nil costs nothing.
 	Observer Observer
@@ -108,6 +118,7 @@ type server struct {
 	auth        Authorizer
 	maxBody     int64
 	followWait  time.Duration
+	upgradeWait time.Duration
 	maxSkew     time.Duration
 	maxEventAge time.Duration
 	entropy     *lockedReader
@@ -127,6 +138,10 @@ func New(db core.DbExternalApi, cas core.Cas, opts Options) http.Handler {
 		db: db, cas: cas, clock: opts.Clock, log: opts.Logger, auth: opts.Authorizer,
 		maxBody: opts.MaxBodyBytes, followWait: opts.FollowWait, sweep: opts.Sweep,
 		ready: opts.Ready, obs: opts.Observer, maxSkew: opts.MaxClockSkew, maxEventAge: opts.MaxEventAge,
+		upgradeWait: opts.UpgradeCheckWait,
+	}
+	if s.upgradeWait <= 0 {
+		s.upgradeWait = DefaultUpgradeCheckWait
 	}
 	if s.maxSkew == 0 {
 		s.maxSkew = DefaultMaxClockSkew

@@ -273,8 +273,13 @@ func schemas() map[string]any {
 			"stream_type": map[string]any{"type": "string", "enum": []string{"stdout", "stderr"}, "description": "stream only"},
 		}),
 		"LogEntryList": arr(ref("LogEntry")),
+		"ExecutionHistory": closedObj([]string{"format", "execution_id", "ffqn", "component_digest", "deployment_id", "events", "responses"}, map[string]any{
+			"format": map[string]any{"type": "string", "const": core.HistoryFormat}, "execution_id": ref("ExecutionId"), "ffqn": str("an ffqn"),
+			"component_digest": ref("Digest"), "deployment_id": ref("DeploymentId"),
+			"events": arr(ref("ExecutionEvent")), "responses": arr(ref("ResponseWithCursor")),
+		}),
 		"UpgradeRequest": closedObj([]string{"old", "new"}, map[string]any{
-			"old": ref("Digest"), "new": ref("Digest"), "skip_determinism_check": boolean("must be true on this server"),
+			"old": ref("Digest"), "new": ref("Digest"), "skip_determinism_check": boolean("move without the replay check (default false: a worker of `new` replays the history first)"),
 		}),
 		"DeploymentState": closedObj([]string{"deployment_id", "digest", "status", "created_at"}, map[string]any{
 			"deployment_id": ref("DeploymentId"), "description": nullable(str("")), "digest": ref("Digest"),
@@ -333,7 +338,18 @@ func schemas() map[string]any {
 		"AppendBatchBody": closedObj([]string{"batch", "execution_id", "version"}, batchProps),
 		"CreateChildrenBody": closedObj([]string{"batch", "execution_id", "version", "children"}, with(batchProps, map[string]any{
 			"children": arr(ref("CreateRequest")), "backtraces": arr(ref("BacktraceInfo")),
+			"lock": desc("eager dispatch: children to create locked to the caller, answered in `locked` (a server that predates it answers 422 unknown field)",
+				arr(ref("EagerLock"))),
 		})),
+		"EagerLock": closedObj(append([]string{"batch_size", "ffqns"}, lockReq...), with(lockParams, map[string]any{
+			"batch_size":          integer("1..90: at most this many of the children, in request order"),
+			"ffqns":               desc("the functions whose children this lock takes", arr(ref("FunctionFqn"))),
+			"by_component_digest": boolean("a pinned worker: only children created with component_id's digest"),
+		})),
+		"CreateChildrenAnswer": closedObj([]string{"next_version"}, map[string]any{
+			"next_version": ref("Version"),
+			"locked":       desc("the children created locked (only when the body asked for eager locks)", arr(ref("LockedExecution"))),
+		}),
 		"DelayResponseBody": closedObj([]string{"batch", "execution_id", "version", "join_set_id", "delay_id"}, with(batchProps, map[string]any{
 			"join_set_id": ref("JoinSetId"), "delay_id": ref("DelayId"),
 		})),

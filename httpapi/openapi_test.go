@@ -482,6 +482,7 @@ func TestSchemasValidateRealAnswers(t *testing.T) {
 		s.call("GET", "/v1/worker/executions/"+id+"/next-responses", nil, http.StatusOK)
 		s.call("GET", "/v1/executions/"+id+"/events?length=100", nil, http.StatusOK)
 		s.call("GET", "/v1/executions/"+id+"/responses", nil, http.StatusOK)
+		s.call("GET", "/v1/executions/"+id+"/history", nil, http.StatusOK)
 		status(x.ExecutionID)
 		if x.PendingState.State == core.StateFinished {
 			s.call("GET", "/v1/worker/executions/"+id+"/result", nil, http.StatusOK)

@@ -729,10 +729,24 @@ func testUpgrade(t *testing.T, e *env) {
 			t.Fatalf("digest %s", st.ComponentDigest)
 		}
 	})
+	t.Run("CheckWithoutAWorkerIs404AndCancelled", func(t *testing.T) {
+		r := e.do("PUT", up, body(testDigest, zero, false)).wantErrPrefix(http.StatusNotFound, "new component not found: no worker of component digest "+zero.String())
+		check, err := core.ParseExecutionId(r.Header().Get("Stela-Upgrade-Check"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := e.db.GetPendingState(context.Background(), check)
+		if err != nil || st.FFQN.String() != core.UpgradeCheckFFQN || st.ComponentDigest != zero || st.PendingState.Lifecycle != core.LifecycleCancelling {
+			t.Fatalf("the check: %+v, %v; want a cancelling check of the new digest", st, err)
+		}
+		if st, _ := e.db.GetPendingState(context.Background(), id); st.ComponentDigest != testDigest {
+			t.Fatalf("digest %s", st.ComponentDigest)
+		}
+	})
 	finished := e.submit(ffqnActivity, core.ComponentTypeActivity, "[]")
 	e.finish(finished, okString("x"))
 	e.rejectAll(t, []badReq{
-		{name: "DeterminismCheckIs501", method: "PUT", path: up, body: body(testDigest, zero, false), status: 501, msg: "not implemented: …"},
+		{name: "CheckOfWrongOldIs404", method: "PUT", path: up, body: body(zero, testDigest, false), status: 404, msg: "not found"},
 		{name: "WrongOldIs404", method: "PUT", path: up, body: body(zero, testDigest, true), status: 404, msg: "not found"},
 		{name: "FinishedIs409", method: "PUT", path: "/v1/executions/" + finished.String() + "/upgrade", body: body(zero, testDigest, true), status: 409, msg: "already finished"},
 		{name: "MissingNewIs422", method: "PUT", path: up, body: `{"old":"` + zero.String() + `"}`, status: 422, msg: "invalid request body: missing field `new`"},

@@ -209,6 +209,9 @@ func (s *server) workerCreateChildren(c *call) error {
 	if err := checkBatch("backtraces", len(b.Backtraces), 0, wire.MaxBacktraceBatch); err != nil {
 		return err
 	}
+	if len(b.Lock) > 0 {
+		return s.createChildrenLocked(c, &b)
+	}
 	// Checked against the parent's log in the same write (docs/http-api.md §4.1).
 	checked, ok := s.db.(core.ChildWriteChecker)
 	if !ok {
@@ -220,6 +223,61 @@ func (s *server) workerCreateChildren(c *call) error {
 	}
 	return c.json(http.StatusOK, wire.NextVersionJSON{NextVersion: next})
 }
+
+// eagerCreator is what the create-children route needs of the store for a
+// body with eager locks (store.Service).
+type eagerCreator interface {
+	AppendBatchCreateNewExecutionLockedChecked(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo, locks []core.EagerLock) (core.Version, []core.LockedExecution, error)
+}
+
+// createChildrenLocked is create-children with eager locks (wire.EagerLockJSON,
+// docs/http-api.md §4.1): the children they take are created locked and
+// answered in `locked`. A store that cannot lock eagerly creates them
+// pending and answers no lock.
+func (s *server) createChildrenLocked(c *call, b *wire.CreateChildrenBody) error {
+	if len(b.Lock) > maxEagerLocks {
+		return badRequest("`lock` has %d entries, at most %d", len(b.Lock), maxEagerLocks)
+	}
+	now := s.now()
+	locks := make([]core.EagerLock, len(b.Lock))
+	for i, l := range b.Lock {
+		if l.BatchSize < 1 || l.BatchSize > wire.MaxAppendBatch {
+			return badRequest("`lock[%d].batch_size` must be 1..%d", i, wire.MaxAppendBatch)
+		}
+		if len(l.FFQNs) == 0 {
+			return badRequest("`lock[%d].ffqns` must name at least one function", i)
+		}
+		if err := s.timeBound().checkPtr(fmt.Sprintf("lock[%d].created_at", i), l.CreatedAt); err != nil {
+			return err
+		}
+		locks[i] = l.Core(now)
+	}
+	ec, ok := s.db.(eagerCreator)
+	if !ok {
+		checked, ok := s.db.(core.ChildWriteChecker)
+		if !ok {
+			return core.ErrNotImplemented
+		}
+		next, err := checked.AppendBatchCreateNewExecutionChecked(c.ctx(), s.timeOr(b.CurrentTime), b.Batch, b.ExecutionID, b.Version, b.Children, b.Backtraces)
+		if err != nil {
+			return err
+		}
+		return c.json(http.StatusOK, wire.CreateChildrenAnswer{NextVersion: next})
+	}
+	next, locked, err := ec.AppendBatchCreateNewExecutionLockedChecked(c.ctx(), s.timeOr(b.CurrentTime), b.Batch, b.ExecutionID, b.Version, b.Children, b.Backtraces, locks)
+	if err != nil {
+		return err
+	}
+	out := wire.CreateChildrenAnswer{NextVersion: next, Locked: make([]wire.LockedExecutionJSON, len(locked))}
+	for i, le := range locked {
+		out.Locked[i] = wire.NewLockedExecutionJSON(le)
+	}
+	return c.json(http.StatusOK, out)
+}
+
+// maxEagerLocks bounds the entries of create-children's `lock` (one per
+// lock group of the worker).
+const maxEagerLocks = 8
 
 // POST /v1/worker/append-batch/delay-response
 func (s *server) workerDelayResponse(c *call) error {

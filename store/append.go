@@ -424,7 +424,22 @@ func (s *Service) AppendBatchCreateNewExecutionChecked(ctx context.Context, curr
 }
 
 func (s *Service) createChildren(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo, check bool) (core.Version, error) {
-	return s.createChildrenOnce(ctx, currentTime, batch, id, version, children, backtraces, check, false)
+	next, _, err := s.createChildrenOnce(ctx, currentTime, batch, id, version, children, backtraces, nil, check, false)
+	return next, err
+}
+
+// AppendBatchCreateNewExecutionLocked implements core.EagerChildCreator:
+// AppendBatchCreateNewExecution that also creates the children locks take
+// already locked (eager.go).
+func (s *Service) AppendBatchCreateNewExecutionLocked(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo, locks []core.EagerLock) (core.Version, []core.LockedExecution, error) {
+	return s.createChildrenLocked(ctx, currentTime, batch, id, version, children, backtraces, locks, false)
+}
+
+// AppendBatchCreateNewExecutionLockedChecked is
+// AppendBatchCreateNewExecutionLocked with the checks of
+// AppendBatchCreateNewExecutionChecked (the HTTP route).
+func (s *Service) AppendBatchCreateNewExecutionLockedChecked(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo, locks []core.EagerLock) (core.Version, []core.LockedExecution, error) {
+	return s.createChildrenLocked(ctx, currentTime, batch, id, version, children, backtraces, locks, true)
 }
 
 // hasSignalStub reports whether children create a signal stub.
@@ -453,9 +468,12 @@ func (s *Service) signalStubExists(t *txn, c core.CreateRequest) (bool, error) {
 	return true, nil
 }
 
-func (s *Service) createChildrenOnce(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo, check, retried bool) (core.Version, error) {
+func (s *Service) createChildrenOnce(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo, locks []core.EagerLock, check, retried bool) (core.Version, []core.LockedExecution, error) {
 	var next core.Version
+	var locked []core.LockedExecution
 	err := s.updateAs(ctx, OpAppend, func(t *txn) error {
+		locked = locked[:0]
+		taken := make([]int, len(locks))
 		res, err := s.appendIn(t, id, version, batch, currentTime, core.AppendOptions{})
 		if err != nil {
 			return err
@@ -488,6 +506,16 @@ func (s *Service) createChildrenOnce(ctx context.Context, currentTime core.Times
 					continue
 				}
 			}
+			if lk := eagerLockFor(locks, taken, &c); lk != nil {
+				le, err := s.createLockedIn(t, c, &lk.Request)
+				if err != nil {
+					return err
+				}
+				if !le.ExecutionID.IsZero() {
+					locked = append(locked, le)
+				}
+				continue
+			}
 			if err := s.createIn(t, c); err != nil {
 				return err
 			}
@@ -497,17 +525,17 @@ func (s *Service) createChildrenOnce(ctx context.Context, currentTime core.Times
 	if err != nil && errors.Is(err, core.ErrConflict) && hasSignalStub(children) && !retried {
 		// A sender created a signal stub between the read and the commit:
 		// run again, which now sees it.
-		return s.createChildrenOnce(ctx, currentTime, batch, id, version, children, backtraces, check, true)
+		return s.createChildrenOnce(ctx, currentTime, batch, id, version, children, backtraces, locks, check, true)
 	}
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if len(backtraces) > 0 {
 		if _, berr := s.b.AppendBacktraces(ctx, backtraces); berr != nil {
 			s.log.Warn("append backtraces failed", core.LogKeyExecutionID, id.String(), core.LogKeyErr, berr)
 		}
 	}
-	return next, nil
+	return next, locked, nil
 }
 
 func (s *Service) createIn(t *txn, req core.CreateRequest) error {

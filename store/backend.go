@@ -112,7 +112,10 @@ type Queries interface {
 	// PendingByDigest is PendingByFFQN keyed by the current component digest.
 	PendingByDigest(ctx context.Context, digest core.ComponentDigest, at core.Timestamp, limit int) ([]core.ExecutionId, error)
 	// ExpiredLocks returns the heads of executions in state Locked (any
-	// lifecycle) whose lock expired at or before at.
+	// lifecycle) whose lock expired at or before at. A backend with lock
+	// leases (LockLeaser) deletes, while answering, the leases due at or
+	// before at that cover no lock any more: its only write, which changes
+	// no execution.
 	ExpiredLocks(ctx context.Context, at core.Timestamp) ([]core.ExecutionState, error)
 	// ExpiredDelays returns unpaused timers with expires_at <= at.
 	ExpiredDelays(ctx context.Context, at core.Timestamp) ([]core.ExpiredDelay, error)
@@ -210,6 +213,7 @@ type DeploymentTx interface {
 //	Retainer + RetentionTx (Tx) x     x       x     no retention (ApplyRetention is a no-op)
 //	Exporter (+ ExportTx)       x     x       x     stela export fails with core.ErrNotImplemented
 //	Importer                    -     -       x     imported executions written in one Update
+//	LockLeaser                  -     -       x     each locked head indexes its own lock expiry
 //
 // TestCapabilitiesTable (internal/backendtest) holds this table against the
 // backends. The CAS has two optional capabilities of its own, declared
@@ -225,6 +229,7 @@ type capabilities struct {
 	retainer  Retainer
 	exporter  Exporter
 	importer  Importer
+	leaser    LockLeaser
 }
 
 func capabilitiesOf(b Backend) capabilities {
@@ -237,6 +242,7 @@ func capabilitiesOf(b Backend) capabilities {
 	c.retainer, _ = b.(Retainer)
 	c.exporter, _ = b.(Exporter)
 	c.importer, _ = b.(Importer)
+	c.leaser, _ = b.(LockLeaser)
 	return c
 }
 
@@ -272,6 +278,35 @@ func casCapabilitiesOf(c core.Cas) casCapabilities {
 // own conditional transaction so one contended item cannot abort the batch.
 type BatchLocker interface {
 	LockBatchInOneUpdate() bool
+}
+
+// LockLeaser is an optional Backend capability: a backend that pays a write
+// per index entry (DynamoDB) indexes the lock expiry of a lock call's
+// executions once, in a lease, instead of once per locked head (dynamo/doc.go,
+// "Lock leases"). The service opens a lease for the candidates of a lock
+// call before locking any of them, runs their lock Updates under
+// WithLockLease, and closes it with the ones it locked once every Update
+// returned. Each execution's own lock expiry stays in its head and its
+// Locked event; ExpiredLocks still returns every expired lock, leased or
+// not, and removes the leases that cover no lock any more.
+type LockLeaser interface {
+	// OpenLockLease durably records, before any of them is locked, that
+	// ids may be locked until expiry by one lock call.
+	OpenLockLease(ctx context.Context, ids []core.ExecutionId, expiry core.Timestamp) (LockLease, error)
+	// CloseLockLease records that every lock Update run under l returned
+	// and that exactly locked (a subset of l.Members) were locked.
+	CloseLockLease(ctx context.Context, l LockLease, locked []core.ExecutionId) error
+}
+
+// LockLease is a lease opened by LockLeaser.OpenLockLease: its id, the lock
+// expiry it covers and the executions it may cover.
+type LockLease struct {
+	// ID names the lease in its backend.
+	ID string
+	// Expiry is the lock expiry of every lock taken under the lease.
+	Expiry core.Timestamp
+	// Members are the executions the lease may cover.
+	Members []core.ExecutionId
 }
 
 // ReadyChecker is an optional Backend capability: Ready reports whether the

@@ -121,27 +121,82 @@ func (s *Service) lockCandidates(ctx context.Context, req core.LockRequest, cand
 		s.lockCall(ctx, limit, len(out))
 		return out, nil
 	}
-	for _, c := range cands {
-		if len(out) >= limit {
-			break
+	for start := 0; start < len(cands) && len(out) < limit; {
+		// The candidates are taken in order, as many at a time as slots are
+		// left, so a lease lists only candidates this call will try.
+		chunk := cands[start:min(len(cands), start+limit-len(out))]
+		start += len(chunk)
+		lctx, lease, leased := s.openLease(ctx, req, chunk)
+		var locked []core.ExecutionId
+		for _, c := range chunk {
+			var le core.LockedExecution
+			ok := false
+			err := s.updateAs(lctx, OpLock, func(t *txn) error {
+				var err error
+				le, ok, err = s.lockCandidateIn(t, req, c, auto)
+				return err
+			})
+			if err != nil {
+				// The lease stays open: an Update that failed may still
+				// land, so the sweep keeps the lease until its lag passed.
+				s.lockCall(ctx, limit, len(out))
+				return out, fmt.Errorf("store: lock %s: %w", c.id, err)
+			}
+			if ok {
+				out = append(out, le)
+				locked = append(locked, c.id)
+			}
 		}
-		var le core.LockedExecution
-		locked := false
-		err := s.updateAs(ctx, OpLock, func(t *txn) error {
-			var err error
-			le, locked, err = s.lockCandidateIn(t, req, c, auto)
-			return err
-		})
-		if err != nil {
-			s.lockCall(ctx, limit, len(out))
-			return out, fmt.Errorf("store: lock %s: %w", c.id, err)
-		}
-		if locked {
-			out = append(out, le)
+		if leased {
+			if err := s.caps.leaser.CloseLockLease(context.WithoutCancel(ctx), lease, locked); err != nil {
+				// Not an error of the call: its locks are taken and an open
+				// lease only lives longer (the sweep reaps it after its lag).
+				s.log.WarnContext(ctx, "close lock lease", core.LogKeyErr, err)
+			}
 		}
 	}
 	s.lockCall(ctx, limit, len(out))
 	return out, nil
+}
+
+// minLeaseMembers is the smallest lock chunk worth a lease: a lease costs
+// its item's put, close and delete and its index entry in and out (5 write
+// units on DynamoDB) where each leased execution saves its own lock-expiry
+// entry in and out (2).
+const minLeaseMembers = 3
+
+// openLease opens a lock lease for chunk when the backend has leases and the
+// chunk is large enough; ctx then carries it (WithLockLease). A lease that
+// cannot be opened is not an error: the locks index their own expiry.
+func (s *Service) openLease(ctx context.Context, req core.LockRequest, chunk []candidate) (context.Context, LockLease, bool) {
+	if s.caps.leaser == nil || len(chunk) < minLeaseMembers {
+		return ctx, LockLease{}, false
+	}
+	ids := make([]core.ExecutionId, len(chunk))
+	for i, c := range chunk {
+		ids[i] = c.id
+	}
+	l, err := s.caps.leaser.OpenLockLease(ctx, ids, req.LockExpiresAt)
+	if err != nil {
+		s.log.WarnContext(ctx, "open lock lease", core.LogKeyErr, err)
+		return ctx, LockLease{}, false
+	}
+	return WithLockLease(ctx, l), l, true
+}
+
+type lockLeaseKey struct{}
+
+// WithLockLease returns ctx carrying l: the lock Updates run under it may
+// index their lock expiry through the lease (LockLeaser) instead of the
+// locked head.
+func WithLockLease(ctx context.Context, l LockLease) context.Context {
+	return context.WithValue(ctx, lockLeaseKey{}, l)
+}
+
+// LockLeaseOf returns the lease ctx carries (WithLockLease), if any.
+func LockLeaseOf(ctx context.Context) (LockLease, bool) {
+	l, ok := ctx.Value(lockLeaseKey{}).(LockLease)
+	return l, ok
 }
 
 // lockCandidateIn locks one candidate inside t if it still matches; a stale

@@ -121,7 +121,8 @@ func OldestDue(timers []core.ExpiredTimer) (oldest core.Timestamp, ok bool) {
 // TimerLag measures the sweep lag at now: now minus the deadline of the
 // oldest timer due at now that no sweep has handled yet (a delay not fired,
 // an expired lock not resolved), zero when there is none. It reads the
-// same index the sweep reads (GetExpiredTimers) and writes nothing, so it
+// same index the sweep reads (GetExpiredTimers) and writes nothing (but a
+// backend's spent lock leases, see Queries.ExpiredLocks), so it
 // reports a stopped or falling-behind sweep however the sweep is run.
 func TimerLag(ctx context.Context, db core.DbConnection, now core.Timestamp) (time.Duration, error) {
 	timers, err := db.GetExpiredTimers(ctx, now)

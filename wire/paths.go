@@ -29,6 +29,7 @@ const (
 	PathBacktrace          = "/v1/executions/{execution_id}/backtrace"
 	PathBacktraceSource    = "/v1/executions/{execution_id}/backtrace/source"
 	PathExecutionUpgrade   = "/v1/executions/{execution_id}/upgrade"
+	PathExecutionHistory   = "/v1/executions/{execution_id}/history"
 	PathDelayCancel        = "/v1/delays/{delay_id}/cancel"
 	PathDelayPause         = "/v1/delays/{delay_id}/pause"
 	PathDelayUnpause       = "/v1/delays/{delay_id}/unpause"

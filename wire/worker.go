@@ -170,6 +170,51 @@ type CreateChildrenBody struct {
 	AppendBatchBody
 	Children   []core.CreateRequest `json:"children" required:"true"`
 	Backtraces []core.BacktraceInfo `json:"backtraces,omitempty"`
+	// Lock asks for some of the children to be created locked to the
+	// caller (eager dispatch, core.EagerLock); they are answered in
+	// CreateChildrenAnswer.Locked. A server that predates the field
+	// rejects it (422 "unknown field `lock`"): the caller then sends the
+	// request again without it.
+	Lock []EagerLockJSON `json:"lock,omitempty"`
+}
+
+// EagerLockJSON is core.EagerLock on the wire: the lock's parameters, at
+// most batch_size children of ffqns and, for a pinned worker,
+// by_component_digest (only children of component_id's digest).
+type EagerLockJSON struct {
+	LockParams
+	BatchSize         uint32             `json:"batch_size" required:"true"`
+	FFQNs             []core.FunctionFqn `json:"ffqns" required:"true"`
+	ByComponentDigest bool               `json:"by_component_digest,omitempty"`
+}
+
+// Core is the eager lock j stands for, at the server's time now for an
+// absent created_at.
+func (j EagerLockJSON) Core(now core.Timestamp) core.EagerLock {
+	req := j.Request(now, j.BatchSize, nil)
+	req.ByComponentDigest = j.ByComponentDigest
+	return core.EagerLock{Request: req, FFQNs: j.FFQNs}
+}
+
+// NewEagerLockJSON converts an eager lock to its wire form (a zero
+// created_at is the server's clock).
+func NewEagerLockJSON(l core.EagerLock) EagerLockJSON {
+	r := l.Request
+	p := LockParams{ComponentID: r.ComponentID, DeploymentID: r.DeploymentID, ExecutorID: r.ExecutorID,
+		RunID: r.RunID, LockExpiresAt: r.LockExpiresAt, RetryConfig: r.RetryConfig, SkipHistory: r.SkipHistory}
+	if !r.CreatedAt.IsZero() {
+		c := r.CreatedAt
+		p.CreatedAt = &c
+	}
+	return EagerLockJSON{LockParams: p, BatchSize: r.BatchSize, FFQNs: l.FFQNs, ByComponentDigest: r.ByComponentDigest}
+}
+
+// CreateChildrenAnswer answers POST /v1/worker/append-batch/create-children:
+// the next version and, when the body asked for eager locks, the children
+// created locked (absent otherwise, and from a server that predates them).
+type CreateChildrenAnswer struct {
+	NextVersion core.Version          `json:"next_version"`
+	Locked      []LockedExecutionJSON `json:"locked,omitempty"`
 }
 
 // DelayResponseBody is the body of POST /v1/worker/append-batch/delay-response.

@@ -13,6 +13,12 @@ import (
 // *client.Client (HTTP, against `stela dev` or API Gateway). Errors are
 // core's (core.ErrNotFound, *core.VersionConflictError,
 // core.ErrAlreadyFinished, …).
+//
+// Both also implement core.EagerChildCreator, which eager dispatch uses
+// (Options.NoEagerDispatch). A Conn that wraps *store.Service by embedding
+// it and overrides AppendBatchCreateNewExecution must override
+// AppendBatchCreateNewExecutionLocked too (or the worker set
+// NoEagerDispatch): the embedded store's would be called instead.
 type Conn = core.WorkerConn
 
 // cancelChild asks a child execution to cancel (an activity, or a

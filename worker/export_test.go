@@ -25,3 +25,6 @@ func (w *Worker) OnParked(f func(id core.ExecutionId)) { w.cache.onPut = f }
 // OnAwaiting sets a hook called when a workflow run starts waiting for a
 // response in memory (set before running).
 func (w *Worker) OnAwaiting(f func(id core.ExecutionId)) { w.onAwait = f }
+
+// Stopping is closed once the worker began stopping (Run's context done).
+func (w *Worker) Stopping() <-chan struct{} { return w.stopping.Done() }

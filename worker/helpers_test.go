@@ -93,6 +93,13 @@ func (c *cutConn) AppendBatchCreateNewExecution(ctx context.Context, now core.Ti
 	return c.Service.AppendBatchCreateNewExecution(ctx, now, batch, id, v, children, bts)
 }
 
+// AppendBatchCreateNewExecutionLocked declines eager dispatch (no locks):
+// the promoted *store.Service method would bypass the override above.
+func (c *cutConn) AppendBatchCreateNewExecutionLocked(ctx context.Context, now core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, v core.Version, children []core.CreateRequest, bts []core.BacktraceInfo, _ []core.EagerLock) (core.Version, []core.LockedExecution, error) {
+	next, err := c.AppendBatchCreateNewExecution(ctx, now, batch, id, v, children, bts)
+	return next, nil, err
+}
+
 func (c *cutConn) AppendBatchRespondToParent(ctx context.Context, ev core.AppendEventsToExecution, resp core.AppendResponseToExecution, now core.Timestamp) (core.Version, error) {
 	if err := c.guard(); err != nil {
 		return 0, err

@@ -66,7 +66,9 @@ func (c *lateEndConn) LockPending(ctx context.Context, req core.LockRequest, ffq
 func TestRunUntilIdleRunsWhatARunEndingLateMadePending(t *testing.T) {
 	env := workertest.New(t, worker.Options{})
 	conn := &lateEndConn{Service: env.Store, gate: make(chan struct{})}
-	w := env.NewWorker(conn, worker.Options{})
+	// The interleaving needs the child activity locked by a poll, not
+	// eagerly by its parent's write.
+	w := env.NewWorker(conn, worker.Options{NoEagerDispatch: true})
 	conn.w = w
 	worker.Activity(w, gatedFFQN, func(ctx context.Context, _ worker.Unit) (string, error) {
 		select {

@@ -45,6 +45,13 @@ func (c *pauseRaceConn) AppendBatchCreateNewExecution(ctx context.Context, now c
 	return next, err
 }
 
+// AppendBatchCreateNewExecutionLocked declines eager dispatch (no locks):
+// the promoted *store.Service method would bypass the override above.
+func (c *pauseRaceConn) AppendBatchCreateNewExecutionLocked(ctx context.Context, now core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, v core.Version, children []core.CreateRequest, bts []core.BacktraceInfo, _ []core.EagerLock) (core.Version, []core.LockedExecution, error) {
+	next, err := c.AppendBatchCreateNewExecution(ctx, now, batch, id, v, children, bts)
+	return next, nil, err
+}
+
 // TestLockDuringPauseResumesTheParkedRun: the worker locks a workflow again
 // while its run is still on its way into the cache (the wait is written,
 // the child answered and the execution became pending at once). The new
@@ -109,6 +116,13 @@ func (c *fencingConn) AppendBatchCreateNewExecution(ctx context.Context, now cor
 		return 0, &core.VersionConflictError{Expected: v + 1, Requested: v}
 	}
 	return c.Service.AppendBatchCreateNewExecution(ctx, now, batch, id, v, children, bts)
+}
+
+// AppendBatchCreateNewExecutionLocked declines eager dispatch (no locks):
+// the promoted *store.Service method would bypass the override above.
+func (c *fencingConn) AppendBatchCreateNewExecutionLocked(ctx context.Context, now core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, v core.Version, children []core.CreateRequest, bts []core.BacktraceInfo, _ []core.EagerLock) (core.Version, []core.LockedExecution, error) {
+	next, err := c.AppendBatchCreateNewExecution(ctx, now, batch, id, v, children, bts)
+	return next, nil, err
 }
 
 // TestFailedPauseLeavesNoMark: a run whose parking write fails (its lease

@@ -47,6 +47,13 @@ func (c *extensionWatch) AppendBatchCreateNewExecution(ctx context.Context, now 
 	return next, err
 }
 
+// AppendBatchCreateNewExecutionLocked declines eager dispatch (no locks):
+// the promoted *store.Service method would bypass the override above.
+func (c *extensionWatch) AppendBatchCreateNewExecutionLocked(ctx context.Context, now core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, v core.Version, children []core.CreateRequest, bts []core.BacktraceInfo, _ []core.EagerLock) (core.Version, []core.LockedExecution, error) {
+	next, err := c.AppendBatchCreateNewExecution(ctx, now, batch, id, v, children, bts)
+	return next, nil, err
+}
+
 // TestLeaseExtensionFlushesAFullBuffer: a workflow whose buffer is full
 // (a join set, 44 children and a Random: 90 items, the HTTP append limit)
 // computes past half its lease. The extension must write the buffer first
@@ -129,6 +136,13 @@ func (c *refusingConn) AppendBatchCreateNewExecution(ctx context.Context, now co
 		return 0, err
 	}
 	return c.Service.AppendBatchCreateNewExecution(ctx, now, batch, id, v, children, bts)
+}
+
+// AppendBatchCreateNewExecutionLocked declines eager dispatch (no locks):
+// the promoted *store.Service method would bypass the override above.
+func (c *refusingConn) AppendBatchCreateNewExecutionLocked(ctx context.Context, now core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, v core.Version, children []core.CreateRequest, bts []core.BacktraceInfo, _ []core.EagerLock) (core.Version, []core.LockedExecution, error) {
+	next, err := c.AppendBatchCreateNewExecution(ctx, now, batch, id, v, children, bts)
+	return next, nil, err
 }
 
 // errorLogs returns a logger and the messages it logged at ERROR.

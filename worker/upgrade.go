@@ -90,77 +90,128 @@ func listByDigest(ctx context.Context, db UpgradeStore, d core.ComponentDigest) 
 }
 
 func (w *Worker) upgradeOne(ctx context.Context, db UpgradeStore, id core.ExecutionId, digests map[string]core.ComponentDigest, rep *UpgradeReport) error {
-	skip := func(reason string) { rep.Skipped = append(rep.Skipped, UpgradeRefusal{ID: id, Reason: reason}) }
-	log, err := w.conn.Get(ctx, id)
+	to := func(f core.FunctionFqn) (core.ComponentDigest, bool) { d, ok := digests[f.String()]; return d, ok }
+	res, div, err := w.checkAndMove(ctx, db, id, nil, to)
 	if err != nil {
 		return err
 	}
-	if log.PendingState.Finished != nil {
-		skip("finished")
-		return nil
+	switch res.Outcome {
+	case core.UpgradeMoved:
+		rep.Upgraded = append(rep.Upgraded, id)
+	case core.UpgradeDiverged:
+		rep.Diverged = append(rep.Diverged, UpgradeRefusal{ID: id, Divergence: div, Reason: res.Reason})
+	default:
+		rep.Skipped = append(rep.Skipped, UpgradeRefusal{ID: id, Reason: res.Reason})
 	}
-	h, err := core.HistoryOf(log)
+	return nil
+}
+
+// componentMover is the move of an upgrade: upgrade_execution_component
+// under the expected-old-digest guard. *store.Service and *client.Client
+// implement it.
+type componentMover interface {
+	UpgradeExecutionComponent(ctx context.Context, id core.ExecutionId, old, new core.ComponentDigest, reason core.ComponentUpgradeReason) error
+}
+
+// checkAndMove is one checked upgrade, shared by Worker.Upgrade and the
+// built-in replay check: it reads id's state, refuses when its digest is
+// not *expect (when set), when it finished, or when to has no digest for
+// its function; replays a workflow's history and, only when it replays
+// cleanly, moves it from the digest it read to to's with
+// db.UpgradeExecutionComponent (the guard refuses the move when the digest
+// changed meanwhile). Events appended between the check and the move are
+// checked again; if they no longer replay, the execution is moved back.
+// The divergence is returned with an UpgradeDiverged result.
+func (w *Worker) checkAndMove(ctx context.Context, db componentMover, id core.ExecutionId, expect *core.ComponentDigest,
+	to func(core.FunctionFqn) (core.ComponentDigest, bool)) (core.UpgradeCheckResult, *NondeterminismError, error) {
+	skip := func(o core.UpgradeCheckOutcome, reason string) (core.UpgradeCheckResult, *NondeterminismError, error) {
+		return core.UpgradeCheckResult{Outcome: o, Reason: reason}, nil, nil
+	}
+	diverged := func(d *NondeterminismError, reason string) (core.UpgradeCheckResult, *NondeterminismError, error) {
+		return core.UpgradeCheckResult{Outcome: core.UpgradeDiverged, Reason: reason, Version: d.Version}, d, nil
+	}
+	st, err := w.conn.GetPendingState(ctx, id)
 	if err != nil {
-		return err
+		return core.UpgradeCheckResult{}, nil, err
 	}
-	to, ok := digests[h.FFQN.String()]
+	old := st.ComponentDigest
+	if expect != nil && old != *expect {
+		return skip(core.UpgradeStale, fmt.Sprintf("its digest is %s, not %s", old, *expect))
+	}
+	if st.PendingState.Finished != nil {
+		return skip(core.UpgradeFinishedAlready, "finished")
+	}
+	target, ok := to(st.FFQN)
 	switch {
 	case !ok:
-		skip("this worker does not serve " + h.FFQN.String())
-		return nil
-	case log.ComponentDigest == to:
-		skip("already of this worker's digest")
-		return nil
+		return skip(core.UpgradeNotServed, "this worker does not serve "+st.FFQN.String())
+	case old == target:
+		return skip(core.UpgradeStale, "already of this worker's digest")
 	}
-	old := log.ComponentDigest
-	workflow := log.ComponentType == core.ComponentTypeWorkflow
+	w.mu.Lock()
+	replay := w.replayCheck
+	w.mu.Unlock()
+	workflow := st.ComponentType == core.ComponentTypeWorkflow
+	var events int
 	if workflow {
-		res, err := w.Replay(ctx, h)
-		if err != nil {
-			return err
+		if replay == nil {
+			return skip(core.UpgradeNotServed, "this worker serves no workflow")
 		}
-		if res.Divergence != nil {
-			rep.Diverged = append(rep.Diverged, UpgradeRefusal{ID: id, Divergence: res.Divergence, Reason: "diverges"})
-			return nil
+		var d *NondeterminismError
+		if events, d, err = replay(w, ctx, id); err != nil {
+			return core.UpgradeCheckResult{}, nil, err
+		} else if d != nil {
+			return diverged(d, divergenceText(d))
 		}
 	}
-	err = db.UpgradeExecutionComponent(ctx, id, old, to, core.ComponentUpgradeReason{Manual: true})
+	err = db.UpgradeExecutionComponent(ctx, id, old, target, core.ComponentUpgradeReason{Manual: true})
 	switch {
 	case errors.Is(err, core.ErrNotFound):
-		skip("its digest changed meanwhile")
-		return nil
+		return skip(core.UpgradeStale, "its digest changed meanwhile")
 	case errors.Is(err, core.ErrAlreadyFinished):
-		skip("finished")
-		return nil
+		return skip(core.UpgradeFinishedAlready, "finished")
 	case err != nil:
-		return err
+		return core.UpgradeCheckResult{}, nil, err
 	}
 	if workflow {
 		// Events appended between the check and the move were not checked.
-		after, err := w.conn.Get(ctx, id)
+		after, d, err := replay(w, ctx, id)
 		if err != nil {
-			return err
+			return core.UpgradeCheckResult{}, nil, err
 		}
-		if len(after.Events) > len(log.Events)+1 {
-			h2, err := core.HistoryOf(after)
-			if err != nil {
-				return err
+		if after > events+1 && d != nil {
+			if err := db.UpgradeExecutionComponent(ctx, id, target, old, core.ComponentUpgradeReason{Manual: true}); err != nil && !errors.Is(err, core.ErrNotFound) && !errors.Is(err, core.ErrAlreadyFinished) {
+				return core.UpgradeCheckResult{}, nil, err
 			}
-			res, err := w.Replay(ctx, h2)
-			if err != nil {
-				return err
-			}
-			if res.Divergence != nil {
-				if err := db.UpgradeExecutionComponent(ctx, id, to, old, core.ComponentUpgradeReason{Manual: true}); err != nil && !errors.Is(err, core.ErrNotFound) && !errors.Is(err, core.ErrAlreadyFinished) {
-					return err
-				}
-				rep.Diverged = append(rep.Diverged, UpgradeRefusal{ID: id, Divergence: res.Divergence, Reason: "diverges (moved back)"})
-				return nil
-			}
+			return diverged(d, divergenceText(d)+" (moved back)")
 		}
 	}
-	rep.Upgraded = append(rep.Upgraded, id)
-	return nil
+	return core.UpgradeCheckResult{Outcome: core.UpgradeMoved, Reason: fmt.Sprintf("%s -> %s", old, target)}, nil, nil
+}
+
+// replayStored reads id's log and replays its history with this worker's
+// code: the number of events read and the first divergence (nil: clean).
+// Workflow sets it as Worker.replayCheck, so that a worker of activities
+// only links no replay.
+func replayStored(w *Worker, ctx context.Context, id core.ExecutionId) (int, *NondeterminismError, error) {
+	log, err := w.conn.Get(ctx, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	h, err := core.HistoryOf(log)
+	if err != nil {
+		return 0, nil, err
+	}
+	res, err := w.Replay(ctx, h)
+	if err != nil {
+		return 0, nil, err
+	}
+	return len(log.Events), res.Divergence, nil
+}
+
+// divergenceText is a divergence as a check result's reason.
+func divergenceText(d *NondeterminismError) string {
+	return fmt.Sprintf("version %d: %s", d.Version, d.Detail)
 }
 
 // divergedSig is raised by a pinned worker's replay that diverged.

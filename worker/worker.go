@@ -72,6 +72,16 @@ type Options struct {
 	// it locks every pending execution of its functions, whatever its
 	// digest, and moves it to its own (today's behaviour).
 	Pinned bool
+	// UpgradeCheckPoll is how often an unpinned worker locks by each of
+	// its digests, to find the replay checks of upgrades to its code
+	// (PUT /v1/executions/{id}/upgrade, `stela execution upgrade`): one
+	// extra lock request per lock group per UpgradeCheckPoll under Run,
+	// one per lock group at the start of each RunUntilIdle. A pinned
+	// worker's every lock is by digest, so it needs none. Default
+	// DefaultUpgradeCheckPoll; negative: never (upgrades to this worker's
+	// digests then answer "new component not found" unless a pinned
+	// worker of the digest runs).
+	UpgradeCheckPoll time.Duration
 	// Concurrency bounds the executions running at once (activities and
 	// workflows together; a workflow waiting for a response does not count).
 	// Default DefaultConcurrency.
@@ -136,6 +146,13 @@ type Options struct {
 	// leaves it to the next lease extension (up to LockExpiry/2).
 	// Default DefaultCancelCheck.
 	CancelCheck time.Duration
+	// NoEagerDispatch turns eager dispatch off: by default, when a workflow
+	// creates children whose function this worker serves and slots are
+	// free, the write that creates them also locks up to that many of them
+	// to this worker, and they start at once, without a lock request or a
+	// poll (see docs/worker.md "Eager dispatch"). Off, every child waits in
+	// the store for a worker's lock request.
+	NoEagerDispatch bool
 	// OnFinished, if set, is called once the Finished event of an execution
 	// this worker ran is stored (e.g. for metrics). It must not block.
 	// Decode turns result into the function's typed value or error.
@@ -162,12 +179,19 @@ type Worker struct {
 	deployment core.DeploymentId
 	registered bool
 	entropy    io.Reader
+	// replayCheck is replayStored once a workflow is registered (the
+	// upgrade check's replay).
+	replayCheck func(*Worker, context.Context, core.ExecutionId) (int, *NondeterminismError, error)
 
 	cache    *runCache
 	types    storeTypes // what the store said about functions served elsewhere
 	slots    *slots
 	inflight atomic.Int64
 	runs     [2]atomic.Int64 // runs started: activities, workflows
+	// eager is the lock groups of eager dispatch while running (eager.go);
+	// eagerRuns counts the runs started from eager locks.
+	eager     atomic.Pointer[eagerGroups]
+	eagerRuns atomic.Int64
 	// awaitOK is set under Run: workflows may wait for responses in memory.
 	awaitOK  atomic.Bool
 	awaiting atomic.Int64
@@ -239,6 +263,9 @@ func New(conn Conn, opts Options) *Worker {
 	}
 	if opts.MaxAwaiting <= 0 {
 		opts.MaxAwaiting = DefaultMaxAwaiting
+	}
+	if opts.UpgradeCheckPoll == 0 {
+		opts.UpgradeCheckPoll = DefaultUpgradeCheckPoll
 	}
 	if opts.CancelCheck == 0 {
 		opts.CancelCheck = DefaultCancelCheck
@@ -342,6 +369,9 @@ func Activity[P, R any](w *Worker, ffqn string, fn func(ctx context.Context, par
 // error finishes the workflow with {"err": <message>} (workflows are not
 // retried on errors); a panic finishes it with an execution failure.
 func Workflow[P, R any](w *Worker, ffqn string, fn func(wf *Context, params P) (R, error), opts ...FuncOption) {
+	w.mu.Lock()
+	w.replayCheck = replayStored // here, so a worker of activities only links no replay
+	w.mu.Unlock()
 	w.register(ffqn, &function{kind: core.ComponentTypeWorkflow, retry: core.ComponentRetryConfig{}, workflow: untyped(fn),
 		param: reflect.TypeFor[P](), result: reflect.TypeFor[R]()}, opts)
 }
@@ -654,6 +684,7 @@ func (w *Worker) begin() ([]*lockGroup, error) {
 	w.running = true
 	w.stopping, w.stopRun = context.WithCancel(context.Background())
 	w.hardStop, w.cancelRun = context.WithCancel(context.Background())
+	w.setEagerGroups(gs)
 	return gs, nil
 }
 
@@ -668,6 +699,7 @@ func (w *Worker) end() {
 	w.lifecycle.Lock()
 	defer w.lifecycle.Unlock()
 	w.running = false
+	w.setEagerGroups(nil)
 }
 
 // share is how many slots one lock group may reserve for a request.
@@ -743,6 +775,7 @@ func (w *Worker) lockLoop(ctx context.Context, g *lockGroup, share int) {
 		return share
 	}
 	backoff := 50 * time.Millisecond
+	checked := time.Now() // the first lock is the usual one: checks wait UpgradeCheckPoll
 	for ctx.Err() == nil {
 		if st.burst.Load() {
 			select {
@@ -758,7 +791,7 @@ func (w *Worker) lockLoop(ctx context.Context, g *lockGroup, share int) {
 			st.inflight.Add(1)
 			inflight.Go(func() {
 				defer func() { <-tokens }()
-				if err := w.lockOnce(ctx, g, n, n, 0, st); err != nil {
+				if err := w.lockOnce(ctx, g, n, n, 0, st, nil); err != nil {
 					w.log.Warn("lock failed", "ffqns", len(g.ffqns), "err", err)
 				}
 			})
@@ -768,7 +801,7 @@ func (w *Worker) lockLoop(ctx context.Context, g *lockGroup, share int) {
 		if err != nil {
 			return
 		}
-		if err := w.lockOnce(ctx, g, n, 0, w.opts.PollWait, st); err != nil {
+		if err := w.lockOnce(ctx, g, n, 0, w.opts.PollWait, st, &checked); err != nil {
 			w.log.Warn("lock failed", "ffqns", len(g.ffqns), "err", err)
 			sleepCtx(ctx, backoff)
 			backoff = min(2*backoff, 5*time.Second)
@@ -782,9 +815,18 @@ func (w *Worker) lockLoop(ctx context.Context, g *lockGroup, share int) {
 // slots are reserved (see slots.reserve; a reserved request is a burst
 // request, counted in st.inflight), waiting up to wait; it starts what it
 // locked (releasing it instead once ctx is done) and records in st.burst
-// whether the request came back full.
-func (w *Worker) lockOnce(ctx context.Context, g *lockGroup, n, reserved int, wait time.Duration, st *lockState) error {
-	locked, err := w.conn.LockPending(ctx, w.request(g, n), g.ffqns, wait)
+// whether the request came back full. With checked (the idle poll only,
+// never the burst's concurrent requests) it first looks for upgrade checks
+// of g's digest when they are due (lockUpgradeChecks).
+func (w *Worker) lockOnce(ctx context.Context, g *lockGroup, n, reserved int, wait time.Duration, st *lockState, checked *time.Time) error {
+	var locked []core.LockedExecution
+	var err error
+	if checked != nil {
+		locked = w.lockUpgradeChecks(ctx, g, n, checked)
+	}
+	if len(locked) == 0 {
+		locked, err = w.conn.LockPending(ctx, w.request(g, n), g.ffqns, wait)
+	}
 	if reserved > 0 {
 		st.inflight.Add(-1) // before the slots' signal below wakes a waiting burst
 	}
@@ -826,6 +868,7 @@ func (w *Worker) RunUntilIdle(ctx context.Context) error {
 	share := w.share(len(groups))
 	defer context.AfterFunc(ctx, w.stop)()
 	defer w.stopAfterGrace(ctx)
+	checked := make([]time.Time, len(groups))
 	for ctx.Err() == nil {
 		// Only a round that started with nothing running and locked
 		// nothing proves that nothing is pending: a run ending during the
@@ -834,12 +877,16 @@ func (w *Worker) RunUntilIdle(ctx context.Context) error {
 		// signal it leaves in finished must be waited for, not dropped.
 		quiet := w.inflight.Load() == 0
 		progress := false
-		for _, g := range groups {
+		for i, g := range groups {
 			n := w.slots.tryAcquire(share)
 			if n == 0 {
 				break
 			}
-			locked, err := w.conn.LockPending(ctx, w.request(g, n), g.ffqns, 0)
+			locked := w.lockUpgradeChecks(ctx, g, n, &checked[i])
+			var err error
+			if len(locked) == 0 {
+				locked, err = w.conn.LockPending(ctx, w.request(g, n), g.ffqns, 0)
+			}
 			w.slots.release(n - len(locked))
 			if err != nil {
 				if ctx.Err() != nil {
@@ -923,6 +970,7 @@ func (w *Worker) start(le core.LockedExecution) {
 	w.mu.Lock()
 	f := w.funcs[le.FFQN]
 	w.mu.Unlock()
+	check := f == nil && core.IsUpgradeCheck(le.FFQN)
 	w.inflight.Add(1)
 	w.wg.Add(1)
 	sl := &slot{s: w.slots, held: true}
@@ -937,6 +985,8 @@ func (w *Worker) start(le core.LockedExecution) {
 			}
 		}()
 		switch {
+		case check:
+			w.runUpgradeCheck(le)
 		case f == nil:
 			w.release(le.ExecutionID, le.NextVersion, "function not registered")
 		case !w.checkType(le, f):
@@ -1000,6 +1050,9 @@ type Stats struct {
 	// after a wait counts again).
 	Activities int64 `json:"activities"`
 	Workflows  int64 `json:"workflows"`
+	// Eager counts the runs started from eager locks (children locked to
+	// this worker by the write that created them, see NoEagerDispatch).
+	Eager int64 `json:"eager"`
 	// Cached is the number of suspended workflows kept in memory, and
 	// CachedBytes their estimated memory (see Options.MaxCachedBytes).
 	Cached      int   `json:"cached"`
@@ -1008,5 +1061,6 @@ type Stats struct {
 
 // Stats returns the worker's counters.
 func (w *Worker) Stats() Stats {
-	return Stats{Activities: w.runs[0].Load(), Workflows: w.runs[1].Load(), Cached: w.cache.len(), CachedBytes: w.cache.size()}
+	return Stats{Activities: w.runs[0].Load(), Workflows: w.runs[1].Load(), Eager: w.eagerRuns.Load(),
+		Cached: w.cache.len(), CachedBytes: w.cache.size()}
 }

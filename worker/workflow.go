@@ -563,11 +563,20 @@ func (wf *Context) flush() {
 // writeBatch appends batch at l.next, creating children in the same
 // transaction, and clears the buffer on success.
 func (wf *Context) writeBatch(batch []core.AppendRequest, children []core.CreateRequest) error {
+	var eager *eagerPlan
+	var locked []core.LockedExecution
+	if len(children) > 0 {
+		eager = wf.w.planEager(children, batch) // eager.go
+	}
 	err := wf.w.retryWrite(wf.l, func(ctx context.Context) error {
 		now := wf.w.clock.Now()
 		var next core.Version
 		var err error
-		if len(children) > 0 {
+		if eager != nil {
+			// The same locks on every attempt: a retry after a lost
+			// answer is answered the locks the first attempt took.
+			next, locked, err = eager.write(ctx, now, batch, wf.id, wf.l.next, children)
+		} else if len(children) > 0 {
 			next, err = wf.w.conn.AppendBatchCreateNewExecution(ctx, now, batch, wf.id, wf.l.next, children, nil)
 		} else {
 			next, err = wf.w.conn.AppendBatch(ctx, now, batch, wf.id, wf.l.next)
@@ -577,6 +586,12 @@ func (wf *Context) writeBatch(batch []core.AppendRequest, children []core.Create
 		}
 		return err
 	})
+	if eager != nil {
+		if err != nil {
+			locked = nil
+		}
+		wf.w.startEager(eager, locked)
+	}
 	if err == nil {
 		wf.buf = wf.buf[:0]
 		wf.children = nil

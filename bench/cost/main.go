@@ -10,6 +10,7 @@
 //	go run ./bench/cost                  # the layout of the environment (default: default)
 //	go run ./bench/cost -layouts all     # default, each opt-out, lean
 //	go run ./bench/cost -fanout 100 -workflows 0 -activities 0   # the fan-in contention figure
+//	go run ./bench/cost -eager           # the workflows' children created locked (eager dispatch)
 //
 // The table layout comes from the same environment variables as the Lambda
 // functions, read by the same code (functions/app.LoadConfig and
@@ -95,6 +96,9 @@ type config struct {
 	// twice (the reports show both assumptions; this selects the one the
 	// per-step tables use).
 	txIndexTwice bool
+	// eager creates the workflows' children locked to the worker that
+	// submits them (eager dispatch, core.EagerLock): no child lock step.
+	eager bool
 }
 
 // door is how a step's requests reach a function, which decides their price.
@@ -180,6 +184,8 @@ type bench struct {
 	meter *dynamometer.CapacityMeter
 	mu    sync.Mutex
 	steps map[string]*stepStat
+	// eagerKids are the children the workflows' submits locked (-eager).
+	eagerKids []core.LockedExecution
 }
 
 // stepStat is what one step kind did.
@@ -320,6 +326,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	fs.IntVar(&c.fanout, "fanout", 0, "children per workflow of the fan-out workload, all finishing at once (0: no fan-out workload)")
 	fs.IntVar(&c.fanouts, "fanouts", 3, "workflows of the fan-out workload (one after the other)")
 	fs.IntVar(&c.parallel, "parallel", 8, "concurrent clients")
+	fs.BoolVar(&c.eager, "eager", false, "the workflows' children are created locked to their worker (eager dispatch): no child lock step")
 	fs.BoolVar(&c.contended, "contended-locks", false, "lock with -parallel concurrent lockers (they race for the same candidates) instead of one")
 	fs.IntVar(&c.batch, "batch", 1, "executions a worker finishes per request (the batch worker routes); prices requests only")
 	fs.Float64Var(&c.lambdaMB, "lambda-mb", 128, "memory of the priced functions (MB, arm64)")

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/store"
 )
 
 func newID(t0 core.Timestamp, i int) core.ExecutionId {
@@ -159,12 +160,29 @@ func (bn *bench) activities(ctx context.Context, t0 core.Timestamp, n int) error
 		return err
 	}
 	result := core.RetOk(&core.WastValWithType{Type: "string", Value: []byte(`"done: 200 OK"`)})
-	return parallelDo(len(locked), p, func(i int) error {
+	if err := parallelDo(len(locked), p, func(i int) error {
 		return bn.step(ctx, "activity: finish", batchable, 1, func(ctx context.Context) error {
 			_, err := bn.svc.Append(ctx, locked[i].ExecutionID, locked[i].NextVersion,
 				core.AppendRequest{CreatedAt: t0.Add(time.Second), Event: &core.Finished{Retval: result}})
 			return err
 		})
+	}); err != nil {
+		return err
+	}
+	return bn.sweepPastLocks(ctx, "activity: sweep past the lock expiry", t0, 0)
+}
+
+// sweepPastLocks runs one sweep pass after every lock the workload took
+// expired (lockReq: a minute), so what the sweep pays for lock expiry — the
+// spent lock leases it reads and deletes on DynamoDB — is metered; want is
+// the number of expired locks it must resolve (none: every lock ended).
+func (bn *bench) sweepPastLocks(ctx context.Context, label string, t0 core.Timestamp, want int) error {
+	return bn.step(ctx, label, inSweep, 0, func(ctx context.Context) error {
+		res, err := store.Sweep(ctx, bn.svc, t0.Add(2*time.Minute))
+		if err == nil && res.ExpiredLocks != want {
+			err = fmt.Errorf("resolved %d expired locks, want %d", res.ExpiredLocks, want)
+		}
+		return err
 	})
 }
 
@@ -187,11 +205,26 @@ func (bn *bench) submit(ctx context.Context, label string, t0 core.Timestamp, le
 	}
 	batch = append(batch, extra...)
 	var v core.Version
+	var locked []core.LockedExecution
 	err := bn.step(ctx, label, worker, len(batch)+n, func(ctx context.Context) error {
 		var err error
+		if bn.cfg.eager {
+			lk := core.EagerLock{Request: lockReq(t0, compAct, 1, n), FFQNs: []core.FunctionFqn{ffqnAct}}
+			v, locked, err = bn.svc.AppendBatchCreateNewExecutionLocked(ctx, t0, batch, id, le.NextVersion, creqs, nil, []core.EagerLock{lk})
+			if err == nil && len(locked) != n {
+				err = fmt.Errorf("eager submit locked %d of %d children", len(locked), n)
+			}
+			return err
+		}
 		v, err = bn.svc.AppendBatchCreateNewExecution(ctx, t0, batch, id, le.NextVersion, creqs, nil)
 		return err
 	})
+	if err == nil && bn.cfg.eager {
+		bn.addTransitions(label, len(locked)) // each child's Locked event
+		bn.mu.Lock()
+		bn.eagerKids = append(bn.eagerKids, locked...)
+		bn.mu.Unlock()
+	}
 	return v, err
 }
 
@@ -237,8 +270,10 @@ func (bn *bench) workflows(ctx context.Context, t0 core.Timestamp, n, nChildren 
 		return err
 	}
 	t1 := t0.Add(500 * time.Millisecond)
-	kids, err := bn.lockAll(ctx, "child 1: lock (batch of 10)", t1, ffqnAct, compAct, n*nChildren)
-	if err != nil {
+	var kids []core.LockedExecution
+	if bn.cfg.eager {
+		kids = bn.eagerKids
+	} else if kids, err = bn.lockAll(ctx, "child 1: lock (batch of 10)", t1, ffqnAct, compAct, n*nChildren); err != nil {
 		return err
 	}
 	result := core.RetOk(&core.WastValWithType{Type: "u32", Value: []byte(`42`)})
@@ -290,13 +325,16 @@ func (bn *bench) workflows(ctx context.Context, t0 core.Timestamp, n, nChildren 
 	if err != nil {
 		return err
 	}
-	return parallelDo(len(final), p, func(i int) error {
+	if err := parallelDo(len(final), p, func(i int) error {
 		le := final[i]
 		return bn.step(ctx, "wf 8: finish", batchable, 1, func(ctx context.Context) error {
 			_, err := bn.svc.Append(ctx, le.ExecutionID, le.NextVersion, core.AppendRequest{CreatedAt: t2, Event: &core.Finished{Retval: result}})
 			return err
 		})
-	})
+	}); err != nil {
+		return err
+	}
+	return bn.sweepPastLocks(ctx, "sweep 3: past the lock expiry", t0, 0)
 }
 
 // fanouts runs n workflows one after the other, each submitting children

@@ -5,7 +5,7 @@
 // and the incremental reads (events after the last version, responses after
 // the last cursor, logs after the last log cursor) run every 2 s meanwhile.
 
-import { api, query, okMessage, ApiError } from './api.js';
+import { api, bytes, query, okMessage, ApiError } from './api.js';
 import {
   h, replace, time, duration, parseTime, json, idText, execHref, copyButton, errorBox, empty, toast, confirm, dialog, shortDigest, plural,
   foldRows,
@@ -169,6 +169,8 @@ export function executionPage(main, ctx, id) {
       action('cancel', { class: 'danger', onclick: () => act('Cancel', 'PUT', base + '/cancel', `Request cancellation of ${id}? Only activities and -cancellable workflows can be cancelled.`, true) }, 'Cancel'),
       isStub() && !isFinished(ps) ? h('button', { type: 'button', id: 'act-stub', onclick: () => stub(id) }, 'Stub…') : null,
       h('a', { class: 'button', href: '/console/submit' + query({ ffqn: s.st.ffqn, params: created() ? JSON.stringify(created().params) : '' }) }, 'Submit again…'),
+      isFinished(ps) ? null : h('button', { type: 'button', id: 'act-upgrade', onclick: () => upgrade(), title: 'Move it to another build after a replay check by a worker of that build' }, 'Upgrade…'),
+      h('button', { type: 'button', id: 'act-history', onclick: () => downloadHistory(), title: 'The stela-history/1 file of `stela execution history export`, for workertest.ReplayFile' }, 'Download history'),
       h('button', { type: 'button', title: 'Refresh (r)', 'aria-keyshortcuts': 'r', onclick: () => reload().catch(showLoadError) }, 'Refresh'),
     ];
     const note = isFinished(ps) ? 'Finished: pausing and cancelling no longer apply.' : notes.join('; ');
@@ -416,6 +418,83 @@ export function executionPage(main, ctx, id) {
       await reload();
     } catch (err) {
       if (err.name !== 'AbortError') showActionError(err, label);
+    }
+  }
+
+  // downloadHistory saves GET …/history (the file `stela execution history
+  // export` writes) as <id>.json.
+  async function downloadHistory() {
+    replace(actionErr);
+    try {
+      const b = await bytes(base + '/history', { signal: ctx.signal });
+      const url = URL.createObjectURL(new Blob([b], { type: 'application/json' }));
+      const a = h('a', { href: url, download: id + '.json', hidden: true });
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10000);
+      toast('History downloaded: ' + id + '.json');
+    } catch (err) {
+      if (err.name !== 'AbortError') showActionError(err, 'Download history');
+    }
+  }
+
+  // upgradeTargets lists the digests of the deployments' components that
+  // export this execution's function, other than its own, newest first.
+  async function upgradeTargets() {
+    const deps = await api('GET', '/v1/deployments' + query({ length: 20 }), { signal: ctx.signal });
+    const seen = new Map();
+    for (const d of deps) {
+      const comps = await api('GET', '/v1/components' + query({ deployment_id: d.deployment_id, ffqn: s.st.ffqn }), { signal: ctx.signal });
+      for (const c of comps) {
+        const dg = c.component_id.component_digest;
+        if (dg === s.st.component_digest || seen.has(dg)) continue;
+        seen.set(dg, { digest: dg, name: c.component_id.name, deployment: d });
+      }
+    }
+    return [...seen.values()];
+  }
+
+  // upgrade asks for a target digest and sends PUT …/upgrade without
+  // skip_determinism_check: a worker of that digest replays the history
+  // first (docs/http-api.md §3.9a). The outcome is shown: upgraded, the
+  // replay's first divergence, or no worker of the digest.
+  async function upgrade() {
+    replace(actionErr);
+    let targets;
+    try {
+      targets = await upgradeTargets();
+    } catch (err) {
+      if (err.name !== 'AbortError') showActionError(err, 'Upgrade');
+      return;
+    }
+    if (!targets.length) {
+      replace(actionErr, errorBox(new Error(`no other deployment has a component exporting ${s.st.ffqn}: start a worker of the new build first`), 'Upgrade'));
+      return;
+    }
+    const sel = h('select', { id: 'upgrade-target' }, targets.map((x) => h('option', { value: x.digest,
+      text: `${shortDigest(x.digest)} ${x.name} — ${x.deployment.description || x.deployment.deployment_id} (${x.deployment.status})` })));
+    const v = await dialog({
+      title: 'Upgrade ' + id,
+      body: [h('p', { text: `A worker of the chosen build replays this execution's history against its code and moves it from ${shortDigest(s.st.component_digest)} only if it replays cleanly.` }),
+        h('label', { for: 'upgrade-target', text: 'Target component digest' }), sel],
+      buttons: [{ label: 'Cancel', value: null }, { label: 'Upgrade', value: 'ok', class: 'primary' }],
+    });
+    if (!v) return;
+    const target = sel.value;
+    const box = h('div', { class: 'upgrade-outcome', id: 'upgrade-outcome', role: 'status' }, `Replaying on a worker of ${shortDigest(target)}…`);
+    replace(actionErr, box);
+    try {
+      await api('PUT', base + '/upgrade', { body: { old: s.st.component_digest, new: target, skip_determinism_check: false }, signal: ctx.signal });
+      replace(box, h('strong', { text: 'Upgraded: ' }), `the history replayed cleanly; it now runs on ${shortDigest(target)}.`);
+      box.dataset.outcome = 'upgraded';
+      await reload();
+    } catch (err) {
+      if (err.name === 'AbortError') return;
+      const kind = err.status === 422 ? 'diverged' : err.status === 404 && String(err.message).startsWith('new component not found') ? 'no-worker' : 'error';
+      const what = { diverged: 'Replay failed — it stays on its build', 'no-worker': 'No worker of that build took the replay check' }[kind] || 'Upgrade failed';
+      replace(box, errorBox(err, what));
+      box.dataset.outcome = kind;
     }
   }
 

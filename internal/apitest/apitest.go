@@ -19,8 +19,18 @@ import (
 // port and returns its base URL.
 func Server(t testing.TB, svc *store.Service) string {
 	t.Helper()
-	h := httpapi.New(svc, nil, httpapi.Options{Authorizer: httpapi.AllowAll(), FollowWait: 2 * time.Second,
-		Logger: slog.New(slog.DiscardHandler)})
+	return ServerWith(t, svc, nil)
+}
+
+// ServerWith is Server with its options changed by tune first (nil: none).
+func ServerWith(t testing.TB, svc *store.Service, tune func(*httpapi.Options)) string {
+	t.Helper()
+	opts := httpapi.Options{Authorizer: httpapi.AllowAll(), FollowWait: 2 * time.Second,
+		Logger: slog.New(slog.DiscardHandler)}
+	if tune != nil {
+		tune(&opts)
+	}
+	h := httpapi.New(svc, nil, opts)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv.URL

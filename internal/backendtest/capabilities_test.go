@@ -79,6 +79,7 @@ func TestCapabilitiesTable(t *testing.T) {
 		"Retainer":     func(b store.Backend) bool { _, ok := b.(store.Retainer); return ok },
 		"Exporter":     func(b store.Backend) bool { _, ok := b.(store.Exporter); return ok },
 		"Importer":     func(b store.Backend) bool { _, ok := b.(store.Importer); return ok },
+		"LockLeaser":   func(b store.Backend) bool { _, ok := b.(store.LockLeaser); return ok },
 	}
 	has := func(b store.Backend, capability string) bool {
 		f, ok := caps[capability]

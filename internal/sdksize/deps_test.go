@@ -103,7 +103,13 @@ func TestPlainHTTPWorkerSize(t *testing.T) {
 	// info (model-b) took the plain worker from 112.9% to 113.1% (+22 kB,
 	// most of it pclntab and type data of the new non-generic code); the
 	// lead may prefer shaving elsewhere to this 0.5-point allowance.
-	const maxRatio = 1.135
+	// 1.135 → 1.145 when issue 22's replay-checked upgrades (every worker
+	// now serves the upgrade check, so the replay code is linked into Run:
+	// +26.5 kB), issue 23's eager dispatch (+31.5 kB) and lock bursts
+	// (+11.6 kB) took it from 113.1% to 113.9% (sizes of sdkworker at each
+	// branch, go build, linux/amd64). Still far from the 125% that
+	// importing httpapi again gives, which is what this test guards.
+	const maxRatio = 1.145
 	dir := t.TempDir()
 	size := func(name string) int64 {
 		bin := filepath.Join(dir, name)

@@ -18,6 +18,7 @@ func scenarioTests() []contractTest {
 	all = append(all, stubUpgradeScenarios()...)
 	all = append(all, listingScenarios()...)
 	all = append(all, gapScenarios()...)
+	all = append(all, eagerScenarios()...)
 	return all
 }
 

@@ -78,7 +78,13 @@ func dispatch(ctx context.Context, c *command, path []string, args []string, e *
 		case "-h", "-help", "--help", "help":
 			groupUsage(e.Stdout, c, path)
 			return ExitOK
+		case "-version", "--version":
+			if len(path) == 1 {
+				printVersion(e.Stdout)
+				return ExitOK
+			}
 		}
+		args = flagsAfterCommand(c, args)
 		for _, s := range c.sub {
 			if s.name == args[0] {
 				return dispatch(ctx, s, append(path, s.name), args[1:], e)
@@ -89,6 +95,38 @@ func dispatch(ctx context.Context, c *command, path []string, args []string, e *
 		return ExitUsage
 	}
 	return runLeaf(ctx, c, path, args, e)
+}
+
+// flagsAfterCommand lets flags come before the command they belong to
+// (`stela --url U execution list` as well as `stela execution list --url U`):
+// when args starts with a flag, the tokens before the first one naming a
+// subcommand of c are moved after it — before any "--", so they stay flags
+// for the leaf, which parses flags anywhere. Without a subcommand name the
+// args are returned unchanged (and reported as an unknown command).
+func flagsAfterCommand(c *command, args []string) []string {
+	if len(args) == 0 || !strings.HasPrefix(args[0], "-") {
+		return args
+	}
+	for i, a := range args {
+		if a == "--" {
+			return args
+		}
+		for _, s := range c.sub {
+			if s.name == a {
+				rest := args[i+1:]
+				out := make([]string, 0, len(args))
+				out = append(out, a)
+				if j := indexOf(rest, "--"); j >= 0 {
+					out = append(out, rest[:j]...)
+					out = append(out, args[:i]...)
+					return append(out, rest[j:]...)
+				}
+				out = append(out, rest...)
+				return append(out, args[:i]...)
+			}
+		}
+	}
+	return args
 }
 
 func runLeaf(ctx context.Context, c *command, path []string, args []string, e *Env) int {
@@ -243,6 +281,7 @@ func tree() *command {
 			backupCommand(),
 			benchCommand(),
 			vetCommand(),
+			versionCommand(),
 		},
 	}
 }

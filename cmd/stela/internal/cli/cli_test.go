@@ -154,3 +154,33 @@ func TestParseInterspersed(t *testing.T) {
 		}
 	}
 }
+
+func TestFlagsBeforeTheCommand(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"--url", "U", "execution", "list"}, []string{"execution", "list", "--url", "U"}},
+		{[]string{"--url=U", "execution", "get", "E_1"}, []string{"execution", "get", "E_1", "--url=U"}},
+		{[]string{"--url", "U", "execution", "submit", "a:b/c.d", "--", "-1"}, []string{"execution", "submit", "a:b/c.d", "--url", "U", "--", "-1"}},
+		{[]string{"execution", "list", "--url", "U"}, []string{"execution", "list", "--url", "U"}},
+		{[]string{"--nope"}, []string{"--nope"}},
+		{[]string{"--", "execution"}, []string{"--", "execution"}},
+	} {
+		if got := flagsAfterCommand(tree(), tc.in); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("flagsAfterCommand(%q) = %q; want %q", tc.in, got, tc.want)
+		}
+	}
+	// End to end: the flag before the command reaches the leaf (the hint
+	// names the unreachable URL given first).
+	code, _, errOut := run("--url", "http://127.0.0.1:1", "execution", "list")
+	if code != ExitError || !strings.Contains(errOut, "127.0.0.1:1") {
+		t.Errorf("exit %d, stderr %q; want 1 naming the URL given before the command", code, errOut)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		code, out, _ := run(args...)
+		if code != ExitOK || !strings.HasPrefix(out, "stela ") || !strings.Contains(out, "go1.") {
+			t.Errorf("%q: exit %d, stdout %q; want 0 and a version line", args, code, out)
+		}
+	}
+}

@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,8 +45,9 @@ func upWorker(t *testing.T, url, build string) *worker.Worker {
 // workers of different builds over HTTP record two deployments (listed by
 // `stela deployment list`), each locks only the executions submitted
 // while its deployment was current; `stela execution history export`
-// writes a history the new build replays; `stela execution upgrade`
-// needs --skip-check and moves the digest under the guard.
+// writes a history the new build replays; `stela execution upgrade` has
+// the running new build replay the history before it moves it (one
+// execution, then --all of the old digest) and --skip-check moves without.
 func TestDeploymentsPinningHistoryAndUpgradeOverHTTP(t *testing.T) {
 	backendtest.Each(t, func(t *testing.T, svc *store.Service) {
 		url := apitest.Server(t, svc)
@@ -72,7 +76,7 @@ func TestDeploymentsPinningHistoryAndUpgradeOverHTTP(t *testing.T) {
 		if err := v1.RunUntilIdle(ctx); err != nil { // records v1's deployment
 			t.Fatal(err)
 		}
-		x1 := submit()
+		x1, x1b := submit(), submit()
 		v2 := upWorker(t, url, "v2")
 		if err := v2.RunUntilIdle(ctx); err != nil {
 			t.Fatal(err)
@@ -94,7 +98,7 @@ func TestDeploymentsPinningHistoryAndUpgradeOverHTTP(t *testing.T) {
 		if err := v2.RunUntilIdle(ctx); err != nil {
 			t.Fatal(err)
 		}
-		for _, id := range []core.ExecutionId{x1, x2} {
+		for _, id := range []core.ExecutionId{x1, x1b, x2} {
 			if st := state(id); st.PendingState.Blocked == nil {
 				t.Fatalf("%s not sleeping: %+v", id, st.PendingState)
 			}
@@ -112,6 +116,17 @@ func TestDeploymentsPinningHistoryAndUpgradeOverHTTP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The console's download (GET …/history) is the same file, byte for byte.
+		resp, err := http.Get(url + "/v1/executions/" + x1.String() + "/history")
+		if err != nil {
+			t.Fatal(err)
+		}
+		served, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || !bytes.Equal(served, b) ||
+			resp.Header.Get("Content-Disposition") != `attachment; filename="`+x1.String()+`.json"` {
+			t.Fatalf("GET …/history: %d %v %q, %d bytes, want the %d bytes of the export", resp.StatusCode, err, resp.Header.Get("Content-Disposition"), len(served), len(b))
+		}
 		h, err := core.ParseHistory(b)
 		if err != nil {
 			t.Fatal(err)
@@ -121,17 +136,32 @@ func TestDeploymentsPinningHistoryAndUpgradeOverHTTP(t *testing.T) {
 			t.Fatalf("replay of the exported history: %+v, %v", res, err)
 		}
 
-		if code, _, errOut := run("execution", "upgrade", x1.String(), "--to", d2.String(), "--url", url); code != ExitUsage || !strings.Contains(errOut, "--skip-check") {
-			t.Fatalf("upgrade without --skip-check: exit %d, %s", code, errOut)
-		}
-		if code, _, errOut := run("execution", "upgrade", x1.String(), "--to", d2.String(), "--from", d2.String(), "--skip-check", "--url", url); code == ExitOK {
+		// The checked upgrade: v2 (running) replays each history first.
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- v2.Run(runCtx) }()
+		defer func() { stop(); <-done }()
+		if code, _, errOut := run("execution", "upgrade", x1.String(), "--to", d2.String(), "--from", d2.String(), "--url", url); code == ExitOK {
 			t.Fatalf("upgrade with a wrong --from succeeded: %s", errOut)
 		}
-		if code, _, errOut := run("execution", "upgrade", x1.String(), "--to", d2.String(), "--skip-check", "--url", url); code != ExitOK {
-			t.Fatalf("upgrade: exit %d, %s", code, errOut)
+		if code, out, errOut := run("execution", "upgrade", x1.String(), "--to", d2.String(), "--url", url); code != ExitOK || !strings.HasPrefix(out, "upgraded "+x1.String()) {
+			t.Fatalf("checked upgrade: exit %d, %s %s", code, out, errOut)
 		}
 		if st := state(x1); st.ComponentDigest != d2 {
 			t.Fatalf("x1 on %s after upgrade, want %s", st.ComponentDigest, d2)
+		}
+		code, out, errOut = run("execution", "upgrade", "--from", d1.String(), "--to", d2.String(), "--all", "--url", url)
+		if code != ExitOK || !strings.Contains(out, "upgraded "+x1b.String()) || !strings.Contains(out, "1 upgraded, 0 diverged, 0 skipped") {
+			t.Fatalf("upgrade --all: exit %d, %s %s", code, out, errOut)
+		}
+		if st := state(x1b); st.ComponentDigest != d2 {
+			t.Fatalf("x1b on %s after upgrade --all, want %s", st.ComponentDigest, d2)
+		}
+		if code, _, errOut := run("execution", "upgrade", x1.String(), "--to", d1.String(), "--skip-check", "--url", url); code != ExitOK {
+			t.Fatalf("forced upgrade: exit %d, %s", code, errOut)
+		}
+		if st := state(x1); st.ComponentDigest != d1 {
+			t.Fatalf("x1 on %s after the forced move back, want %s", st.ComponentDigest, d1)
 		}
 	})
 }

@@ -1,0 +1,177 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+
+	"github.com/stela-dev/stela/core"
+)
+
+// Eager dispatch (core.EagerLock): a create-children write may create some
+// of its children already locked to the calling worker, in the same
+// commit, with the history [Created, Locked]. The head is created in state
+// Locked, so every backend derives from it what a lock leaves — no pending
+// index entry, the lock-expiry entry — and the child never needs a lock
+// request. Nothing here is backend-specific: the backends' CreateHead
+// already takes a head with two events (a child created paused).
+
+// createChildrenLocked is createChildrenOnce with eager locks, validated
+// first. A version conflict that is the retry of a write that committed (a
+// lost answer) answers what the write answered (answerAgain).
+func (s *Service) createChildrenLocked(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest, backtraces []core.BacktraceInfo, locks []core.EagerLock, check bool) (core.Version, []core.LockedExecution, error) {
+	for i := range locks {
+		if err := locks[i].Validate(); err != nil {
+			return 0, nil, err
+		}
+	}
+	next, locked, err := s.createChildrenOnce(ctx, currentTime, batch, id, version, children, backtraces, locks, check, false)
+	if err != nil && len(locks) > 0 && errors.Is(err, core.ErrVersionConflict) {
+		if n, again, ok := s.answerAgain(ctx, id, version, batch, children, locks); ok {
+			return n, again, nil
+		}
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(locked) > 0 {
+		s.lockCall(ctx, len(locked), len(locked))
+	}
+	if locked == nil {
+		locked = []core.LockedExecution{}
+	}
+	return next, locked, nil
+}
+
+// eagerLockFor returns the first of locks that takes c and has room left
+// (taken counts each lock's children so far), counting c against it; nil
+// when none does.
+func eagerLockFor(locks []core.EagerLock, taken []int, c *core.CreateRequest) *core.EagerLock {
+	for i := range locks {
+		if taken[i] < int(locks[i].Request.BatchSize) && locks[i].Takes(c) {
+			taken[i]++
+			return &locks[i]
+		}
+	}
+	return nil
+}
+
+// createLockedIn creates c inside t with the history [Created, Locked by
+// req] and returns it as a lock answers it. A child the lock cannot take
+// after all (core's lock rules, e.g. its created_at after the lock's) is
+// created pending instead and reported with a zero ExecutionID.
+func (s *Service) createLockedIn(t *txn, c core.CreateRequest, req *core.LockRequest) (core.LockedExecution, error) {
+	st, events, _, err := core.NewExecution(c)
+	if err != nil {
+		return core.LockedExecution{}, err
+	}
+	locked := req.LockedEvent()
+	res, err := core.AppendBatch(st, st.Version+1, []core.AppendRequest{{CreatedAt: req.CreatedAt, Event: locked}}, nil, core.AppendOptions{})
+	if err != nil {
+		if core.IsNonRetriable(err) {
+			return core.LockedExecution{}, s.createIn(t, c)
+		}
+		return core.LockedExecution{}, err
+	}
+	if err := t.tx.CreateHead(res.State, append(events, res.Events...)); err != nil {
+		return core.LockedExecution{}, err
+	}
+	t.created[st.ExecutionID] = true
+	t.heads[st.ExecutionID] = &res.State
+	le := eagerLocked(c, &res.State, *locked, res.NextVersion)
+	if !req.SkipHistory {
+		le.EventHistory, le.Responses = []core.HistoryEventWithVersion{}, []core.ResponseWithCursor{}
+	}
+	return le, nil
+}
+
+// eagerLocked is the LockedExecution of a child created locked: what
+// lockIn answers for an execution locked at version 1.
+func eagerLocked(c core.CreateRequest, st *core.ExecutionState, locked core.Locked, next core.Version) core.LockedExecution {
+	return core.LockedExecution{
+		ExecutionID: c.ExecutionID, NextVersion: next, Metadata: c.Metadata,
+		ComponentDigest: st.ComponentDigest, LockedEvent: locked, FFQN: c.FFQN, Params: c.Params,
+		Parent: c.Parent, IntermittentEventCount: st.IntermittentEventCount, ComponentType: c.ComponentID.ComponentType,
+	}
+}
+
+// answerAgain answers the retry of an eager create-children write that
+// committed before (its answer was lost): the parent's events from version
+// on are the batch, so the answer is the next version the write returned
+// and the children the write locked that are still locked by it (Locked at
+// version 1 by the request's executor and run id, nothing appended since).
+// A child whose lock expired and was taken by another run is not answered:
+// its new holder runs it. ok is false when the events are not the batch
+// (a real conflict).
+func (s *Service) answerAgain(ctx context.Context, id core.ExecutionId, version core.Version, batch []core.AppendRequest, children []core.CreateRequest, locks []core.EagerLock) (core.Version, []core.LockedExecution, bool) {
+	var out []core.LockedExecution
+	ok := false
+	err := s.view(ctx, func(tx ReadTx) error {
+		evs, err := tx.Events(id, version, version+core.Version(len(batch)))
+		if err != nil || len(evs) != len(batch) {
+			return err
+		}
+		for i, ev := range evs {
+			if ev.Version != version+core.Version(i) || !sameRequest(core.AppendRequest{CreatedAt: ev.CreatedAt, Event: ev.Event}, batch[i]) {
+				return nil
+			}
+		}
+		ok = true
+		taken := make([]int, len(locks))
+		for i := range children {
+			c := &children[i]
+			lk := eagerLockFor(locks, taken, c)
+			if lk == nil {
+				continue
+			}
+			h, err := tx.Head(c.ExecutionID)
+			if errors.Is(err, core.ErrNotFound) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			if h.State != core.StateLocked || h.Version != 1 || h.LastLock == nil ||
+				h.LastLock.ExecutorID != lk.Request.ExecutorID || h.LastLock.RunID != lk.Request.RunID {
+				continue
+			}
+			ev, err := tx.Event(c.ExecutionID, 1)
+			if err != nil {
+				return err
+			}
+			l, isLock := ev.Event.(*core.Locked)
+			if !isLock {
+				continue
+			}
+			le := eagerLocked(*c, &h, *l, 2)
+			if !lk.Request.SkipHistory {
+				le.EventHistory, le.Responses = []core.HistoryEventWithVersion{}, []core.ResponseWithCursor{}
+			}
+			out = append(out, le)
+		}
+		return nil
+	})
+	if err != nil || !ok {
+		if err != nil {
+			s.log.Warn("reading back an eager create-children write failed", core.LogKeyExecutionID, id.String(), core.LogKeyErr, err)
+		}
+		return 0, nil, false
+	}
+	next := version + core.Version(len(batch))
+	if _, fin := batch[len(batch)-1].Event.(*core.Finished); fin {
+		next--
+	}
+	if out == nil {
+		out = []core.LockedExecution{}
+	}
+	return next, out, true
+}
+
+// sameRequest compares two append requests in core's JSON, the form the
+// store keeps.
+func sameRequest(a, b core.AppendRequest) bool {
+	ja, err1 := core.MarshalJSON(a)
+	jb, err2 := core.MarshalJSON(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+}
+
+var _ core.EagerChildCreator = (*Service)(nil)

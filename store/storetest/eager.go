@@ -1,0 +1,249 @@
+package storetest
+
+import (
+	"errors"
+	"time"
+
+	"github.com/stela-dev/stela/core"
+)
+
+// Eager dispatch (core.EagerLock, core.EagerChildCreator): a create-children
+// write that also locks some of its children to the caller, in the same
+// commit, with the history [Created, Locked].
+func eagerScenarios() []contractTest {
+	return []contractTest{
+		{"EA01_EagerChildIsCreatedLockedAndNotLockableByAPoll", eager01},
+		{"EA02_EagerLockExpiresLikeAnyLock", eager02},
+		{"EA03_EagerRetryAfterALostAnswerAnswersTheSameLocks", eager03},
+		{"EA04_EagerWriteAtAWrongVersionWritesNothing", eager04},
+		{"EA05_EagerLockTakesOnlyWhatALockWould", eager05},
+	}
+}
+
+// eagerParent is a parent P locked by a fresh run (next version 2) and the
+// batch creating a one-off join set with n children of ffqnChild and one
+// of ffqnF, and a JoinNext; it returns the batch, the children's requests
+// (ffqnChild ones first) and the join set.
+func eagerParent(h *harness, n int) (p core.ExecutionId, batch []core.AppendRequest, children []core.CreateRequest, js core.JoinSetId) {
+	h.t.Helper()
+	p = h.create(withComp(compWF))
+	h.mustLock(newExr(), newRun(), h.now().Add(time.Minute))
+	js = mustJS("o:")
+	now := h.now()
+	batch = []core.AppendRequest{{CreatedAt: now, Event: jsc(js)}}
+	c := p.NextLevel(js)
+	for i := range n + 1 {
+		if i > 0 {
+			c = c.Incremented()
+		}
+		f := ffqnChild
+		if i == n {
+			f = ffqnF
+		}
+		batch = append(batch, core.AppendRequest{CreatedAt: now, Event: creqTo(js, c, f)})
+		children = append(children, h.createReq(c, withFFQN(f), withParent(p, js)))
+	}
+	batch = append(batch, core.AppendRequest{CreatedAt: now, Event: jn(js, now.Add(time.Minute))})
+	return p, batch, children, js
+}
+
+// eagerLock is a lock of up to n children of ffqnChild for (exr, run), expiring at exp.
+func (h *harness) eagerLock(n uint32, exr core.ExecutorId, run core.RunId, exp core.Timestamp) core.EagerLock {
+	req := h.lockReq(exr, run, exp)
+	req.BatchSize = n
+	return core.EagerLock{Request: req, FFQNs: []core.FunctionFqn{ffqnChild}}
+}
+
+func (h *harness) eagerCreator() core.EagerChildCreator {
+	h.t.Helper()
+	ec, ok := h.db.(core.EagerChildCreator)
+	if !ok {
+		h.t.Fatalf("%T does not implement core.EagerChildCreator", h.db)
+	}
+	return ec
+}
+
+// createEager writes batch to p at version 2 with children and locks and
+// checks the next version.
+func (h *harness) createEager(p core.ExecutionId, batch []core.AppendRequest, children []core.CreateRequest, locks ...core.EagerLock) []core.LockedExecution {
+	h.t.Helper()
+	next, locked, err := h.eagerCreator().AppendBatchCreateNewExecutionLocked(h.ctx, h.now(), batch, p, 2, children, nil, locks)
+	h.wantNoErr("append_batch_create_new_execution with eager locks", err)
+	if want := 2 + core.Version(len(batch)); next != want {
+		h.t.Fatalf("next version %d, want %d", next, want)
+	}
+	return locked
+}
+
+// wantEagerLocked checks that le is c locked by lk at version 1.
+func (h *harness) wantEagerLocked(le core.LockedExecution, c core.CreateRequest, lk core.EagerLock) {
+	h.t.Helper()
+	if le.ExecutionID != c.ExecutionID || le.NextVersion != 2 || le.FFQN != c.FFQN || le.Parent == nil || *le.Parent != *c.Parent {
+		h.t.Fatalf("eager lock %s next %d ffqn %s parent %v, want %s next 2 ffqn %s parent %v",
+			le.ExecutionID, le.NextVersion, le.FFQN, le.Parent, c.ExecutionID, c.FFQN, c.Parent)
+	}
+	h.wantJSON("eager Locked event", le.LockedEvent, *lk.Request.LockedEvent())
+	h.wantEventsTail(c.ExecutionID, "created", "locked")
+	h.wantNextVersion(c.ExecutionID, 2)
+	h.wantState(c.ExecutionID, psLocked(lockedBy(lk.Request.ExecutorID, lk.Request.RunID), lk.Request.LockExpiresAt))
+	h.wantLastEvent(c.ExecutionID, lk.Request.LockedEvent())
+}
+
+// E01: of three children of F_CHILD and one of F, an eager lock of two
+// F_CHILD children creates the first two locked (answered as a lock
+// answers them) and the others pending; a poll by ffqns or by digest then
+// finds only the pending ones.
+func eager01(h *harness) {
+	h.forEachLockStrategy(func(h *harness, ls lockStrategy) {
+		p, batch, children, js := eagerParent(h, 3)
+		lk := h.eagerLock(2, newExr(), newRun(), h.now().Add(time.Second))
+		locked := h.createEager(p, batch, children, lk)
+		if len(locked) != 2 {
+			h.t.Fatalf("eager write locked %d children, want 2", len(locked))
+		}
+		for i, le := range locked {
+			h.wantEagerLocked(le, children[i], lk)
+		}
+		h.wantState(children[2].ExecutionID, psPendingAt(t0, nil))
+		h.wantState(children[3].ExecutionID, psPendingAt(t0, nil))
+		h.wantState(p, psBlocked(js, h.now().Add(time.Minute), false))
+		got, err := ls.lock(h, h.lockReqN(10), ffqnChild, ffqnF)
+		h.wantNoErr("lock "+ls.name, err)
+		if ids := lockedIDs(got); len(ids) != 2 || ids[0] != children[2].ExecutionID || ids[1] != children[3].ExecutionID {
+			h.t.Fatalf("a poll %s locked %v, want the two pending children %s %s", ls.name, ids, children[2].ExecutionID, children[3].ExecutionID)
+		}
+	})
+}
+
+func (h *harness) lockReqN(n uint32) core.LockRequest {
+	req := h.lockReq(newExr(), newRun(), h.now().Add(time.Second))
+	req.BatchSize = n
+	return req
+}
+
+func lockedIDs(les []core.LockedExecution) []core.ExecutionId {
+	out := make([]core.ExecutionId, len(les))
+	for i, le := range les {
+		out[i] = le.ExecutionID
+	}
+	return out
+}
+
+// E02: nobody runs an eagerly locked child; at its expiry the sweep
+// handles it as any expired lock (RETRY0: finished timed out, its parent
+// gets the response).
+func eager02(h *harness) {
+	p, batch, children, js := eagerParent(h, 1)
+	lk := h.eagerLock(1, newExr(), newRun(), h.now().Add(time.Second))
+	if locked := h.createEager(p, batch, children, lk); len(locked) != 1 {
+		h.t.Fatalf("eager write locked %d children, want 1", len(locked))
+	}
+	if locks, _ := h.sweep(h.now()); locks != 0 {
+		h.t.Fatalf("sweep before the expiry handled %d locks, want 0", locks)
+	}
+	at := h.advance(time.Second)
+	if locks, _ := h.sweep(at); locks != 1 {
+		h.t.Fatalf("sweep at the expiry handled %d expired locks, want 1", locks)
+	}
+	c := children[0].ExecutionID
+	rv := core.RetFailure(core.FailureTimedOut, nil, nil)
+	h.wantNextVersion(c, 2)
+	h.wantLastEvent(c, finished(rv))
+	pl := h.get(p)
+	if len(pl.Responses) != 1 {
+		h.t.Fatalf("parent has %d responses, want 1", len(pl.Responses))
+	}
+	h.wantJSON("parent response", pl.Responses[0], core.ResponseWithCursor{Cursor: 1,
+		Event: core.JoinSetResponseEventOuter{CreatedAt: at, Event: childResp(js, c, 2, rv)}})
+}
+
+// E03: the same request again (its answer was lost) answers the same next
+// version and the same locks, and writes nothing; once a child's lock
+// expired and another run holds it, the retry no longer answers it.
+func eager03(h *harness) {
+	p, batch, children, _ := eagerParent(h, 2)
+	lk := h.eagerLock(2, newExr(), newRun(), h.now().Add(time.Second))
+	lk.Request.RetryConfig = retryForever(0)
+	first := h.createEager(p, batch, children, lk)
+	before := jsonOrErr(h.get(p))
+	again := h.createEager(p, batch, children, lk)
+	h.wantJSON("locks answered to the retry", again, first)
+	if after := jsonOrErr(h.get(p)); after != before {
+		h.t.Fatalf("the retry changed the parent:\n%s\nwant\n%s", after, before)
+	}
+	for i, le := range first {
+		h.wantEagerLocked(le, children[i], lk)
+	}
+	// A different batch at the same version is a conflict, not a retry.
+	other := append([]core.AppendRequest{}, batch...)
+	other[len(other)-1] = core.AppendRequest{CreatedAt: h.now(), Event: jn(mustJS("o:"), h.now().Add(2*time.Minute))}
+	_, _, err := h.eagerCreator().AppendBatchCreateNewExecutionLocked(h.ctx, h.now(), other, p, 2, children, nil, []core.EagerLock{lk})
+	h.wantVersionConflict("another batch at a stale version", err, 2+core.Version(len(batch)), 2)
+	// The locks expire (retried forever: pending again) and a poll takes one.
+	h.advance(time.Second)
+	h.sweep(h.now())
+	h.wantStatus(children[1].ExecutionID, core.StatePendingAt, core.LifecycleActive)
+	got, err := h.db.LockPendingByFFQNs(h.ctx, h.lockReqN(1), []core.FunctionFqn{ffqnChild})
+	h.wantNoErr("lock the expired child", err)
+	if len(got) != 1 {
+		h.t.Fatalf("poll after the expiry locked %d, want 1", len(got))
+	}
+	late := h.createEager(p, batch, children, lk)
+	if len(late) != 0 {
+		h.t.Fatalf("a retry after the locks expired answered %v, want no lock", lockedIDs(late))
+	}
+}
+
+// E04: at a wrong version nothing is written: no parent event, no child.
+func eager04(h *harness) {
+	p, batch, children, _ := eagerParent(h, 1)
+	lk := h.eagerLock(1, newExr(), newRun(), h.now().Add(time.Second))
+	before := jsonOrErr(h.get(p))
+	_, locked, err := h.eagerCreator().AppendBatchCreateNewExecutionLocked(h.ctx, h.now(), batch, p, 3, children, nil, []core.EagerLock{lk})
+	h.wantVersionConflict("eager write at a wrong version", err, 2, 3)
+	if len(locked) != 0 {
+		h.t.Fatalf("a refused write answered locks %v", lockedIDs(locked))
+	}
+	if after := jsonOrErr(h.get(p)); after != before {
+		h.t.Fatalf("a refused write changed the parent")
+	}
+	for _, c := range children {
+		if _, err := h.db.Get(h.ctx, c.ExecutionID); !errors.Is(err, core.ErrNotFound) {
+			h.t.Fatalf("child %s after a refused write: %v, want not found", c.ExecutionID, err)
+		}
+	}
+	// An expiry at or before the lock's time is refused before anything.
+	bad := lk
+	bad.Request.LockExpiresAt = bad.Request.CreatedAt
+	_, _, err = h.eagerCreator().AppendBatchCreateNewExecutionLocked(h.ctx, h.now(), batch, p, 2, children, nil, []core.EagerLock{bad})
+	h.wantValidation("eager lock expiring at its creation", err, "")
+	if after := jsonOrErr(h.get(p)); after != before {
+		h.t.Fatalf("a refused eager lock changed the parent")
+	}
+}
+
+// E05: an eager lock takes only what a lock could: a pinned lock
+// (ByComponentDigest) only children of its digest, never a paused child
+// nor one scheduled later.
+func eager05(h *harness) {
+	p, batch, children, _ := eagerParent(h, 3)
+	own := core.ComponentId{ComponentType: core.ComponentTypeActivity, ComponentDigest: mustDigest(0xaa)}
+	children[0].ComponentID = own
+	children[1].Paused = true
+	children[1].ComponentID = own
+	children[2].ScheduledAt = h.now().Add(time.Hour)
+	children[2].ComponentID = own
+	lk := h.eagerLock(3, newExr(), newRun(), h.now().Add(time.Second))
+	lk.Request.ByComponentDigest = true
+	lk.Request.ComponentID = core.ComponentId{ComponentType: core.ComponentTypeActivity, ComponentDigest: mustDigest(0xbb)}
+	other := lk
+	other.Request.ExecutorID, other.Request.RunID = newExr(), newRun()
+	other.Request.ComponentID = own
+	locked := h.createEager(p, batch, children, lk, other)
+	if len(locked) != 1 {
+		h.t.Fatalf("eager write locked %v, want only child 0 (by the lock of its digest)", lockedIDs(locked))
+	}
+	h.wantEagerLocked(locked[0], children[0], other)
+	h.wantStatus(children[1].ExecutionID, core.StatePendingAt, core.LifecyclePaused)
+	h.wantState(children[2].ExecutionID, psPendingAt(h.now().Add(time.Hour), nil))
+}

@@ -1,0 +1,199 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"github.com/stela-dev/stela/core"
+)
+
+// Eager dispatch (docs/worker.md "Eager dispatch"): when a workflow creates
+// children whose function this worker serves and slots are free, its
+// create-children write asks the store to create up to that many of them
+// already locked to this worker (core.EagerLock), in the same commit; the
+// answer carries them as a lock would, and they start at once, with no
+// lock request and no poll. Each lock group gets the lock its own poll
+// would ask (component, retry policy, lease; a pinned worker only its
+// digest). A lock the store granted is run, or released when the worker is
+// stopping; a lock whose answer never arrived expires and the store
+// retries the child, as after any lost lock.
+
+// eagerGroups maps the registered functions to their lock groups while
+// the worker runs (begin), nil otherwise.
+type eagerGroups map[core.FunctionFqn]*lockGroup
+
+// setEagerGroups records gs for eager dispatch (nil: none).
+func (w *Worker) setEagerGroups(gs []*lockGroup) {
+	if gs == nil || w.opts.NoEagerDispatch {
+		w.eager.Store(nil)
+		return
+	}
+	m := eagerGroups{}
+	for _, g := range gs {
+		for _, f := range g.ffqns {
+			m[f] = g
+		}
+	}
+	w.eager.Store(&m)
+}
+
+// eagerPlan is what one create-children write asks to lock: the locks, the
+// slots taken for them and whether one more child waits for the slot its
+// parent is about to give up (borrow).
+type eagerPlan struct {
+	ec     core.EagerChildCreator
+	locks  []core.EagerLock
+	slots  int
+	borrow bool
+	lease  time.Duration
+}
+
+// planEager takes free slots for the children of children this worker
+// would run and returns the locks to ask for them; nil when eager dispatch
+// is off, the connection cannot lock eagerly, the worker is stopping, no
+// child is of a registered function or no slot is free.
+//
+// A batch that ends with a JoinNext is followed by the workflow waiting,
+// which gives its slot up (awaitInMemory, park): one more child than the
+// free slots is then asked for, to run on that slot (the W1 shape, a
+// workflow calling one activity, on a busy worker).
+func (w *Worker) planEager(children []core.CreateRequest, batch []core.AppendRequest) *eagerPlan {
+	gp := w.eager.Load()
+	if gp == nil || w.stopping == nil || w.stopping.Err() != nil {
+		return nil
+	}
+	ec, ok := w.conn.(core.EagerChildCreator)
+	if !ok {
+		return nil
+	}
+	now := w.clock.Now()
+	var order []*lockGroup
+	count := map[*lockGroup]int{}
+	want := 0
+	for i := range children {
+		c := &children[i]
+		g := (*gp)[c.FFQN]
+		if g == nil || c.Paused || core.IsSignalStub(*c) || c.ScheduledAt.After(now) {
+			continue
+		}
+		if w.opts.Pinned && c.ComponentID.ComponentDigest != g.component.ComponentDigest {
+			continue
+		}
+		if count[g] == 0 {
+			order = append(order, g)
+		}
+		count[g]++
+		want++
+	}
+	if want == 0 {
+		return nil
+	}
+	n := w.slots.tryAcquire(want)
+	borrow := n < want && endsWithJoinNext(batch)
+	if n == 0 && !borrow {
+		return nil
+	}
+	p := &eagerPlan{ec: ec, slots: n, borrow: borrow}
+	left := n
+	if borrow {
+		left++
+	}
+	for _, g := range order {
+		k := min(count[g], left)
+		if k == 0 {
+			break
+		}
+		left -= k
+		req := w.request(g, k)
+		p.locks = append(p.locks, core.EagerLock{Request: req, FFQNs: g.ffqns})
+		if l := g.lease(w.opts.LockExpiry); p.lease == 0 || l < p.lease {
+			p.lease = l
+		}
+	}
+	return p
+}
+
+// endsWithJoinNext reports whether batch ends with a JoinNext (the
+// workflow waits next).
+func endsWithJoinNext(batch []core.AppendRequest) bool {
+	if len(batch) == 0 {
+		return false
+	}
+	h, ok := batch[len(batch)-1].Event.(*core.HistoryEventRequest)
+	if !ok {
+		return false
+	}
+	_, ok = h.Event.(*core.JoinNext)
+	return ok
+}
+
+// write is the create-children write of p: the next version and the
+// children created locked.
+func (p *eagerPlan) write(ctx context.Context, now core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, children []core.CreateRequest) (core.Version, []core.LockedExecution, error) {
+	return p.ec.AppendBatchCreateNewExecutionLocked(ctx, now, batch, id, version, children, nil, p.locks)
+}
+
+// startEager runs the children the store locked to this worker (each on
+// one of the slots p took; the others are given back) or, when the worker
+// is stopping, releases them at once so that another worker takes them.
+func (w *Worker) startEager(p *eagerPlan, locked []core.LockedExecution) {
+	held := min(len(locked), p.slots)
+	w.slots.release(p.slots - held)
+	extra := locked[held:]
+	locked = locked[:held]
+	if len(extra) > 0 {
+		if p.borrow {
+			w.startBorrowed(extra[0], p.lease)
+			extra = extra[1:]
+		}
+		for _, le := range extra { // never more than asked
+			w.release(le.ExecutionID, le.NextVersion, reasonNoSlot)
+		}
+	}
+	for _, le := range locked {
+		if w.stopping.Err() != nil {
+			w.release(le.ExecutionID, le.NextVersion, reasonExecutorClose)
+			w.slots.release(1)
+			continue
+		}
+		w.eagerRuns.Add(1)
+		w.start(le)
+	}
+}
+
+// reasonNoSlot is the Unlocked reason of an eager lock the worker has no
+// slot for.
+const reasonNoSlot = "no free slot"
+
+// startBorrowed runs le on the slot its parent gives up when it waits:
+// it waits for a free slot (counted as running meanwhile, so RunUntilIdle
+// does not end), for at most half the lease; if none frees, or the worker
+// stops, the lock is released so that any worker takes the child.
+func (w *Worker) startBorrowed(le core.LockedExecution, lease time.Duration) {
+	w.inflight.Add(1)
+	w.wg.Add(1)
+	go func() {
+		defer func() {
+			w.inflight.Add(-1)
+			w.wg.Done()
+		}()
+		ctx, cancel := context.WithTimeout(w.stopping, max(lease/2, time.Millisecond))
+		_, err := w.slots.acquire(ctx, 1)
+		cancel()
+		if err != nil {
+			reason := reasonNoSlot
+			if w.stopping.Err() != nil {
+				reason = reasonExecutorClose
+			}
+			w.release(le.ExecutionID, le.NextVersion, reason)
+			return
+		}
+		if w.stopping.Err() != nil {
+			w.slots.release(1)
+			w.release(le.ExecutionID, le.NextVersion, reasonExecutorClose)
+			return
+		}
+		w.eagerRuns.Add(1)
+		w.start(le)
+	}()
+}
