@@ -83,7 +83,8 @@ type Options struct {
 	// worker of the digest runs).
 	UpgradeCheckPoll time.Duration
 	// Concurrency bounds the executions running at once (activities and
-	// workflows together; a workflow waiting for a response does not count).
+	// workflows together; a workflow waiting for a response does not count,
+	// nor one whose code returned while its result is written).
 	// Default DefaultConcurrency.
 	Concurrency int
 	// LockBatch bounds the executions locked by one request (at most 25).
