@@ -84,7 +84,7 @@ type Options struct {
 	UpgradeCheckPoll time.Duration
 	// Concurrency bounds the executions running at once (activities and
 	// workflows together; a workflow waiting for a response does not count,
-	// nor one whose code returned while its result is written).
+	// nor a run whose code returned while its result is written).
 	// Default DefaultConcurrency.
 	Concurrency int
 	// LockBatch bounds the executions locked by one request (at most 25).
@@ -996,7 +996,7 @@ func (w *Worker) start(le core.LockedExecution) {
 			w.runWorkflow(le, f, sl)
 		default:
 			w.runs[0].Add(1)
-			w.runActivity(le, f)
+			w.runActivity(le, f, sl)
 		}
 	}()
 }
