@@ -168,18 +168,26 @@ func (c *Client) LockOne(ctx context.Context, req core.LockRequest, id core.Exec
 // failure is resolved by reading the events back (see the package
 // documentation).
 func (c *Client) appendCall(ctx context.Context, path string, body any, id core.ExecutionId, version core.Version, batch []core.AppendRequest) (core.Version, error) {
-	var out wire.NextVersionJSON
+	next, _, err := c.appendCallLocked(ctx, path, body, id, version, batch)
+	return next, err
+}
+
+// appendCallLocked is appendCall that also returns the answer's `locked`
+// (create-children with eager locks; absent from the other routes). A 409
+// resolved by reading the events back answers no locks.
+func (c *Client) appendCallLocked(ctx context.Context, path string, body any, id core.ExecutionId, version core.Version, batch []core.AppendRequest) (core.Version, []wire.LockedExecutionJSON, error) {
+	var out wire.CreateChildrenAnswer
 	resp, err := c.post(ctx, http.MethodPost, path, body, idempotent, &out)
 	if err == nil {
-		return out.NextVersion, nil
+		return out.NextVersion, out.Locked, nil
 	}
 	if resp == nil || !resp.Ambiguous || resp.Status != http.StatusConflict {
-		return 0, err
+		return 0, nil, err
 	}
 	if next, ok := c.committed(ctx, id, version, batch); ok {
-		return next, nil
+		return next, nil, nil
 	}
-	return 0, err
+	return 0, nil, err
 }
 
 // committed reports whether the events of id from version on are batch (the
@@ -269,33 +277,20 @@ func (c *Client) AppendBatchCreateNewExecutionLocked(ctx context.Context, curren
 	body := wire.CreateChildrenBody{AppendBatchBody: batchBody(currentTime, batch, id, version), Children: children,
 		Backtraces: backtraces, Lock: make([]wire.EagerLockJSON, len(locks))}
 	for i, l := range locks {
-		body.Lock[i] = wire.NewEagerLockJSON(l)
+		body.Lock[i] = wire.EagerLockJSON{LockParams: lockParams(l.Request), BatchSize: l.Request.BatchSize,
+			FFQNs: l.FFQNs, ByComponentDigest: l.Request.ByComponentDigest}
 	}
-	var out wire.CreateChildrenAnswer
-	resp, err := c.post(ctx, http.MethodPost, wire.PathWorkerCreateChildren, body, idempotent, &out)
-	if err == nil {
-		locked := make([]core.LockedExecution, len(out.Locked))
-		for i, l := range out.Locked {
-			locked[i] = l.Core()
-		}
-		return out.NextVersion, locked, nil
-	}
+	next, locked, err := c.appendCallLocked(ctx, wire.PathWorkerCreateChildren, body, id, version, batch)
 	var ae *Error
-	if resp != nil && resp.Status == http.StatusUnprocessableEntity && errors.As(err, &ae) && strings.Contains(ae.Message, "unknown field `lock`") {
+	if errors.As(err, &ae) && ae.Status == http.StatusUnprocessableEntity && strings.Contains(ae.Message, "unknown field `lock`") {
 		c.noEager.Store(true)
 		next, err := c.AppendBatchCreateNewExecution(ctx, currentTime, batch, id, version, children, backtraces)
 		return next, nil, err
 	}
-	if resp == nil || !resp.Ambiguous || resp.Status != http.StatusConflict {
-		return 0, nil, err
-	}
-	// A server answers the retry of a committed eager write itself; a 409
-	// here is a conflict unless the events read back are the batch (then
-	// the locks are unknown and expire: the store retries the children).
-	if next, ok := c.committed(ctx, id, version, batch); ok {
-		return next, nil, nil
-	}
-	return 0, nil, err
+	// A server answers the retry of a committed eager write with its locks
+	// itself; a write resolved by reading it back (a server that cannot
+	// lock eagerly) answers none: those children are pending.
+	return next, lockedOf(locked), err
 }
 
 // AppendBatchRespondToParent implements core.DbExecutor; it may be

@@ -18,6 +18,55 @@ import (
 func testWorkerChildChecks(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 	t.Run("CreateChildren", func(t *testing.T) { testCreateChildrenChecks(t, fresh(t)) })
 	t.Run("RespondToParent", func(t *testing.T) { testRespondToParentChecks(t, fresh(t)) })
+	t.Run("CreateChildrenEager", func(t *testing.T) { testCreateChildrenEager(t, fresh(t)) })
+}
+
+// testCreateChildrenEager: create-children's `lock` (docs/http-api.md
+// §4.1a) creates the children it takes locked and answers them in
+// `locked`; the same request again answers the same locks; a malformed
+// entry is 400 naming it and writes nothing.
+func testCreateChildrenEager(t *testing.T, e *env) {
+	p := e.submit(ffqnWorkflow, core.ComponentTypeWorkflow, "[]")
+	e.lock(p, core.ComponentTypeWorkflow)
+	g1 := mustJS("g:1")
+	c1 := p.NextLevel(g1)
+	c2 := c1.Incremented()
+	const path = "/v1/worker/append-batch/create-children"
+	lock := func(batch int, ffqns ...core.FunctionFqn) map[string]any {
+		l := lockParams(core.ComponentTypeActivity, t0.Add(time.Minute))
+		l["batch_size"], l["ffqns"] = batch, append([]core.FunctionFqn{}, ffqns...)
+		return l
+	}
+	body := func(locks ...map[string]any) map[string]any {
+		return map[string]any{"execution_id": p, "version": 2,
+			"batch":    []core.AppendRequest{jscEvent(g1), creqEvent(g1, c1, ffqnActivity), creqEvent(g1, c2, ffqnActivity)},
+			"children": []core.CreateRequest{childReq(p, g1, c1, ffqnActivity), childReq(p, g1, c2, ffqnActivity)}, "lock": locks}
+	}
+	e.rejectAll(t, []badReq{
+		{name: "ZeroBatchSizeIs400", method: "POST", path: path, body: body(lock(0, ffqnActivity)),
+			status: 400, msg: "`lock[0].batch_size` must be 1..90"},
+		{name: "NoFFQNsIs400", method: "POST", path: path, body: body(lock(1)),
+			status: 400, msg: "`lock[0].ffqns` must name at least one function"},
+	})
+	var first, again wire.CreateChildrenAnswer
+	e.do("POST", path, body(lock(1, ffqnActivity))).want(http.StatusOK).decode(&first)
+	if first.NextVersion != 5 || len(first.Locked) != 1 || first.Locked[0].ExecutionID != c1 || first.Locked[0].NextVersion != 2 ||
+		first.Locked[0].LockedEvent.RunID != testRun {
+		t.Fatalf("eager create-children answered %+v, want next_version 5 and %s locked by the request's run at next_version 2", first, c1)
+	}
+	var st struct {
+		PendingState core.PendingState `json:"pending_state"`
+	}
+	for id, want := range map[core.ExecutionId]core.StateKind{c1: core.StateLocked, c2: core.StatePendingAt} {
+		e.do("GET", "/v1/executions/"+id.String()+"/status", nil).want(http.StatusOK).decode(&st)
+		if st.PendingState.State != want {
+			t.Fatalf("%s is %s, want %s", id, st.PendingState.State, want)
+		}
+	}
+	e.do("POST", path, body(lock(1, ffqnActivity))).want(http.StatusOK).decode(&again)
+	if again.NextVersion != first.NextVersion || len(again.Locked) != 1 || again.Locked[0].ExecutionID != c1 {
+		t.Fatalf("the retry answered %+v, want the first answer %+v", again, first)
+	}
 }
 
 func childReq(parent core.ExecutionId, js core.JoinSetId, id core.ExecutionId, ffqn core.FunctionFqn) core.CreateRequest {

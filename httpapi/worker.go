@@ -250,7 +250,9 @@ func (s *server) createChildrenLocked(c *call, b *wire.CreateChildrenBody) error
 		if err := s.timeBound().checkPtr(fmt.Sprintf("lock[%d].created_at", i), l.CreatedAt); err != nil {
 			return err
 		}
-		locks[i] = l.Core(now)
+		req := l.Request(now, l.BatchSize, nil)
+		req.ByComponentDigest = l.ByComponentDigest
+		locks[i] = core.EagerLock{Request: req, FFQNs: l.FFQNs}
 	}
 	ec, ok := s.db.(eagerCreator)
 	if !ok {

@@ -78,11 +78,10 @@ func (s *Service) createLockedIn(t *txn, c core.CreateRequest, req *core.LockReq
 	}
 	t.created[st.ExecutionID] = true
 	t.heads[st.ExecutionID] = &res.State
-	le := eagerLocked(c, &res.State, *locked, res.NextVersion)
-	if !req.SkipHistory {
-		le.EventHistory, le.Responses = []core.HistoryEventWithVersion{}, []core.ResponseWithCursor{}
-	}
-	return le, nil
+	// A lock at version 1 has no history (the Created event is not a
+	// history event) and no responses: EventHistory and Responses stay nil,
+	// what lockIn answers for it.
+	return eagerLocked(c, &res.State, *locked, res.NextVersion), nil
 }
 
 // eagerLocked is the LockedExecution of a child created locked: what
@@ -142,11 +141,7 @@ func (s *Service) answerAgain(ctx context.Context, id core.ExecutionId, version 
 			if !isLock {
 				continue
 			}
-			le := eagerLocked(*c, &h, *l, 2)
-			if !lk.Request.SkipHistory {
-				le.EventHistory, le.Responses = []core.HistoryEventWithVersion{}, []core.ResponseWithCursor{}
-			}
-			out = append(out, le)
+			out = append(out, eagerLocked(*c, &h, *l, 2))
 		}
 		return nil
 	})

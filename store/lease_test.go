@@ -140,3 +140,56 @@ func TestFailedLockLeavesItsLeaseOpen(t *testing.T) {
 		t.Fatalf("lease calls %q, open %d; want one open lease, never closed", lb.log, len(lb.open))
 	}
 }
+
+// Under contention a lease locks few of its candidates and costs more than
+// it saves: after one that locked fewer than three, lock chunks take no
+// lease but one in eight, until a lease pays again.
+func TestLeasesPauseWhileTheyDoNotPay(t *testing.T) {
+	svc, lb, req, ffqn, _ := leaseFixture(t, 50)
+	ctx := context.Background()
+	lb.onOpen = func(open []core.ExecutionId) {
+		lb.onOpen = nil
+		r := req
+		for _, id := range open[2:] { // a concurrent locker wins 8 of 10
+			if _, err := svc.LockOne(ctx, r, id, 1); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	opens := func() int {
+		n := 0
+		for _, l := range lb.log {
+			if len(l) > 4 && l[:4] == "open" {
+				n++
+			}
+		}
+		return n
+	}
+	lockN := func(n uint32) {
+		t.Helper()
+		r := req
+		r.BatchSize = n
+		locked, err := svc.LockPendingByFFQNs(ctx, r, []core.FunctionFqn{ffqn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(locked) != int(n) {
+			t.Fatalf("locked %d, want %d", len(locked), n)
+		}
+	}
+	lockN(10) // a lease locking 2 of 10, then a chunk of 8 without one
+	if got := opens(); got != 1 {
+		t.Fatalf("%d leases after the contended call, want 1 (its second chunk takes none)", got)
+	}
+	for range 6 {
+		lockN(3)
+	}
+	if got := opens(); got != 1 {
+		t.Fatalf("%d leases after 6 more chunks, want 1: leases pause after one that did not pay", got)
+	}
+	lockN(3) // the eighth chunk since the miss probes
+	lockN(3) // the probe paid: leases again
+	if got := opens(); got != 3 {
+		t.Fatalf("%d leases, want 3: a probe, then leases again once it paid (log %q)", got, lb.log)
+	}
+}

@@ -62,6 +62,7 @@ type Service struct {
 	grace time.Duration
 	obs   Observer
 	ret   retention
+	lease leaseYield // lock.go
 }
 
 var (

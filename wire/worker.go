@@ -188,27 +188,6 @@ type EagerLockJSON struct {
 	ByComponentDigest bool               `json:"by_component_digest,omitempty"`
 }
 
-// Core is the eager lock j stands for, at the server's time now for an
-// absent created_at.
-func (j EagerLockJSON) Core(now core.Timestamp) core.EagerLock {
-	req := j.Request(now, j.BatchSize, nil)
-	req.ByComponentDigest = j.ByComponentDigest
-	return core.EagerLock{Request: req, FFQNs: j.FFQNs}
-}
-
-// NewEagerLockJSON converts an eager lock to its wire form (a zero
-// created_at is the server's clock).
-func NewEagerLockJSON(l core.EagerLock) EagerLockJSON {
-	r := l.Request
-	p := LockParams{ComponentID: r.ComponentID, DeploymentID: r.DeploymentID, ExecutorID: r.ExecutorID,
-		RunID: r.RunID, LockExpiresAt: r.LockExpiresAt, RetryConfig: r.RetryConfig, SkipHistory: r.SkipHistory}
-	if !r.CreatedAt.IsZero() {
-		c := r.CreatedAt
-		p.CreatedAt = &c
-	}
-	return EagerLockJSON{LockParams: p, BatchSize: r.BatchSize, FFQNs: l.FFQNs, ByComponentDigest: r.ByComponentDigest}
-}
-
 // CreateChildrenAnswer answers POST /v1/worker/append-batch/create-children:
 // the next version and, when the body asked for eager locks, the children
 // created locked (absent otherwise, and from a server that predates them).

@@ -67,26 +67,28 @@ func (w *Worker) planEager(children []core.CreateRequest, batch []core.AppendReq
 		return nil
 	}
 	now := w.clock.Now()
-	var order []*lockGroup
-	count := map[*lockGroup]int{}
+	type share struct {
+		g *lockGroup
+		n int
+	}
+	var shares []share // the groups of the children, in order of appearance
 	want := 0
 	for i := range children {
 		c := &children[i]
 		g := (*gp)[c.FFQN]
-		if g == nil || c.Paused || core.IsSignalStub(*c) || c.ScheduledAt.After(now) {
+		if g == nil || c.Paused || core.IsSignalStub(*c) || c.ScheduledAt.After(now) ||
+			(w.opts.Pinned && c.ComponentID.ComponentDigest != g.component.ComponentDigest) {
 			continue
 		}
-		if w.opts.Pinned && c.ComponentID.ComponentDigest != g.component.ComponentDigest {
-			continue
-		}
-		if count[g] == 0 {
-			order = append(order, g)
-		}
-		count[g]++
 		want++
-	}
-	if want == 0 {
-		return nil
+		j := 0
+		for j < len(shares) && shares[j].g != g {
+			j++
+		}
+		if j == len(shares) {
+			shares = append(shares, share{g: g})
+		}
+		shares[j].n++
 	}
 	n := w.slots.tryAcquire(want)
 	borrow := n < want && endsWithJoinNext(batch)
@@ -98,15 +100,14 @@ func (w *Worker) planEager(children []core.CreateRequest, batch []core.AppendReq
 	if borrow {
 		left++
 	}
-	for _, g := range order {
-		k := min(count[g], left)
+	for _, sh := range shares {
+		k := min(sh.n, left)
 		if k == 0 {
 			break
 		}
 		left -= k
-		req := w.request(g, k)
-		p.locks = append(p.locks, core.EagerLock{Request: req, FFQNs: g.ffqns})
-		if l := g.lease(w.opts.LockExpiry); p.lease == 0 || l < p.lease {
+		p.locks = append(p.locks, core.EagerLock{Request: w.request(sh.g, k), FFQNs: sh.g.ffqns})
+		if l := sh.g.lease(w.opts.LockExpiry); p.lease == 0 || l < p.lease {
 			p.lease = l
 		}
 	}

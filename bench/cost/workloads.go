@@ -172,8 +172,9 @@ func (bn *bench) activities(ctx context.Context, t0 core.Timestamp, n int) error
 	return bn.sweepPastLocks(ctx, "activity: sweep past the lock expiry", t0, 0)
 }
 
-// sweepPastLocks runs one sweep pass after every lock the workload took
-// expired (lockReq: a minute), so what the sweep pays for lock expiry — the
+// sweepPastLocks runs one sweep pass two minutes after t0, when every lock
+// the workload took expired (lockReq: a minute after its time, at or before
+// t0), so what the sweep pays for lock expiry — the
 // spent lock leases it reads and deletes on DynamoDB — is metered; want is
 // the number of expired locks it must resolve (none: every lock ended).
 func (bn *bench) sweepPastLocks(ctx context.Context, label string, t0 core.Timestamp, want int) error {
@@ -394,5 +395,5 @@ func (bn *bench) fanouts(ctx context.Context, t0 core.Timestamp, n, children int
 			return err
 		}
 	}
-	return nil
+	return bn.sweepPastLocks(ctx, "fan 8: sweep past the lock expiry", t0.Add(time.Duration(10+n)*time.Minute), 0)
 }

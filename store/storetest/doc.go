@@ -49,6 +49,11 @@
 //   - Scenarios/GapNN_…: the behaviour docs/spec/scenarios.md lists as untested by
 //     Obelisk (stale versions, *_with_retries, delays, waits, listing and
 //     filters, stubs, upgrades, auto-locking, logs).
+//   - Scenarios/EA0x_…: eager dispatch (eager.go, core.EagerLock): children
+//     created locked by the create-children write ([Created, Locked]), not
+//     lockable by a poll, expiring like any lock, the same locks answered
+//     to a retry after a lost answer, nothing written at a wrong version,
+//     and only what a lock could take (pinned digest, paused, scheduled later).
 //   - EdgeCases/E08_NN_…: one or more checks per item 1–28 of docs/spec/semantics.md §8.
 //   - Races/…: goroutines racing to lock, append, respond and create.
 //   - Deployments/T1xx_…: the storage scenarios of areas 15 and 16

@@ -269,6 +269,41 @@ func (m *model) createNewExecution(id core.ExecutionId, v core.Version, batch []
 	return res.NextVersion, nil
 }
 
+// createNewExecutionLocked is createNewExecution with eager locks: a child
+// a lock takes (core.EagerLock.Takes, first lock with room) is created and
+// locked at version 1 in the same transaction; one the lock path refuses
+// (non-retriable) stays pending.
+func (m *model) createNewExecutionLocked(id core.ExecutionId, v core.Version, batch []core.AppendRequest, children []core.CreateRequest, locks []core.EagerLock) (core.Version, []core.LockedExecution, error) {
+	p := m.begin()
+	res, err := p.append(id, v, batch, core.AppendOptions{})
+	if err != nil {
+		return 0, nil, err
+	}
+	taken := make([]int, len(locks))
+	var out []core.LockedExecution
+	for _, c := range children {
+		if _, err := p.create(c); err != nil {
+			return 0, nil, err
+		}
+		for i := range locks {
+			if taken[i] >= int(locks[i].Request.BatchSize) || !locks[i].Takes(&c) {
+				continue
+			}
+			taken[i]++
+			le, err := p.lockIn(locks[i].Request, c.ExecutionID, 1, false)
+			if err != nil && !core.IsNonRetriable(err) {
+				return 0, nil, err
+			}
+			if err == nil {
+				out = append(out, le)
+			}
+			break
+		}
+	}
+	p.commit()
+	return res.NextVersion, out, nil
+}
+
 func (m *model) batchWithDelayResponse(now core.Timestamp, id core.ExecutionId, v core.Version, batch []core.AppendRequest, js core.JoinSetId, d core.DelayId) (core.Version, error) {
 	p := m.begin()
 	res, err := p.append(id, v, batch, core.AppendOptions{})

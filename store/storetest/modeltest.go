@@ -513,6 +513,27 @@ func (r *modelRun) opSubmitChild() {
 	}
 	childReq := r.h.createReq(child, withParent(id, js), withComp(comp), func(c *core.CreateRequest) { c.Paused = r.chance(0.1) })
 	v := r.version(id)
+	if ec, ok := r.h.db.(core.EagerChildCreator); ok && r.chance(0.4) {
+		// Eager dispatch: the child created locked when the lock takes it.
+		req := r.lockRequest()
+		req.BatchSize = 1
+		req.ByComponentDigest = r.chance(0.3)
+		locks := []core.EagerLock{{Request: req, FFQNs: []core.FunctionFqn{ffqnF}}}
+		want, wantLocked, werr := r.m.createNewExecutionLocked(id, v, batch, []core.CreateRequest{childReq}, locks)
+		got, gotLocked, gerr := ec.AppendBatchCreateNewExecutionLocked(r.h.ctx, r.now(), batch, id, v, []core.CreateRequest{childReq}, nil, locks)
+		if r.wantSame(gerr, werr) {
+			r.wantEqual("version", got, want)
+			if len(gotLocked) != len(wantLocked) {
+				r.fail("eager create-children locked %v, model %v", idsOfLocked(gotLocked), idsOfLocked(wantLocked))
+			}
+			for i := range gotLocked {
+				r.wantEqual("eager lock", lockedJSON(gotLocked[i]), lockedJSON(wantLocked[i]))
+			}
+			r.ids = append(r.ids, child)
+			r.children = append(r.children, child)
+		}
+		return
+	}
 	want, werr := r.m.createNewExecution(id, v, batch, []core.CreateRequest{childReq})
 	got, gerr := r.h.db.AppendBatchCreateNewExecution(r.h.ctx, r.now(), batch, id, v, []core.CreateRequest{childReq}, nil)
 	if r.wantSame(gerr, werr) {
