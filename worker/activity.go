@@ -21,7 +21,9 @@ const (
 )
 
 // runActivity runs one locked activity execution and appends its outcome.
-func (w *Worker) runActivity(le core.LockedExecution, f *function) {
+// Its slot (sl) is lent out once the function returned, before the
+// outcome's write.
+func (w *Worker) runActivity(le core.LockedExecution, f *function, sl *slot) {
 	l := newLease(w, le)
 	l.deadline = w.startToCloseDeadline(le, f)
 	if !w.applyRetryOverride(&le, l) {
@@ -66,6 +68,9 @@ func (w *Worker) runActivity(le core.LockedExecution, f *function) {
 		w.release(le.ExecutionID, l.next, reasonExecutorClose)
 		return
 	}
+	// The function is done: the outcome's write shares the store's
+	// commits with those of the other runs instead of holding the slot.
+	sl.release()
 	now := w.clock.Now()
 	ev := activityOutcome(le, rv, err, pv, now)
 	werr := w.retryWrite(l, func(ctx context.Context) error {

@@ -183,3 +183,112 @@ func TestAwaitLendsTheSlotBeforeTheWrite(t *testing.T) {
 	close(conn.open)
 	close(blk.release)
 }
+
+// finishedGate blocks the write of a workflow's Finished until open is
+// closed; blocked is closed when it is held.
+type finishedGate struct {
+	*store.Service
+	blocked chan struct{}
+	open    chan struct{}
+	once    sync.Once
+}
+
+func (c *finishedGate) AppendBatch(ctx context.Context, now core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, v core.Version) (core.Version, error) {
+	if _, ok := batch[len(batch)-1].Event.(*core.Finished); ok {
+		c.once.Do(func() { close(c.blocked) })
+		<-c.open
+	}
+	return c.Service.AppendBatch(ctx, now, batch, id, v)
+}
+
+// TestFinishLendsTheSlotBeforeTheWrite: a workflow whose code returned
+// lends its concurrency slot before the write of its Finished returns, so
+// that with Concurrency 1 an activity runs while that write is on its way.
+func TestFinishLendsTheSlotBeforeTheWrite(t *testing.T) {
+	env := workertest.New(t, worker.Options{})
+	conn := &finishedGate{Service: env.Store, blocked: make(chan struct{}), open: make(chan struct{})}
+	finished := make(chan core.ExecutionId, 2)
+	w := env.NewWorker(conn, worker.Options{Concurrency: 1, PollWait: 50 * time.Millisecond,
+		OnFinished: func(id core.ExecutionId, _ core.ReturnValue) { finished <- id }})
+	worker.Workflow(w, "demo:test/wf.quick", func(wf *worker.Context, _ string) (string, error) { return "done", nil })
+	blk := newBlocking()
+	worker.Activity(w, slowFFQN, blk.fn)
+	wid := env.Submit("demo:test/wf.quick", "")
+	ctx, stop := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- w.Run(ctx) }()
+	defer func() {
+		stop()
+		waitFor(t, runDone, "Run to return")
+	}()
+	waitFor(t, conn.blocked, "the Finished write")
+	env.Submit(slowFFQN, "x")
+	select {
+	case <-blk.started:
+	case <-time.After(10 * time.Second):
+		close(conn.open)
+		t.Fatal("the activity did not start while the finished workflow's write was on its way: the slot was not lent")
+	}
+	close(conn.open)
+	close(blk.release)
+	for range 2 {
+		waitFor(t, finished, "both to finish")
+	}
+	if got, err := workertest.Result[string](env, wid); err != nil || got != "done" {
+		t.Fatalf("workflow result %q, %v", got, err)
+	}
+}
+
+// outcomeGate blocks the write of the first activity outcome (a top-level
+// activity's Finished, by Append) until open is closed.
+type outcomeGate struct {
+	*store.Service
+	blocked chan struct{}
+	open    chan struct{}
+	once    sync.Once
+}
+
+func (c *outcomeGate) Append(ctx context.Context, id core.ExecutionId, v core.Version, req core.AppendRequest) (core.Version, error) {
+	if _, ok := req.Event.(*core.Finished); ok {
+		first := false
+		c.once.Do(func() { first = true; close(c.blocked) })
+		if first {
+			<-c.open
+		}
+	}
+	return c.Service.Append(ctx, id, v, req)
+}
+
+// TestActivityLendsTheSlotBeforeTheWrite: an activity whose function
+// returned lends its slot before the write of its outcome returns, so that
+// with Concurrency 1 the next activity runs while that write is on its way.
+func TestActivityLendsTheSlotBeforeTheWrite(t *testing.T) {
+	env := workertest.New(t, worker.Options{})
+	conn := &outcomeGate{Service: env.Store, blocked: make(chan struct{}), open: make(chan struct{})}
+	finished := make(chan core.ExecutionId, 2)
+	w := env.NewWorker(conn, worker.Options{Concurrency: 1, PollWait: 50 * time.Millisecond,
+		OnFinished: func(id core.ExecutionId, _ core.ReturnValue) { finished <- id }})
+	started := make(chan string, 2)
+	worker.Activity(w, slowFFQN, func(_ context.Context, s string) (string, error) { started <- s; return s, nil })
+	env.Submit(slowFFQN, "first")
+	ctx, stop := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- w.Run(ctx) }()
+	defer func() {
+		stop()
+		waitFor(t, runDone, "Run to return")
+	}()
+	waitFor(t, started, "the first activity")
+	waitFor(t, conn.blocked, "the first outcome's write")
+	env.Submit(slowFFQN, "second")
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		close(conn.open)
+		t.Fatal("the second activity did not start while the first's outcome was being written: the slot was not lent")
+	}
+	close(conn.open)
+	for range 2 {
+		waitFor(t, finished, "both to finish")
+	}
+}

@@ -12,15 +12,15 @@ import (
 func TestSlotsReserve(t *testing.T) {
 	ctx := context.Background()
 	s := newSlots(8)
-	if n, _ := s.reserve(ctx, 4, false); n != 4 {
+	if n, _ := s.reserve(ctx, nil, 4, false); n != 4 {
 		t.Fatalf("sizing-only reserve of 4 got %d", n)
 	}
-	if n, _ := s.reserve(ctx, 25, true); n != 8 {
+	if n, _ := s.reserve(ctx, nil, 25, true); n != 8 {
 		t.Fatalf("a long poll's sizing must not hold slots: want 8, got %d", n)
 	}
 	// All 8 are reserved: another reservation waits until one is given back.
 	got := make(chan int, 1)
-	go func() { n, _ := s.reserve(ctx, 25, true); got <- n }()
+	go func() { n, _ := s.reserve(ctx, nil, 25, true); got <- n }()
 	select {
 	case n := <-got:
 		t.Fatalf("reserved %d while every free slot was reserved", n)

@@ -85,7 +85,8 @@ type Options struct {
 	// worker of the digest runs).
 	UpgradeCheckPoll time.Duration
 	// Concurrency bounds the executions running at once (activities and
-	// workflows together; a workflow waiting for a response does not count).
+	// workflows together; a workflow waiting for a response does not count,
+	// nor a run whose code returned while its result is written).
 	// Default DefaultConcurrency.
 	Concurrency int
 	// LockBatch bounds the executions locked by one request (at most 25).
@@ -547,70 +548,79 @@ func (w *Worker) request(g *lockGroup, n int) core.LockRequest {
 
 // --- slots --------------------------------------------------------------------------
 
-// slots is a counting semaphore of the concurrency limit, with reservations:
-// a lock request in flight reserves the free slots it asks executions for,
-// so that the requests in flight at once (bursts, other lock groups) never
-// ask for more executions than there are free slots. A reservation is only
-// counted when sizing a request (reserve): runs take free slots whatever is
+// slots is a counting semaphore of the concurrency limit (a buffered
+// channel: a freed slot goes to one waiting run, first come first served),
+// with reservations: a burst lock request in flight reserves the free slots
+// it asks executions for, so that the requests in flight at once never ask
+// for more executions than there are free slots. A reservation only counts
+// when sizing a request (reserve): runs take free slots whatever is
 // reserved (acquire), as a workflow resuming from a wait in memory must.
 type slots struct {
+	ch       chan struct{} // one token per free slot
 	mu       sync.Mutex
-	free     int           // slots not held by a run
 	reserved int           // free slots promised to lock requests in flight
-	changed  chan struct{} // closed (and replaced) when free grows or reserved shrinks
+	waiters  int           // reserve calls waiting for changed
+	changed  chan struct{} // closed (and replaced) when a slot frees or a reservation ends, if waited for
 }
 
-func newSlots(n int) *slots { return &slots{free: n, changed: make(chan struct{})} }
+func newSlots(n int) *slots {
+	s := &slots{ch: make(chan struct{}, n), changed: make(chan struct{})}
+	for range n {
+		s.ch <- struct{}{}
+	}
+	return s
+}
 
-// signal wakes the waiters; mu is held.
+// signal wakes the reserve calls waiting; mu is held.
 func (s *slots) signal() {
-	close(s.changed)
-	s.changed = make(chan struct{})
+	if s.waiters > 0 {
+		close(s.changed)
+		s.changed = make(chan struct{})
+	}
 }
 
 // acquire takes between 1 and limit slots, waiting for the first.
 func (s *slots) acquire(ctx context.Context, limit int) (int, error) {
-	for {
-		s.mu.Lock()
-		if s.free > 0 {
-			n := min(s.free, limit)
-			s.free -= n
-			s.mu.Unlock()
-			return n, nil
-		}
-		ch := s.changed
-		s.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
+	select {
+	case <-s.ch:
+	case <-ctx.Done():
+		return 0, ctx.Err()
 	}
+	return 1 + s.tryAcquire(limit-1), nil
 }
 
-// reserve waits until a free slot is not reserved and returns how many
-// are (at most limit); with hold it reserves them (unreserve or claim gives
-// them back), else it only sizes a request by them, as a long poll does:
-// it may wait for seconds, and holding its slots meanwhile would starve the
-// other lock groups' requests (its grants, like the bursts', never take
-// more slots than are free: the runs wait for any that are not).
-func (s *slots) reserve(ctx context.Context, limit int, hold bool) (int, error) {
+// reserve waits until at least atLeast() free slots (1 when atLeast is
+// nil; re-evaluated whenever a slot frees or a reservation ends) are not
+// reserved and returns how many are (at most limit); with hold it
+// reserves them (unreserve or claim gives them back), else it only sizes a
+// request by them, as a long poll does: it may wait for seconds, and
+// holding its slots meanwhile would starve the other lock groups' requests.
+func (s *slots) reserve(ctx context.Context, atLeast func() int, limit int, hold bool) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for {
-		s.mu.Lock()
-		if avail := s.free - s.reserved; avail > 0 {
+		want := 1 // evaluated under mu: a change of atLeast() is followed by a signal
+		if atLeast != nil {
+			want = max(1, min(atLeast(), limit))
+		}
+		if avail := len(s.ch) - s.reserved; avail >= want {
 			n := min(avail, limit)
 			if hold {
 				s.reserved += n
 			}
-			s.mu.Unlock()
 			return n, nil
 		}
 		ch := s.changed
+		s.waiters++
 		s.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return 0, ctx.Err()
+		}
+		s.mu.Lock()
+		s.waiters--
+		if err := ctx.Err(); err != nil {
+			return 0, err
 		}
 	}
 }
@@ -629,30 +639,30 @@ func (s *slots) unreserve(n int) {
 // executions its request locked, returning how many it took: the caller
 // acquires the others (runs may have taken them meanwhile).
 func (s *slots) claim(n, k int) int {
-	s.mu.Lock()
-	s.reserved -= n
-	got := min(k, s.free)
-	s.free -= got
-	s.signal()
-	s.mu.Unlock()
+	got := s.tryAcquire(k)
+	s.unreserve(n)
 	return got
 }
 
 // tryAcquire takes up to limit free slots without waiting.
 func (s *slots) tryAcquire(limit int) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := max(0, min(s.free, limit))
-	s.free -= n
+	n := 0
+	for n < limit {
+		select {
+		case <-s.ch:
+			n++
+		default:
+			return n
+		}
+	}
 	return n
 }
 
 func (s *slots) release(n int) {
-	if n <= 0 {
-		return
+	for range n {
+		s.ch <- struct{}{}
 	}
 	s.mu.Lock()
-	s.free += n
 	s.signal()
 	s.mu.Unlock()
 }
@@ -734,6 +744,12 @@ func (w *Worker) Run(ctx context.Context) error {
 // while a backlog lasts (see lockLoop).
 const maxBurstLocks = 4
 
+// lockState is what a lock group's requests share.
+type lockState struct {
+	burst    atomic.Bool  // the last answer was full: a backlog is likely
+	inflight atomic.Int32 // burst requests in flight
+}
+
 // lockLoop locks executions of g while slots are free. It holds no slot
 // while a request is in flight (a workflow resuming from a wait in memory,
 // or a run of another group, may need one): it reserves free slots for the
@@ -742,43 +758,53 @@ const maxBurstLocks = 4
 // When a request comes back full — more is likely pending, as under a
 // burst of submissions — it bursts: it asks again at once, without
 // waiting (wait 0), for every free slot not reserved (at most LockBatch),
-// and keeps up to maxBurstLocks such requests in flight, each sent as
-// soon as a slot frees, so that the lock rate follows the slots rather
-// than one round trip at a time; a request that comes back short ends
-// the burst. Once ctx is done it asks for nothing more; the requests in
-// flight are let return and what they locked is released.
+// and keeps up to maxBurstLocks such requests in flight; a request that
+// comes back short ends the burst. A burst request is sent as soon as a
+// slot is free when none is in flight, else once a share of slots is
+// (smaller ones would multiply lock requests, each a commit and a round
+// trip, for little gain), so that the lock rate follows the slots rather
+// than one round trip at a time. Once ctx is done it asks for nothing
+// more; the requests in flight are let return and what they locked is
+// released.
 func (w *Worker) lockLoop(ctx context.Context, g *lockGroup, share int) {
-	var burst atomic.Bool
+	st := &lockState{}
 	var inflight sync.WaitGroup
 	defer inflight.Wait()
 	tokens := make(chan struct{}, maxBurstLocks)
+	atLeast := func() int {
+		if st.inflight.Load() == 0 {
+			return 1
+		}
+		return share
+	}
 	backoff := 50 * time.Millisecond
 	checked := time.Now() // the first lock is the usual one: checks wait UpgradeCheckPoll
 	for ctx.Err() == nil {
-		if burst.Load() {
+		if st.burst.Load() {
 			select {
 			case tokens <- struct{}{}:
 			case <-ctx.Done():
 				return
 			}
-			n, err := w.slots.reserve(ctx, w.opts.LockBatch, true)
+			n, err := w.slots.reserve(ctx, atLeast, w.opts.LockBatch, true)
 			if err != nil {
 				<-tokens
 				return
 			}
+			st.inflight.Add(1)
 			inflight.Go(func() {
 				defer func() { <-tokens }()
-				if err := w.lockOnce(ctx, g, n, n, 0, &burst, nil); err != nil {
+				if err := w.lockOnce(ctx, g, n, n, 0, st, nil); err != nil {
 					w.log.Warn("lock failed", "ffqns", len(g.ffqns), "err", err)
 				}
 			})
 			continue
 		}
-		n, err := w.slots.reserve(ctx, share, false)
+		n, err := w.slots.reserve(ctx, nil, share, false)
 		if err != nil {
 			return
 		}
-		if err := w.lockOnce(ctx, g, n, 0, w.opts.PollWait, &burst, &checked); err != nil {
+		if err := w.lockOnce(ctx, g, n, 0, w.opts.PollWait, st, &checked); err != nil {
 			w.log.Warn("lock failed", "ffqns", len(g.ffqns), "err", err)
 			sleepCtx(ctx, backoff)
 			backoff = min(2*backoff, 5*time.Second)
@@ -789,12 +815,13 @@ func (w *Worker) lockLoop(ctx context.Context, g *lockGroup, share int) {
 }
 
 // lockOnce sends one lock request for n executions, of which reserved
-// slots are reserved (see slots.reserve), waiting up to wait; it starts
-// what it locked (releasing it instead once ctx is done) and records in
-// burst whether the request came back full. With checked (the idle poll
-// only, never the burst's concurrent requests) it first looks for upgrade
-// checks of g's digest when they are due (lockUpgradeChecks).
-func (w *Worker) lockOnce(ctx context.Context, g *lockGroup, n, reserved int, wait time.Duration, burst *atomic.Bool, checked *time.Time) error {
+// slots are reserved (see slots.reserve; a reserved request is a burst
+// request, counted in st.inflight), waiting up to wait; it starts what it
+// locked (releasing it instead once ctx is done) and records in st.burst
+// whether the request came back full. With checked (the idle poll only,
+// never the burst's concurrent requests) it first looks for upgrade checks
+// of g's digest when they are due (lockUpgradeChecks).
+func (w *Worker) lockOnce(ctx context.Context, g *lockGroup, n, reserved int, wait time.Duration, st *lockState, checked *time.Time) error {
 	var locked []core.LockedExecution
 	var err error
 	if checked != nil {
@@ -802,6 +829,9 @@ func (w *Worker) lockOnce(ctx context.Context, g *lockGroup, n, reserved int, wa
 	}
 	if len(locked) == 0 {
 		locked, err = w.conn.LockPending(ctx, w.request(g, n), g.ffqns, wait)
+	}
+	if reserved > 0 {
+		st.inflight.Add(-1) // before the slots' signal below wakes a waiting burst
 	}
 	if ctx.Err() != nil {
 		// Stopping: another worker takes these at once.
@@ -812,11 +842,11 @@ func (w *Worker) lockOnce(ctx context.Context, g *lockGroup, n, reserved int, wa
 		return nil
 	}
 	if err != nil {
+		st.burst.Store(false)
 		w.slots.unreserve(reserved)
-		burst.Store(false)
 		return err
 	}
-	burst.Store(len(locked) >= n)
+	st.burst.Store(len(locked) >= n)
 	got := w.slots.claim(reserved, len(locked))
 	for i, le := range locked {
 		if i >= got {
@@ -968,7 +998,7 @@ func (w *Worker) start(le core.LockedExecution) {
 			w.runWorkflow(le, f, sl)
 		default:
 			w.runs[0].Add(1)
-			w.runActivity(le, f)
+			w.runActivity(le, f, sl)
 		}
 	}()
 }

@@ -11,6 +11,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +28,7 @@ var (
 	url       = flag.String("url", "http://127.0.0.1:8080", "Stela server URL (the harness passes its own stela dev)")
 	token     = flag.String("token", "", "bearer token of the server, if any")
 	serverVer = flag.String("server-version", "", "Stela server commit (reported only)")
+	cpuProf   = flag.String("cpuprofile", "", "write the bench process's CPU profile (pprof) to this file")
 	w1Mode    = flag.String("w1-mode", "activity", "W1 executions: activity (a job, as the queues) | workflow (a workflow calling one activity, as the workflow engines)")
 )
 
@@ -126,6 +129,12 @@ func (f *finishes) wait(ctx context.Context) (time.Time, error) {
 
 func main() {
 	p := common.ParseFlags()
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
 	res := &common.Result{Engine: "stela/sdk", Workload: p.Workload, OK: true,
 		Versions: common.ModVersions("github.com/stela-dev/stela"),
 		Config: map[string]any{"concurrency": p.Concurrency, "workers": 1, "transport": "HTTP (client.New)",
