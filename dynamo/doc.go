@@ -794,6 +794,15 @@
 //	           lean twice 262.1 WRU $182.37 (+ret. $216.54)           239.0 WRU $169.94 (+ret. $204.12)
 //	marking per workflow tree: 49.0 WRU, 38.2 RRU ($35.4/M), unchanged
 //
+// With eager dispatch too (main 342c70a: leases and eager dispatch, the
+// command above plus -eager, every child locked by the commit that
+// creates it as the SDK's worker does while it has free slots; one run,
+// load ≈ 2): workflow default 222.6 WRU 76.6 RRU $155.42 (+ret. $190.84),
+// twice 284.6 WRU $194.17 (+ret. $229.59), lean 177.7 WRU $127.34 (+ret.
+// $161.51), lean twice 224.7 WRU $156.72 (+ret. $190.89); activities as
+// in the table (a top-level submit is not eager); no transaction
+// cancelled.
+//
 // Per step kind (default, once → twice; before → after where it moved): a
 // lock call of 10 40 → 33 (heads 10, pending-ffqn and pending-digest out
 // 20, timers in 10 → the lease's put, close and entry 3); an activity's
@@ -899,24 +908,26 @@
 // 13.5 and 8.5 WRU. $5.90 lean means ≈ 7 WRU, the issue's own floor with a
 // lock-expiry index but without listing or retention; what is left above
 // it is listing and retention (3 WRU), which the issue keeps. Workflow:
-// $181.12 default, $141.19 lean, +$35 marking (targets $100 and $80 with
-// marking) — not met. Summing the levers not done, eager dispatch
-// included, leaves ≈ 165 WRU default (≈ $125) plus the marking, whose
+// $155.42 default, $127.34 lean with eager dispatch ($181.12 / $141.19
+// without), +$35 marking (targets $100 and $80 with marking) — not met.
+// Summing the levers not done (the drain redesign, children behind the
+// outbox) leaves ≈ 198 WRU default (≈ $140) plus the marking, whose
 // floor is one write per item the tree owns (38 items, 49 WRU): a tree's
 // items are written once more so that DynamoDB's time-to-live deletes
 // them for free. $100 with marking would leave ≈ 100 WRU for 11
 // executions, 10 responses and a delay — below the 7-unit-per-execution
 // floor plus each response's item and guard. So on this single-table
-// design the floor is ≈ $125–140 per million 10-child workflows with
-// retention (eager dispatch, the drain redesign), not $100.
+// design, with every lever above, a 10-child workflow stays ≈ $140 per
+// million plus ≈ $35 of retention marking, not $100.
 //
 // Comparison: a Stela activity (3 transitions) is $3.46 per million
 // transitions default, $2.44 lean — 7.2× / 10.2× cheaper than Step
 // Functions Standard ($25 per million state transitions); per unit of work
 // it is 1.30× (default) and 0.92× (lean) the $8.00 per million durable
 // operations of Lambda durable functions — the lean activity is now below
-// a durable step — and a child step of the 10-child workflow ($18.11 /
-// $14.12 per million children, marking excluded) 2.3× / 1.8×.
+// a durable step — and a child step of the 10-child workflow ($15.54 /
+// $12.73 per million children with eager dispatch, marking excluded;
+// $18.11 / $14.12 without) 1.9× / 1.6×.
 //
 // Under TransactionConflict (conflict_test.go; DynamoDB Local never raises
 // it): a registration meeting the blocking JoinNext's transaction on the
