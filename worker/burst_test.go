@@ -292,3 +292,73 @@ func TestActivityLendsTheSlotBeforeTheWrite(t *testing.T) {
 		waitFor(t, finished, "both to finish")
 	}
 }
+
+// TestMaxAwaitingHoldsWhileJoinNextWritesAreOnTheirWay: a workflow takes
+// its place among the Options.MaxAwaiting waiting runs when it decides to
+// wait in memory, before its JoinNext write returns; so with MaxAwaiting 1
+// and the first sleeper's write held, a second sleeper parks (its
+// JoinNext gives the execution up at once: run_expires_at = the time of
+// the write) instead of also waiting in memory.
+func TestMaxAwaitingHoldsWhileJoinNextWritesAreOnTheirWay(t *testing.T) {
+	env := workertest.New(t, worker.Options{})
+	conn := &firstJoinNextGate{joinNextGate{Service: env.Store, blocked: make(chan struct{}), open: make(chan struct{})}}
+	w := env.NewWorker(conn, worker.Options{Concurrency: 2, MaxAwaiting: 1, PollWait: 50 * time.Millisecond,
+		LockExpiry: time.Hour, AwaitWindow: time.Hour})
+	worker.Workflow(w, "demo:test/wf.sleeper", func(wf *worker.Context, _ string) (string, error) {
+		if err := wf.Sleep(time.Minute); err != nil {
+			return "", err
+		}
+		return "slept", nil
+	})
+	first := env.Submit("demo:test/wf.sleeper", "")
+	ctx, stop := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- w.Run(ctx) }()
+	defer func() {
+		stop()
+		waitFor(t, runDone, "Run to return")
+	}()
+	waitFor(t, conn.blocked, "the first JoinNext write")
+	second := env.Submit("demo:test/wf.sleeper", "")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, ev := range env.Log(second).Events {
+			h, ok := ev.Event.(*core.HistoryEventRequest)
+			if !ok {
+				continue
+			}
+			if j, ok := h.Event.(*core.JoinNext); ok {
+				close(conn.open)
+				if j.RunExpiresAt.After(ev.CreatedAt) {
+					t.Fatalf("the second sleeper waits in memory (run_expires_at %v after its write at %v) while the first holds the only MaxAwaiting place", j.RunExpiresAt, ev.CreatedAt)
+				}
+				if env.Log(first).PendingState.State == core.StateFinished {
+					t.Fatal("the first sleeper finished before its minute")
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			close(conn.open)
+			t.Fatal("the second sleeper wrote no JoinNext")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// firstJoinNextGate holds only the first JoinNext write (joinNextGate
+// holds every one).
+type firstJoinNextGate struct{ joinNextGate }
+
+func (c *firstJoinNextGate) AppendBatch(ctx context.Context, now core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, v core.Version) (core.Version, error) {
+	if h, ok := batch[len(batch)-1].Event.(*core.HistoryEventRequest); ok {
+		if _, ok := h.Event.(*core.JoinNext); ok {
+			first := false
+			c.once.Do(func() { first = true; close(c.blocked) })
+			if first {
+				<-c.open
+			}
+		}
+	}
+	return c.Service.AppendBatch(ctx, now, batch, id, v)
+}

@@ -769,9 +769,10 @@ func (wf *Context) awaitNext(js *joinSetState, requested *core.FunctionFqn, clos
 			want.RunExpiresAt = wf.l.locked.LockExpiresAt
 			wf.record(want, nil)
 			// The run waits from here on: its slot is lent out before
-			// the write's round trip, not after (see awaitInMemory).
+			// the write's round trip, not after (see awaitInMemory,
+			// which writes the buffer and gives back the MaxAwaiting
+			// place mayAwait took).
 			wf.slot.release()
-			wf.flush()
 			if !wf.awaitInMemory(js, until) {
 				wf.park()
 			}
@@ -825,7 +826,9 @@ func (w *Worker) awaitMargin() time.Duration { return w.opts.LockExpiry / 10 }
 
 // mayAwait reports whether a JoinNext may wait in memory: under Run, with
 // room among the waiting runs, and (for a sleep) a delay due before the
-// wait would end. mu is held.
+// wait would end. When it may, it takes one of the Options.MaxAwaiting
+// places at once — before the JoinNext's write, during which other runs
+// decide too — and the caller gives it back. mu is held.
 func (wf *Context) mayAwait(until core.Timestamp) bool {
 	w := wf.w
 	if !w.awaitOK.Load() {
@@ -835,7 +838,18 @@ func (wf *Context) mayAwait(until core.Timestamp) bool {
 	if !until.IsZero() && until.After(end) {
 		return false
 	}
-	return end.After(w.clock.Now()) && w.awaiting.Load() < int64(w.opts.MaxAwaiting)
+	if !end.After(w.clock.Now()) {
+		return false
+	}
+	for {
+		n := w.awaiting.Load()
+		if n >= int64(w.opts.MaxAwaiting) {
+			return false
+		}
+		if w.awaiting.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 // awaitEnd is when a wait in memory must end: within the window and
@@ -849,7 +863,9 @@ func (wf *Context) awaitEnd() core.Timestamp {
 	return end
 }
 
-// awaitInMemory subscribes to the execution's responses until js has one
+// awaitInMemory writes the buffer (ending with the JoinNext), gives back
+// on return the Options.MaxAwaiting place mayAwait took, and subscribes
+// to the execution's responses until js has one
 // (true) or the wait must end (false): the window is over, or the worker
 // stops. The run's concurrency slot is lent out meanwhile. The execution is
 // blocked in the store until the lease's expiry, so nobody else takes it;
@@ -861,8 +877,8 @@ func (wf *Context) awaitEnd() core.Timestamp {
 // whole sleep. mu is held on entry and on return.
 func (wf *Context) awaitInMemory(js *joinSetState, until core.Timestamp) bool {
 	w := wf.w
-	w.awaiting.Add(1)
-	defer w.awaiting.Add(-1)
+	defer w.awaiting.Add(-1) // the place mayAwait took, even if the write fails
+	wf.flush()
 	wf.awaiting = true
 	defer func() { wf.awaiting = false }()
 	wait := wf.awaitEnd().Sub(w.clock.Now().Time)
