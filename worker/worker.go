@@ -288,7 +288,7 @@ func New(conn Conn, opts Options) *Worker {
 	w := &Worker{conn: conn, opts: opts, clock: opts.Clock, log: opts.Logger.With("component", opts.Name),
 		funcs: map[core.FunctionFqn]*function{}, declared: map[core.FunctionFqn]core.ComponentType{},
 		entropy: &lockedReader{r: opts.Entropy}, finished: make(chan struct{}, 1)}
-	exr, err := core.NewExecutorId(uint64(time.Now().UnixMilli()), w.entropy)
+	exr, err := core.NewExecutorId(uint64(w.clock.Now().UnixMilli()), w.entropy)
 	if err != nil {
 		panic(fmt.Sprintf("worker: executor id: %v", err))
 	}
@@ -535,7 +535,7 @@ func sameRetry(a, b core.ComponentRetryConfig) bool {
 // locks leave the history out (activities never read it, workflows read
 // only what they lack: ReadHistory).
 func (w *Worker) request(g *lockGroup, n int) core.LockRequest {
-	run, err := core.NewRunId(uint64(time.Now().UnixMilli()), w.entropy)
+	run, err := core.NewRunId(uint64(w.clock.Now().UnixMilli()), w.entropy)
 	if err != nil {
 		panic(fmt.Sprintf("worker: run id: %v", err))
 	}
