@@ -59,6 +59,10 @@ type Client struct {
 	// noEager is set once the server refused create-children's `lock`
 	// field (it predates eager dispatch): eager requests then go without it.
 	noEager atomic.Bool
+	// noEagerStart is set once the server answered POST
+	// /v1/worker/create-locked with 404 or 405 (it predates eager start):
+	// CreateLocked then creates without a lock.
+	noEagerStart atomic.Bool
 }
 
 // Option configures New.

@@ -411,6 +411,43 @@ func (c *Client) Create(ctx context.Context, req core.CreateRequest) (core.Versi
 	return 0, err
 }
 
+// CreateLocked implements core.EagerCreator (POST /v1/worker/create-locked,
+// eager start): the create, with the execution locked to the caller in the
+// same commit when lock takes it. Retried after an ambiguous failure: the
+// server answers the retry of a create that committed with the same lock;
+// if that lock is gone by then (expired, taken by another run) the retry's
+// 409 is resolved as Create resolves it — the stored request is this one,
+// so it is created, with no lock to answer. A server that predates the
+// route (404, 405) gets a plain Create, and later calls go without a lock.
+func (c *Client) CreateLocked(ctx context.Context, req core.CreateRequest, lock core.EagerLock) (core.Version, []core.LockedExecution, error) {
+	if c.noEagerStart.Load() {
+		next, err := c.Create(ctx, req)
+		return next, nil, err
+	}
+	body := wire.CreateLockedBody{Request: req, Lock: wire.EagerLockJSON{LockParams: lockParams(lock.Request),
+		BatchSize: 1, FFQNs: lock.FFQNs, ByComponentDigest: lock.Request.ByComponentDigest}}
+	var out wire.CreateChildrenAnswer
+	resp, err := c.post(ctx, http.MethodPost, wire.PathWorkerCreateLocked, body, idempotent, &out)
+	if err == nil {
+		return out.NextVersion, lockedOf(out.Locked), nil
+	}
+	var ae *Error
+	if errors.As(err, &ae) && (ae.Status == http.StatusNotFound || ae.Status == http.StatusMethodNotAllowed) {
+		c.noEagerStart.Store(true)
+		next, err := c.Create(ctx, req)
+		return next, nil, err
+	}
+	if resp != nil && resp.Ambiguous && resp.Status == http.StatusConflict {
+		stored, gerr := c.GetCreateRequest(ctx, req.ExecutionID)
+		a, err1 := core.MarshalJSON(stored)
+		b, err2 := core.MarshalJSON(req)
+		if gerr == nil && err1 == nil && err2 == nil && bytes.Equal(a, b) {
+			return 1, nil, nil
+		}
+	}
+	return 0, nil, err
+}
+
 // --- reads ------------------------------------------------------------------------------------
 
 // Get implements core.DbConnection (GET /v1/worker/executions/{id}/log).

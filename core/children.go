@@ -238,3 +238,18 @@ type EagerChildCreator interface {
 	// locks (the children are then pending).
 	AppendBatchCreateNewExecutionLocked(ctx context.Context, currentTime Timestamp, batch []AppendRequest, id ExecutionId, version Version, children []CreateRequest, backtraces []BacktraceInfo, locks []EagerLock) (Version, []LockedExecution, error)
 }
+
+// EagerCreator is implemented by connections that can create a top-level
+// execution already locked to the caller, in the commit that creates it
+// (eager start: store.Service, and client.Client against a server that
+// knows the route). A worker uses it when it submits a function it serves
+// and has a free slot.
+type EagerCreator interface {
+	// CreateLocked is Create that also locks the execution as lock asks
+	// (history [Created, Locked]) when lock takes it (EagerLock.Takes), and
+	// returns it as a lock answers it (none when it was created pending).
+	// Retried after a lost answer (the create committed), the same request
+	// answers the same lock while the execution is still locked by lock's
+	// executor and run id at version 1, so no lock is left to nobody.
+	CreateLocked(ctx context.Context, req CreateRequest, lock EagerLock) (Version, []LockedExecution, error)
+}

@@ -346,6 +346,10 @@ func schemas() map[string]any {
 			"ffqns":               desc("the functions whose children this lock takes", arr(ref("FunctionFqn"))),
 			"by_component_digest": boolean("a pinned worker: only children created with component_id's digest"),
 		})),
+		"CreateLockedBody": closedObj([]string{"request", "lock"}, map[string]any{
+			"request": ref("CreateRequest"),
+			"lock":    desc("the lock to create it with (batch_size 1), when it takes the request", ref("EagerLock")),
+		}),
 		"CreateChildrenAnswer": closedObj([]string{"next_version"}, map[string]any{
 			"next_version": ref("Version"),
 			"locked":       desc("the children created locked (only when the body asked for eager locks)", arr(ref("LockedExecution"))),

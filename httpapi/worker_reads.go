@@ -72,6 +72,50 @@ func (s *server) workerCreate(c *call) error {
 	return c.json(http.StatusOK, wire.NextVersionJSON{NextVersion: next})
 }
 
+// POST /v1/worker/create-locked (eager start, core.EagerCreator): the
+// create of workerCreate, with the execution locked to the caller in the
+// same commit when the body's lock takes it (docs/http-api.md §4.1b). A
+// store that cannot lock eagerly creates it pending and answers no lock.
+func (s *server) workerCreateLocked(c *call) error {
+	var b wire.CreateLockedBody
+	if err := c.decodeBody(&b); err != nil {
+		return err
+	}
+	tb := s.timeBound()
+	if err := tb.check("request.created_at", b.Request.CreatedAt); err != nil {
+		return err
+	}
+	if err := tb.checkPtr("lock.created_at", b.Lock.CreatedAt); err != nil {
+		return err
+	}
+	if b.Lock.BatchSize != 1 {
+		return badRequest("`lock.batch_size` must be 1 (one execution is created)")
+	}
+	if len(b.Lock.FFQNs) == 0 {
+		return badRequest("`lock.ffqns` must name at least one function")
+	}
+	setExecutionID(c.r, b.Request.ExecutionID)
+	req := b.Lock.Request(s.now(), 1, nil)
+	req.ByComponentDigest = b.Lock.ByComponentDigest
+	ec, ok := s.db.(core.EagerCreator)
+	if !ok {
+		next, err := s.db.Create(c.ctx(), b.Request)
+		if err != nil {
+			return err
+		}
+		return c.json(http.StatusOK, wire.CreateChildrenAnswer{NextVersion: next})
+	}
+	next, locked, err := ec.CreateLocked(c.ctx(), b.Request, core.EagerLock{Request: req, FFQNs: b.Lock.FFQNs})
+	if err != nil {
+		return err
+	}
+	out := wire.CreateChildrenAnswer{NextVersion: next, Locked: make([]wire.LockedExecutionJSON, len(locked))}
+	for i, le := range locked {
+		out.Locked[i] = wire.NewLockedExecutionJSON(le)
+	}
+	return c.json(http.StatusOK, out)
+}
+
 // GET /v1/worker/executions/{execution_id}/result
 func (s *server) workerResult(c *call) error {
 	id, q, err := c.execQuery("wait_ms")

@@ -170,3 +170,74 @@ func sameRequest(a, b core.AppendRequest) bool {
 }
 
 var _ core.EagerChildCreator = (*Service)(nil)
+
+// CreateLocked implements core.EagerCreator: Create, with the execution
+// locked by lock in the same commit when lock takes it (eager start). The
+// retry of a create that committed (its answer was lost) finds the id taken
+// and answers the same lock while the execution is still Locked at version
+// 1 by lock's executor and run id (a run id is unique to one request, so
+// that execution is this request's); otherwise the conflict stands.
+func (s *Service) CreateLocked(ctx context.Context, req core.CreateRequest, lock core.EagerLock) (core.Version, []core.LockedExecution, error) {
+	if err := req.Validate(); err != nil {
+		return 0, nil, err
+	}
+	if err := lock.Validate(); err != nil {
+		return 0, nil, err
+	}
+	if !lock.Takes(&req) {
+		next, err := s.Create(ctx, req)
+		return next, []core.LockedExecution{}, err
+	}
+	var le core.LockedExecution
+	err := s.updateAs(ctx, OpCreate, func(t *txn) error {
+		var err error
+		le, err = s.createLockedIn(t, req, &lock.Request)
+		return err
+	})
+	if errors.Is(err, core.ErrConflict) {
+		if again, ok := s.createLockedAgain(ctx, req, &lock); ok {
+			return again.NextVersion, []core.LockedExecution{again}, nil
+		}
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	if le.ExecutionID.IsZero() { // the lock could not take it after all: created pending
+		return 1, []core.LockedExecution{}, nil
+	}
+	s.lockCall(ctx, 1, 1)
+	return le.NextVersion, []core.LockedExecution{le}, nil
+}
+
+// createLockedAgain is the answer to the retry of a CreateLocked that
+// committed: req's execution Locked at version 1 by lock's executor and run
+// id, nothing appended since.
+func (s *Service) createLockedAgain(ctx context.Context, req core.CreateRequest, lock *core.EagerLock) (core.LockedExecution, bool) {
+	var out core.LockedExecution
+	ok := false
+	err := s.view(ctx, func(tx ReadTx) error {
+		h, err := tx.Head(req.ExecutionID)
+		if err != nil {
+			return err
+		}
+		if h.State != core.StateLocked || h.Version != 1 || h.LastLock == nil ||
+			h.LastLock.ExecutorID != lock.Request.ExecutorID || h.LastLock.RunID != lock.Request.RunID {
+			return nil
+		}
+		ev, err := tx.Event(req.ExecutionID, 1)
+		if err != nil {
+			return err
+		}
+		l, isLock := ev.Event.(*core.Locked)
+		if !isLock {
+			return nil
+		}
+		out, ok = eagerLocked(req, &h, *l, 2), true
+		return nil
+	})
+	if err != nil {
+		s.log.Warn("reading back an eager create failed", core.LogKeyExecutionID, req.ExecutionID.String(), core.LogKeyErr, err)
+		return core.LockedExecution{}, false
+	}
+	return out, ok
+}

@@ -59,6 +59,7 @@ const (
 	PathWorkerHistory                      = "/v1/worker/executions/{execution_id}/history"
 	PathWorkerResult                       = "/v1/worker/executions/{execution_id}/result"
 	PathWorkerCreate                       = "/v1/worker/create"
+	PathWorkerCreateLocked                 = "/v1/worker/create-locked"
 	PathWorkerLogs                         = "/v1/worker/logs"
 	PathWorkerBacktraces                   = "/v1/worker/backtraces"
 	PathWorkerExpiredTimers                = "/v1/worker/expired-timers"

@@ -196,6 +196,16 @@ type CreateChildrenAnswer struct {
 	Locked      []LockedExecutionJSON `json:"locked,omitempty"`
 }
 
+// CreateLockedBody is the body of POST /v1/worker/create-locked (eager
+// start): the create request and the lock to take it with, when the lock
+// takes it (core.EagerLock.Takes). Answered with a CreateChildrenAnswer
+// whose locked holds the execution, or nothing when it was created
+// pending.
+type CreateLockedBody struct {
+	Request core.CreateRequest `json:"request" required:"true"`
+	Lock    EagerLockJSON      `json:"lock" required:"true"`
+}
+
 // DelayResponseBody is the body of POST /v1/worker/append-batch/delay-response.
 type DelayResponseBody struct {
 	AppendBatchBody

@@ -198,3 +198,32 @@ func (w *Worker) startBorrowed(le core.LockedExecution, lease time.Duration) {
 		w.start(le)
 	}()
 }
+
+// eagerStart is the lock a Submit asks for (eager start) and the
+// connection that takes it.
+type eagerStart struct {
+	ec   core.EagerCreator
+	lock core.EagerLock
+}
+
+// planEagerStart takes a free slot for req when this worker, running,
+// serves req's function (a pinned worker: of req's digest) and its
+// connection can create locked (core.EagerCreator), and returns the lock
+// to create req with: the lock its own poll would ask. nil otherwise (the
+// execution is created pending and found by a poll, as without eager
+// dispatch). The caller gives the slot back if the create fails.
+func (w *Worker) planEagerStart(req *core.CreateRequest) *eagerStart {
+	gp := w.eager.Load()
+	if gp == nil || w.stopping == nil || w.stopping.Err() != nil {
+		return nil
+	}
+	g := (*gp)[req.FFQN]
+	if g == nil || (w.opts.Pinned && req.ComponentID.ComponentDigest != g.component.ComponentDigest) {
+		return nil
+	}
+	ec, ok := w.conn.(core.EagerCreator)
+	if !ok || w.slots.tryAcquire(1) == 0 {
+		return nil
+	}
+	return &eagerStart{ec: ec, lock: core.EagerLock{Request: w.request(g, 1), FFQNs: g.ffqns}}
+}

@@ -395,3 +395,97 @@ func TestEagerChildTakesTheSlotItsParentGivesUp(t *testing.T) {
 		t.Fatalf("%d eager runs, %d children polled; want 2 and 0", eager, polled)
 	}
 }
+
+// dropFirstCreateLocked is dropFirstReply for POST /v1/worker/create-locked:
+// the first eager start's answer is thrown away after the commit.
+type dropFirstCreateLocked struct {
+	dropped  atomic.Bool
+	attempts atomic.Int32
+}
+
+func (d *dropFirstCreateLocked) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if r.URL.Path != wire.PathWorkerCreateLocked || err != nil {
+		return resp, err
+	}
+	d.attempts.Add(1)
+	if d.dropped.CompareAndSwap(false, true) {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return nil, errors.New("test: connection reset after the request was sent")
+	}
+	return resp, nil
+}
+
+// TestEagerStartRunsWithoutAPoll: an execution a running worker submits of
+// a function it serves is created locked to it ([Created, Locked]) and
+// runs at once, with no lock request — in process, and over HTTP where the
+// first answer of the create is lost after its commit (the retry answers
+// the same lock, so it is still locked exactly once). With NoEagerDispatch
+// it is created pending and a poll takes it.
+func TestEagerStartRunsWithoutAPoll(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		off  bool
+		http bool
+	}{{"InProcess", false, false}, {"OverHTTPWithALostAnswer", false, true}, {"NoEagerDispatch", true, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := backendtest.SQLite(t)
+			var conn worker.Conn = svc
+			drop := &dropFirstCreateLocked{}
+			if tc.http {
+				c, err := client.New(apitest.Server(t, svc), client.WithHTTPClient(&http.Client{Transport: drop}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				conn = c
+			}
+			w := worker.New(conn, worker.Options{NoEagerDispatch: tc.off, LockExpiry: time.Hour, PollWait: 50 * time.Millisecond})
+			worker.Activity(w, greetFFQN, greet)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			runCtx, stop := context.WithCancel(ctx)
+			runDone := make(chan error, 1)
+			go func() { runDone <- w.Run(runCtx) }()
+			defer func() {
+				stop()
+				waitFor(t, runDone, "Run to return")
+			}()
+			for deadline := time.Now().Add(10 * time.Second); !w.EagerReady() && !tc.off; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the worker did not begin running")
+				}
+			}
+			id, err := w.Submit(ctx, greetFFQN, "eager")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := worker.Await[string](ctx, w, id); err != nil || got != "Hello, eager!" {
+				t.Fatalf("got %q, %v", got, err)
+			}
+			log, err := svc.Get(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(lockedEvents(log)); n != 1 {
+				t.Fatalf("%s was locked %d times, want once", id, n)
+			}
+			eager := w.Stats().Eager
+			if tc.off {
+				if eager != 0 {
+					t.Fatalf("eager dispatch off: %d eager runs, want 0", eager)
+				}
+				return
+			}
+			if eager != 1 {
+				t.Fatalf("%d eager runs, want 1: the submitted execution was not locked by its create", eager)
+			}
+			if v := log.Events[1]; v.Version != 1 || v.Event.Variant() != "locked" {
+				t.Fatalf("event 1 is %s, want locked", v.Event.Variant())
+			}
+			if tc.http && (!drop.dropped.Load() || drop.attempts.Load() < 2) {
+				t.Fatalf("dropped %v after %d eager creates: the test did not lose an answer", drop.dropped.Load(), drop.attempts.Load())
+			}
+		})
+	}
+}

@@ -28,3 +28,7 @@ func (w *Worker) OnAwaiting(f func(id core.ExecutionId)) { w.onAwait = f }
 
 // Stopping is closed once the worker began stopping (Run's context done).
 func (w *Worker) Stopping() <-chan struct{} { return w.stopping.Done() }
+
+// EagerReady reports whether the worker runs with eager dispatch set up
+// (Run or RunUntilIdle began), so that a Submit may start eagerly.
+func (w *Worker) EagerReady() bool { return w.eager.Load() != nil }

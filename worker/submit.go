@@ -35,9 +35,18 @@ func (w *Worker) submitTarget(ctx context.Context, target core.FunctionFqn, ps c
 	if err != nil {
 		return core.ExecutionId{}, fmt.Errorf("worker: execution id: %w", err)
 	}
-	_, err = w.conn.Create(ctx, core.CreateRequest{CreatedAt: now, ExecutionID: id, FFQN: target, Params: ps,
-		ScheduledAt: now, ComponentID: c.component, DeploymentID: c.deployment, Metadata: core.ExecutionMetadata{}})
-	if err != nil {
+	req := core.CreateRequest{CreatedAt: now, ExecutionID: id, FFQN: target, Params: ps,
+		ScheduledAt: now, ComponentID: c.component, DeploymentID: c.deployment, Metadata: core.ExecutionMetadata{}}
+	if p := w.planEagerStart(&req); p != nil {
+		_, locked, err := p.ec.CreateLocked(ctx, req, p.lock)
+		if err != nil {
+			w.slots.release(1)
+			return core.ExecutionId{}, fmt.Errorf("worker: submit %s: %w", ffqn, err)
+		}
+		w.startEager(&eagerPlan{slots: 1}, locked)
+		return id, nil
+	}
+	if _, err = w.conn.Create(ctx, req); err != nil {
 		return core.ExecutionId{}, fmt.Errorf("worker: submit %s: %w", ffqn, err)
 	}
 	return id, nil

@@ -153,8 +153,10 @@ type Options struct {
 	// creates children whose function this worker serves and slots are
 	// free, the write that creates them also locks up to that many of them
 	// to this worker, and they start at once, without a lock request or a
-	// poll (see docs/worker.md "Eager dispatch"). Off, every child waits in
-	// the store for a worker's lock request.
+	// poll (see docs/worker.md "Eager dispatch"); likewise an execution
+	// this running worker submits of a function it serves, with a slot
+	// free, is created locked to it (eager start). Off, every child and
+	// submission waits in the store for a worker's lock request.
 	NoEagerDispatch bool
 	// OnFinished, if set, is called once the Finished event of an execution
 	// this worker ran is stored (e.g. for metrics). It must not block.
@@ -1053,8 +1055,9 @@ type Stats struct {
 	// after a wait counts again).
 	Activities int64 `json:"activities"`
 	Workflows  int64 `json:"workflows"`
-	// Eager counts the runs started from eager locks (children locked to
-	// this worker by the write that created them, see NoEagerDispatch).
+	// Eager counts the runs started from eager locks (children and
+	// submissions locked to this worker by the write that created them,
+	// see NoEagerDispatch).
 	Eager int64 `json:"eager"`
 	// Cached is the number of suspended workflows kept in memory, and
 	// CachedBytes their estimated memory (see Options.MaxCachedBytes).

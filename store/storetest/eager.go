@@ -17,6 +17,7 @@ func eagerScenarios() []contractTest {
 		{"EA03_EagerRetryAfterALostAnswerAnswersTheSameLocks", eager03},
 		{"EA04_EagerWriteAtAWrongVersionWritesNothing", eager04},
 		{"EA05_EagerLockTakesOnlyWhatALockWould", eager05},
+		{"EA06_EagerStartCreatesATopLevelExecutionLocked", eager06},
 	}
 }
 
@@ -246,4 +247,80 @@ func eager05(h *harness) {
 	h.wantEagerLocked(locked[0], children[0], other)
 	h.wantStatus(children[1].ExecutionID, core.StatePendingAt, core.LifecyclePaused)
 	h.wantState(children[2].ExecutionID, psPendingAt(h.now().Add(time.Hour), nil))
+}
+
+// E06 (eager start, core.EagerCreator): a top-level create with an eager
+// lock creates the execution locked ([Created, Locked], answered as a lock
+// answers it), which no poll then finds; the same request again (a lost
+// answer) answers the same lock and writes nothing; once the lock expired
+// and another run holds it, the retry is the id's conflict. A create the
+// lock does not take (scheduled later, paused, another function) is
+// created as Create creates it, with no lock.
+func eager06(h *harness) {
+	ec, ok := h.db.(core.EagerCreator)
+	if !ok {
+		h.t.Fatalf("%T does not implement core.EagerCreator", h.db)
+	}
+	lk := h.eagerLock(1, newExr(), newRun(), h.now().Add(time.Second))
+	lk.Request.RetryConfig = retryForever(0)
+	req := h.createReq(newExecID(), withFFQN(ffqnChild))
+	next, locked, err := ec.CreateLocked(h.ctx, req, lk)
+	h.wantNoErr("create locked", err)
+	if next != 2 || len(locked) != 1 {
+		h.t.Fatalf("create locked answered next %d and %d locks, want 2 and 1", next, len(locked))
+	}
+	le := locked[0]
+	if le.ExecutionID != req.ExecutionID || le.NextVersion != 2 || le.FFQN != ffqnChild || le.Parent != nil {
+		h.t.Fatalf("eager start lock %s next %d ffqn %s parent %v, want %s next 2 ffqn %s no parent",
+			le.ExecutionID, le.NextVersion, le.FFQN, le.Parent, req.ExecutionID, ffqnChild)
+	}
+	h.wantJSON("eager start Locked event", le.LockedEvent, *lk.Request.LockedEvent())
+	h.wantEventsTail(req.ExecutionID, "created", "locked")
+	h.wantState(req.ExecutionID, psLocked(lockedBy(lk.Request.ExecutorID, lk.Request.RunID), lk.Request.LockExpiresAt))
+	got, err := h.db.LockPendingByFFQNs(h.ctx, h.lockReqN(10), []core.FunctionFqn{ffqnChild})
+	h.wantNoErr("poll", err)
+	if len(got) != 0 {
+		h.t.Fatalf("a poll locked %v, want nothing: the execution was created locked", lockedIDs(got))
+	}
+	before := jsonOrErr(h.get(req.ExecutionID))
+	next2, again, err := ec.CreateLocked(h.ctx, req, lk)
+	h.wantNoErr("the same create locked again (lost answer)", err)
+	if next2 != 2 {
+		h.t.Fatalf("the retry answered next %d, want 2", next2)
+	}
+	h.wantJSON("lock answered to the retry", again, locked)
+	if after := jsonOrErr(h.get(req.ExecutionID)); after != before {
+		h.t.Fatalf("the retry changed the execution:\n%s\nwant\n%s", after, before)
+	}
+	// Another run's request for the same id is the id's conflict.
+	other := h.eagerLock(1, newExr(), newRun(), h.now().Add(time.Second))
+	_, _, err = ec.CreateLocked(h.ctx, req, other)
+	h.wantErr("another run's create of the same id", err, core.ErrConflict)
+	// The lock expires (retried forever: pending again), a poll takes it;
+	// the retry no longer answers a lock.
+	h.advance(time.Second)
+	h.sweep(h.now())
+	got, err = h.db.LockPendingByFFQNs(h.ctx, h.lockReqN(1), []core.FunctionFqn{ffqnChild})
+	h.wantNoErr("lock the expired execution", err)
+	if len(got) != 1 {
+		h.t.Fatalf("poll after the expiry locked %d, want 1", len(got))
+	}
+	_, _, err = ec.CreateLocked(h.ctx, req, lk)
+	h.wantErr("the retry after the lock expired and was taken", err, core.ErrConflict)
+	// What the lock does not take is created pending, with no lock.
+	lk2 := h.eagerLock(1, newExr(), newRun(), h.now().Add(time.Second))
+	for name, r := range map[string]core.CreateRequest{
+		"scheduled later":  h.createReq(newExecID(), withFFQN(ffqnChild), withSched(h.now().Add(time.Minute))),
+		"another function": h.createReq(newExecID()),
+		"paused":           h.createReq(newExecID(), withFFQN(ffqnChild), withPaused()),
+	} {
+		_, locked, err := ec.CreateLocked(h.ctx, r, lk2)
+		h.wantNoErr("create locked, "+name, err)
+		if len(locked) != 0 {
+			h.t.Fatalf("%s: locked %v, want no lock", name, lockedIDs(locked))
+		}
+		if st := h.get(r.ExecutionID).PendingState.State; st == core.StateLocked {
+			h.t.Fatalf("%s: the execution is locked", name)
+		}
+	}
 }
