@@ -395,20 +395,25 @@ func (c *Client) Create(ctx context.Context, req core.CreateRequest) (core.Versi
 	if err == nil {
 		return out.NextVersion, nil
 	}
-	if resp != nil && resp.Ambiguous && resp.Status == http.StatusConflict {
-		stored, gerr := c.GetCreateRequest(ctx, req.ExecutionID)
-		sent := req
-		sent.Paused = false // GetCreateRequest does not report it
-		a, err1 := core.MarshalJSON(stored)
-		b, err2 := core.MarshalJSON(sent)
-		if gerr == nil && err1 == nil && err2 == nil && bytes.Equal(a, b) {
-			if req.Paused {
-				return 2, nil
-			}
-			return 1, nil
+	if resp != nil && resp.Ambiguous && resp.Status == http.StatusConflict && c.storedIs(ctx, req) {
+		if req.Paused {
+			return 2, nil
 		}
+		return 1, nil
 	}
 	return 0, err
+}
+
+// storedIs reports whether the stored create request of req's id is req:
+// a 409 to a create retried after an ambiguous failure is then its own
+// first attempt, which committed.
+func (c *Client) storedIs(ctx context.Context, req core.CreateRequest) bool {
+	stored, gerr := c.GetCreateRequest(ctx, req.ExecutionID)
+	sent := req
+	sent.Paused = false // GetCreateRequest does not report it
+	a, err1 := core.MarshalJSON(stored)
+	b, err2 := core.MarshalJSON(sent)
+	return gerr == nil && err1 == nil && err2 == nil && bytes.Equal(a, b)
 }
 
 // CreateLocked implements core.EagerCreator (POST /v1/worker/create-locked,
@@ -437,13 +442,11 @@ func (c *Client) CreateLocked(ctx context.Context, req core.CreateRequest, lock 
 		next, err := c.Create(ctx, req)
 		return next, nil, err
 	}
-	if resp != nil && resp.Ambiguous && resp.Status == http.StatusConflict {
-		stored, gerr := c.GetCreateRequest(ctx, req.ExecutionID)
-		a, err1 := core.MarshalJSON(stored)
-		b, err2 := core.MarshalJSON(req)
-		if gerr == nil && err1 == nil && err2 == nil && bytes.Equal(a, b) {
-			return 1, nil, nil
+	if resp != nil && resp.Ambiguous && resp.Status == http.StatusConflict && c.storedIs(ctx, req) {
+		if req.Paused {
+			return 2, nil, nil
 		}
+		return 1, nil, nil
 	}
 	return 0, nil, err
 }
