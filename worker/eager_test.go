@@ -444,13 +444,7 @@ func TestEagerStartRunsWithoutAPoll(t *testing.T) {
 			worker.Activity(w, greetFFQN, greet)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			runCtx, stop := context.WithCancel(ctx)
-			runDone := make(chan error, 1)
-			go func() { runDone <- w.Run(runCtx) }()
-			defer func() {
-				stop()
-				waitFor(t, runDone, "Run to return")
-			}()
+			runInBackground(t, w)
 			for deadline := time.Now().Add(10 * time.Second); !w.EagerReady() && !tc.off; time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatal("the worker did not begin running")
