@@ -49,6 +49,14 @@ func testBadInput(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 			`","params":` + params + `,"parent":null,"scheduled_at":` + scheduledAt + `,"component_id":{"component_type":"activity","name":"","component_digest":"` +
 			core.ComponentDigest{}.String() + `"},"deployment_id":"` + core.DeploymentId{}.String() + `","metadata":{},"scheduled_by":null}`
 	}
+	// createLocked builds a create-locked body of a create request and a lock.
+	createLocked := func(req string, lock map[string]any) string {
+		b, err := json.Marshal(lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return `{"request":` + req + `,"lock":` + string(b) + `}`
+	}
 	// many builds a many-write of one append item per execution, item i
 	// carrying items[i] as its created_at and retval.
 	many := func(items ...[2]string) string {
@@ -174,6 +182,14 @@ func testBadInput(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 			status: 400, msg: "`items[1].append.batch[0].created_at` 2026-01-02T00:00:00Z is 24h0m0s ahead of the server's clock (2026-01-01T00:00:00Z): event times may be at most 5m0s ahead of it and 1h0m0s behind"},
 		{name: "CreateCreatedAtDaysAhead", method: "POST", path: "/v1/worker/create", body: strings.Replace(create(now, "[]"), now, `"2026-02-01T00:00:00Z"`, 1),
 			status: 400, msg: "`created_at` 2026-02-01T00:00:00Z is 31 days ahead of the server's clock (2026-01-01T00:00:00Z): event times may be at most 5m0s ahead of it and 1h0m0s behind"},
+		// Eager start (create-locked): the lock takes one execution, names its functions, and the request's times are bounded.
+		{name: "CreateLockedBatchOf2", method: "POST", path: wire.PathWorkerCreateLocked, body: createLocked(create(now, "[]"), lock(map[string]any{"batch_size": 2})),
+			status: 400, msg: "`lock.batch_size` must be 1 (one execution is created)"},
+		{name: "CreateLockedNoFFQNs", method: "POST", path: wire.PathWorkerCreateLocked, body: createLocked(create(now, "[]"), lock(map[string]any{"batch_size": 1, "ffqns": []string{}})),
+			status: 400, msg: "`lock.ffqns` must name at least one function"},
+		{name: "CreateLockedCreatedAtDaysAhead", method: "POST", path: wire.PathWorkerCreateLocked,
+			body:   createLocked(strings.Replace(create(now, "[]"), now, `"2026-02-01T00:00:00Z"`, 1), lock(map[string]any{"batch_size": 1})),
+			status: 400, msg: "`request.created_at` 2026-02-01T00:00:00Z is 31 days ahead…"},
 	})
 
 	t.Run("EventTimesWithinTheSkewAreKept", func(t *testing.T) {
