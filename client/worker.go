@@ -451,6 +451,35 @@ func (c *Client) CreateLocked(ctx context.Context, req core.CreateRequest, lock 
 	return 0, nil, err
 }
 
+// FireDelay implements core.DelayFirer (POST
+// /v1/worker/delays/{delay_id}/fire): the server fires delay when it is
+// due at its clock and unpaused. Idempotent (a retry of a fire that
+// committed answers "answered"). A server that predates the route (404,
+// 405) gets no more calls: FireDelay then answers DelayFireNotDue, and the
+// server's timers sweep fires the delay as before.
+func (c *Client) FireDelay(ctx context.Context, delay core.DelayId) (core.DelayFireOutcome, error) {
+	if c.noFireDelay.Load() {
+		return core.DelayFireNotDue, nil
+	}
+	var out wire.FireDelayAnswer
+	_, err := c.post(ctx, http.MethodPost, wire.Path(wire.PathWorkerFireDelay, delay.String()), nil, idempotent, &out)
+	var ae *Error
+	if errors.As(err, &ae) && (ae.Status == http.StatusNotFound || ae.Status == http.StatusMethodNotAllowed) {
+		c.noFireDelay.Store(true)
+		return core.DelayFireNotDue, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	o, ok := core.ParseDelayFireOutcome(out.Outcome)
+	if !ok {
+		return 0, fmt.Errorf("client: fire delay %s: unknown outcome %q", delay, out.Outcome)
+	}
+	return o, nil
+}
+
+var _ core.DelayFirer = (*Client)(nil)
+
 // --- reads ------------------------------------------------------------------------------------
 
 // Get implements core.DbConnection (GET /v1/worker/executions/{id}/log).

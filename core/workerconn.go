@@ -101,3 +101,58 @@ func FunctionComponent(ctx context.Context, ds DeploymentStore, ffqn FunctionFqn
 	}
 	return ComponentId{}, DeploymentId{}, ErrNotFound
 }
+
+// DelayFireOutcome is what DelayFirer.FireDelay did.
+type DelayFireOutcome uint8
+
+// Delay fire outcomes.
+const (
+	// DelayFired: the delay was due and unpaused at the store's time, and
+	// its DelayFinished(Ok) response is now recorded (as the timers sweep
+	// records it).
+	DelayFired DelayFireOutcome = iota + 1
+	// DelayFireAnswered: the delay already had its response (fired by a
+	// sweep or an earlier call, or cancelled); nothing was written.
+	DelayFireAnswered
+	// DelayFireNotDue: the delay's expiry is after the store's time, or the
+	// delay is paused; nothing was written, the sweep fires it when due.
+	DelayFireNotDue
+)
+
+// String is the outcome's wire name: "fired", "answered", "not_due".
+func (o DelayFireOutcome) String() string {
+	switch o {
+	case DelayFired:
+		return "fired"
+	case DelayFireAnswered:
+		return "answered"
+	case DelayFireNotDue:
+		return "not_due"
+	}
+	return "unknown"
+}
+
+// ParseDelayFireOutcome is the inverse of DelayFireOutcome.String.
+func ParseDelayFireOutcome(s string) (DelayFireOutcome, bool) {
+	for _, o := range []DelayFireOutcome{DelayFired, DelayFireAnswered, DelayFireNotDue} {
+		if o.String() == s {
+			return o, true
+		}
+	}
+	return 0, false
+}
+
+// DelayFirer is implemented by connections that fire a due delay on
+// request (store.Service; client.Client against a server that knows POST
+// /v1/worker/delays/{delay_id}/fire). A worker awaiting a sleep in memory
+// calls it at the delay's expiry instead of waiting for the timers sweep,
+// so the sleep ends at its deadline whatever the sweep's period (on AWS a
+// scheduled sweep runs once a minute). The store decides with its own
+// clock: a delay not yet due there, or paused, is left to the sweep.
+type DelayFirer interface {
+	// FireDelay records delay's DelayFinished(Ok) response at the store's
+	// time when its timer is due and unpaused, in one commit, exactly as
+	// the sweep's AppendDelayResponse would; ErrNotFound when neither the
+	// delay's timer nor its response exists.
+	FireDelay(ctx context.Context, delay DelayId) (DelayFireOutcome, error)
+}

@@ -642,6 +642,26 @@ func (s *server) cancelDelay(c *call) error {
 	return c.ok(http.StatusOK, "cancelled")
 }
 
+// POST /v1/worker/delays/{delay_id}/fire (core.DelayFirer): the delay's
+// DelayFinished(Ok) response when it is due at the store's time and
+// unpaused; a store that cannot fire on request answers not_due (the
+// sweep fires it).
+func (s *server) workerFireDelay(c *call) error {
+	delay, err := pathDelayID(c.r)
+	if err != nil {
+		return err
+	}
+	f, ok := s.db.(core.DelayFirer)
+	if !ok {
+		return c.json(http.StatusOK, wire.FireDelayAnswer{Outcome: core.DelayFireNotDue.String()})
+	}
+	out, err := f.FireDelay(c.ctx(), delay)
+	if err != nil {
+		return err
+	}
+	return c.json(http.StatusOK, wire.FireDelayAnswer{Outcome: out.String()})
+}
+
 // PUT /v1/delays/{delay_id}/pause
 func (s *server) pauseDelay(c *call) error {
 	delay, err := pathDelayID(c.r)

@@ -346,6 +346,9 @@ func schemas() map[string]any {
 			"ffqns":               desc("the functions whose children this lock takes", arr(ref("FunctionFqn"))),
 			"by_component_digest": boolean("a pinned worker: only children created with component_id's digest"),
 		})),
+		"FireDelayAnswer": closedObj([]string{"outcome"}, map[string]any{
+			"outcome": map[string]any{"type": "string", "enum": []string{"fired", "answered", "not_due"}, "description": "what the call did"},
+		}),
 		"CreateLockedBody": closedObj([]string{"request", "lock"}, map[string]any{
 			"request": ref("CreateRequest"),
 			"lock":    desc("the lock to create it with (batch_size 1), when it takes the request", ref("EagerLock")),

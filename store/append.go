@@ -354,6 +354,59 @@ func (s *Service) AppendDelayResponse(ctx context.Context, createdAt core.Timest
 	return core.DelayResponseAlreadyCancelled, nil
 }
 
+// errDelayNotDue ends FireDelay's transaction without a write.
+var errDelayNotDue = errors.New("store: delay not due")
+
+// FireDelay implements core.DelayFirer: the sweep's AppendDelayResponse
+// (fired) for one delay, at the store's clock, when its timer row is due
+// and unpaused. The timer row and the response are read in the commit's
+// transaction, so a concurrent sweep or cancellation answers it once:
+// whoever commits second finds the response (DelayFireAnswered).
+func (s *Service) FireDelay(ctx context.Context, delay core.DelayId) (core.DelayFireOutcome, error) {
+	owner, js := delay.SplitToParts()
+	if owner.IsZero() {
+		return 0, &core.ValidationError{Reason: "invalid delay id " + delay.String()}
+	}
+	out := core.DelayFired
+	err := s.updateAs(ctx, OpRespond, func(t *txn) error {
+		out = core.DelayFired
+		d, ok, err := t.tx.Delay(owner, js, delay)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			_, found, err := t.tx.DelayOutcome(delay)
+			switch {
+			case err != nil:
+				return err
+			case found:
+				out = core.DelayFireAnswered
+				return errDelayNotDue
+			}
+			return fmt.Errorf("%w: delay %s", core.ErrNotFound, delay)
+		}
+		now := s.clock.Now()
+		if d.Paused || d.ExpiresAt.After(now) {
+			out = core.DelayFireNotDue
+			return errDelayNotDue
+		}
+		return s.respondIn(t, owner, now, core.JoinSetResponseEvent{JoinSetID: js,
+			Event: &core.DelayFinished{DelayID: delay, Result: true}}, now)
+	})
+	switch {
+	case errors.Is(err, errDelayNotDue):
+		return out, nil
+	case errors.Is(err, core.ErrConflict):
+		// Answered between the read and the commit (the guard of the response).
+		return core.DelayFireAnswered, nil
+	case err != nil:
+		return 0, err
+	}
+	return core.DelayFired, nil
+}
+
+var _ core.DelayFirer = (*Service)(nil)
+
 // CancelWorkflow implements core.DbExecutor.
 func (s *Service) CancelWorkflow(ctx context.Context, id core.ExecutionId, cancelledAt core.Timestamp) (core.CancelOutcome, error) {
 	var out core.CancelOutcome

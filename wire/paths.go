@@ -60,6 +60,7 @@ const (
 	PathWorkerResult                       = "/v1/worker/executions/{execution_id}/result"
 	PathWorkerCreate                       = "/v1/worker/create"
 	PathWorkerCreateLocked                 = "/v1/worker/create-locked"
+	PathWorkerFireDelay                    = "/v1/worker/delays/{delay_id}/fire"
 	PathWorkerLogs                         = "/v1/worker/logs"
 	PathWorkerBacktraces                   = "/v1/worker/backtraces"
 	PathWorkerExpiredTimers                = "/v1/worker/expired-timers"

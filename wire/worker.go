@@ -206,6 +206,13 @@ type CreateLockedBody struct {
 	Lock    EagerLockJSON      `json:"lock" required:"true"`
 }
 
+// FireDelayAnswer answers POST /v1/worker/delays/{delay_id}/fire
+// (core.DelayFirer): outcome is "fired", "answered" (the delay had its
+// response already) or "not_due" (not due at the store's time, or paused).
+type FireDelayAnswer struct {
+	Outcome string `json:"outcome"`
+}
+
 // DelayResponseBody is the body of POST /v1/worker/append-batch/delay-response.
 type DelayResponseBody struct {
 	AppendBatchBody

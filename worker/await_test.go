@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stela-dev/stela/client"
 	"github.com/stela-dev/stela/core"
+	"github.com/stela-dev/stela/internal/apitest"
 	"github.com/stela-dev/stela/internal/backendtest"
 	"github.com/stela-dev/stela/store"
 	"github.com/stela-dev/stela/worker"
@@ -177,5 +179,68 @@ func TestSleepInMemorySubscribesNearItsEnd(t *testing.T) {
 	// The lead is a few ms; a subscription started earlier waited for the timer.
 	if first := conn.times[0]; first.Before(expires.Add(-50 * time.Millisecond).Time) {
 		t.Errorf("subscribed %s before the delay expired at %s", expires.Sub(first), expires)
+	}
+}
+
+// TestAwaitedSleepIsFiredByItsWorker: with no timers sweep running at all
+// (on AWS the scheduled sweep runs once a minute), a sleep awaited in
+// memory still ends at its expiry: the worker fires its own delay
+// (core.DelayFirer), in-process and over HTTP, and the response is the one
+// the sweep would write, stamped with the store's time at or after the
+// expiry.
+func TestAwaitedSleepIsFiredByItsWorker(t *testing.T) {
+	for _, transport := range []string{"in-process", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			svc := backendtest.SQLite(t) // no backendtest.Timers: nothing else fires delays
+			var conn worker.Conn = svc
+			if transport == "http" {
+				c, err := client.New(apitest.Server(t, svc))
+				if err != nil {
+					t.Fatal(err)
+				}
+				conn = c
+			}
+			w := worker.New(conn, worker.Options{LockExpiry: 20 * time.Second, PollWait: 200 * time.Millisecond})
+			const nap = 80 * time.Millisecond
+			worker.Workflow(w, "demo:test/workflow.nap", func(wf *worker.Context, _ worker.Unit) (worker.Unit, error) {
+				return worker.Unit{}, wf.Sleep(nap)
+			})
+			runFor(t, w)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // the sleep is 80 ms; without the fire it never ends
+			defer cancel()
+			id, err := w.Submit(ctx, "demo:test/workflow.nap", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := worker.Await[worker.Unit](ctx, w, id); err != nil {
+				t.Fatal(err)
+			}
+			if n := w.Stats().DelaysFired; n != 1 {
+				t.Errorf("Stats().DelaysFired = %d, want 1", n)
+			}
+			log, err := svc.Get(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := countLocks(log); n != 1 {
+				t.Errorf("locked %d times, want once (the sleep is awaited in memory)", n)
+			}
+			var expires core.Timestamp
+			for _, h := range log.EventHistory() {
+				if r, ok := h.Event.(*core.JoinSetRequestEvent); ok {
+					expires = r.Request.(*core.DelayRequest).ExpiresAt
+				}
+			}
+			if len(log.Responses) != 1 {
+				t.Fatalf("%d responses, want 1", len(log.Responses))
+			}
+			r := log.Responses[0].Event
+			if d, ok := r.Event.Event.(*core.DelayFinished); !ok || !bool(d.Result) {
+				t.Fatalf("response %#v, want a fired DelayFinished", r.Event.Event)
+			}
+			if r.CreatedAt.Before(expires) {
+				t.Errorf("fired at %s, before the expiry %s", r.CreatedAt, expires)
+			}
+		})
 	}
 }

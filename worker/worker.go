@@ -197,6 +197,9 @@ type Worker struct {
 	// eagerRuns counts the runs started from eager locks.
 	eager     atomic.Pointer[eagerGroups]
 	eagerRuns atomic.Int64
+	// delaysFired counts the awaited delays this worker fired itself
+	// (fireOwnDelay).
+	delaysFired atomic.Int64
 	// awaitOK is set under Run: workflows may wait for responses in memory.
 	awaitOK  atomic.Bool
 	awaiting atomic.Int64
@@ -1059,6 +1062,10 @@ type Stats struct {
 	// submissions locked to this worker by the write that created them,
 	// see NoEagerDispatch).
 	Eager int64 `json:"eager"`
+	// DelaysFired counts the sleeps awaited in memory whose delay this
+	// worker fired itself at the expiry (core.DelayFirer) rather than the
+	// store's timers sweep.
+	DelaysFired int64 `json:"delays_fired"`
 	// Cached is the number of suspended workflows kept in memory, and
 	// CachedBytes their estimated memory (see Options.MaxCachedBytes).
 	Cached      int   `json:"cached"`
@@ -1068,5 +1075,6 @@ type Stats struct {
 // Stats returns the worker's counters.
 func (w *Worker) Stats() Stats {
 	return Stats{Activities: w.runs[0].Load(), Workflows: w.runs[1].Load(), Eager: w.eagerRuns.Load(),
-		Cached: w.cache.len(), CachedBytes: w.cache.size()}
+		DelaysFired: w.delaysFired.Load(),
+		Cached:      w.cache.len(), CachedBytes: w.cache.size()}
 }

@@ -815,8 +815,9 @@ func cancelledResponse(r core.ResponseWithCursor) bool {
 }
 
 // subscribeLead is how long before a sleep's end a run waiting for it in
-// memory subscribes to its response: about a request's round trip, so the
-// long poll is usually waiting when the timer fires (a later one finds the
+// memory subscribes to its response when its connection cannot fire the
+// delay (no core.DelayFirer): about a request's round trip, so the long
+// poll is usually waiting when the timer fires (a later one finds the
 // response at once). W3 measured 5, 10 and 20 ms: the longer leads only
 // held more long polls at once, for a later median wake-up.
 const subscribeLead = 5 * time.Millisecond
@@ -872,9 +873,12 @@ func (wf *Context) awaitEnd() core.Timestamp {
 // when the wait ends without a response, the execution is given back
 // (giveBack) before returning false. until, when set, is when js's only
 // member, a delay, fires: nothing answers it before (only this run could
-// cancel it), so the subscription starts just before then (subscribeLead)
-// rather than holding a long poll, and the server's re-checks, for the
-// whole sleep. mu is held on entry and on return.
+// cancel it), so the run holds no long poll (nor the server's re-checks)
+// for the whole sleep: at until it fires the delay itself (fireOwnDelay)
+// and then subscribes, which finds the response at once — or, with a
+// connection that cannot fire, subscribes just before until
+// (subscribeLead) and waits for the sweep. mu is held on entry and on
+// return.
 func (wf *Context) awaitInMemory(js *joinSetState, until core.Timestamp) bool {
 	w := wf.w
 	defer w.awaiting.Add(-1) // the place mayAwait took, even if the write fails
@@ -888,7 +892,12 @@ func (wf *Context) awaitInMemory(js *joinSetState, until core.Timestamp) bool {
 		w.onAwait(wf.id)
 	}
 	if !until.IsZero() {
-		if d := min(until.Sub(w.clock.Now().Time)-subscribeLead, wait); d > 0 {
+		firer, delay := w.delayFirer(js)
+		lead := subscribeLead
+		if firer != nil {
+			lead = 0 // wake at the expiry itself and fire the delay
+		}
+		if d := min(until.Sub(w.clock.Now().Time)-lead, wait); d > 0 {
 			wf.l.mu.Unlock()
 			t := time.NewTimer(d)
 			select {
@@ -896,6 +905,11 @@ func (wf *Context) awaitInMemory(js *joinSetState, until core.Timestamp) bool {
 			case <-w.stopping.Done():
 			}
 			t.Stop()
+			wf.l.mu.Lock()
+		}
+		if firer != nil && w.stopping.Err() == nil && !until.After(w.clock.Now()) {
+			wf.l.mu.Unlock()
+			w.fireOwnDelay(firer, wf.id, delay)
 			wf.l.mu.Lock()
 		}
 	}
@@ -933,6 +947,61 @@ func (wf *Context) awaitInMemory(js *joinSetState, until core.Timestamp) bool {
 	}
 	wf.giveBack(reason)
 	return false
+}
+
+// delayFirer returns the connection's core.DelayFirer and js's delay when
+// js's only member is a delay (a sleep) and the connection can fire it
+// (nil otherwise: the store's timers sweep fires it).
+func (w *Worker) delayFirer(js *joinSetState) (core.DelayFirer, core.DelayId) {
+	f, ok := w.conn.(core.DelayFirer)
+	if !ok || len(js.members) != 1 || js.members[0].delay.IsZero() {
+		return nil, core.DelayId{}
+	}
+	return f, js.members[0].delay
+}
+
+// fireDelayRetries bounds how often fireOwnDelay asks again when the store
+// answers not_due (its clock is behind the worker's, or the delay is
+// paused); the pauses double from fireDelayPause. After them the sweep
+// fires the delay.
+const (
+	fireDelayRetries = 4
+	fireDelayPause   = 5 * time.Millisecond
+)
+
+// fireOwnDelay asks the store to fire delay, which a run of id awaits in
+// memory, at its expiry (core.DelayFirer): the sleep then ends at its
+// deadline instead of at the timers sweep's next pass (on AWS once a
+// minute). The store decides with its own clock. Whatever it answers, the
+// run's subscription that follows picks the response up (at once when
+// fired or answered). Best effort: a failure leaves the delay to the sweep.
+func (w *Worker) fireOwnDelay(f core.DelayFirer, id core.ExecutionId, delay core.DelayId) {
+	pause := fireDelayPause
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := w.ioContext()
+		out, err := f.FireDelay(ctx, delay)
+		cancel()
+		switch {
+		case err != nil:
+			w.log.Debug("firing an awaited delay failed; the sweep fires it", "execution_id", id.String(), "delay_id", delay.String(), "err", err)
+			return
+		case out != core.DelayFireNotDue:
+			if out == core.DelayFired {
+				w.delaysFired.Add(1)
+			}
+			return
+		case attempt >= fireDelayRetries:
+			return
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-w.stopping.Done():
+			t.Stop()
+			return
+		}
+		pause *= 2
+	}
 }
 
 // giveBack ends a wait in memory without its response: the JoinNext kept

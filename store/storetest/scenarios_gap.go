@@ -21,6 +21,7 @@ func gapScenarios() []contractTest {
 		{"Gap06_PausedDelayRequestCreatesPausedTimer", gapPausedDelayRequest},
 		{"Gap06_AppendBatchWithDelayResponse", gapBatchWithDelayResponse},
 		{"Gap06_AppendDelayResponseReportsStoredOutcome", gapDelayResponseOutcomes},
+		{"Gap06_FireDelayOnlyWhenDueAtTheStoresClock", gapFireDelay},
 		{"Gap04_SubscribeToNextResponsesWaitsAndTimesOut", gapSubscribe},
 		{"Gap04_WaitForFinishedResult", gapWaitFinished},
 		{"Gap04_ReadyDataWinsOverAnExpiredDeadline", gapExpiredDeadline},
@@ -189,6 +190,64 @@ func gapPauseDelay(h *harness) {
 	}
 	h.wantJSON("cancelled delay", h.get(y).Responses[0].Event.Event, delayResp(yjs, yd, false))
 	h.wantErr("pause_delay after cancel", h.db.PauseDelay(h.ctx, yd), core.ErrNotFound)
+}
+
+// gapFireDelay (core.DelayFirer: a worker awaiting a sleep fires its delay
+// at the expiry): before the expiry at the store's clock, or paused, the
+// call writes nothing (not_due) and the timer stays; when due it records
+// the response the sweep would (created_at = the store's time), once — a
+// second call, or a sweep after it, finds it answered; a cancelled delay
+// is answered too; an unknown delay is ErrNotFound.
+func gapFireDelay(h *harness) {
+	f, ok := h.db.(core.DelayFirer)
+	if !ok {
+		h.t.Fatalf("%T does not implement core.DelayFirer", h.db)
+	}
+	fire := func(what string, d core.DelayId, want core.DelayFireOutcome) {
+		h.t.Helper()
+		out, err := f.FireDelay(h.ctx, d)
+		h.wantNoErr(what, err)
+		if out != want {
+			h.t.Fatalf("%s: %s, want %s", what, out, want)
+		}
+	}
+	x, js, d := delayedExecution(h, false) // expires at t0+100ms
+	due := []core.ExpiredTimer{{Delay: &core.ExpiredDelay{ExecutionID: x, JoinSetID: js, DelayID: d, ExpiresAt: t0.Add(100 * time.Millisecond)}}}
+	h.clock.Set(t0.Add(99 * time.Millisecond))
+	fire("fire before the expiry", d, core.DelayFireNotDue)
+	h.wantNextVersion(x, 4)
+	if n := len(h.get(x).Responses); n != 0 {
+		h.t.Fatalf("%d responses after an early fire, want 0", n)
+	}
+	at := h.advance(time.Millisecond + 50*time.Millisecond)
+	h.wantNoErr("pause_delay", h.db.PauseDelay(h.ctx, d))
+	fire("fire of a paused delay", d, core.DelayFireNotDue)
+	h.wantNoErr("unpause_delay", h.db.UnpauseDelay(h.ctx, d))
+	h.wantTimers(at, due)
+	fire("fire when due", d, core.DelayFired)
+	l := h.get(x)
+	if len(l.Responses) != 1 {
+		h.t.Fatalf("%d responses, want 1", len(l.Responses))
+	}
+	h.wantJSON("fired delay", l.Responses[0].Event, core.JoinSetResponseEventOuter{CreatedAt: at, Event: delayResp(js, d, true)})
+	h.wantTimers(at, nil)
+	fire("fire again", d, core.DelayFireAnswered)
+	if _, delays := h.sweep(at.Add(time.Second)); delays != 0 {
+		h.t.Fatalf("sweep fired %d delays after the fire, want 0", delays)
+	}
+	if n := len(h.get(x).Responses); n != 1 {
+		h.t.Fatalf("%d responses after fire, fire and sweep, want 1", n)
+	}
+
+	y, yjs, yd := delayedExecution(h, false)
+	if _, err := core.CancelDelay(h.ctx, h.db, yd, h.now()); err != nil {
+		h.t.Fatalf("cancel_delay: %v", err)
+	}
+	fire("fire of a cancelled delay", yd, core.DelayFireAnswered)
+	h.wantJSON("cancelled delay", h.get(y).Responses[0].Event.Event, delayResp(yjs, yd, false))
+
+	_, err := f.FireDelay(h.ctx, core.NewDelayId(newExecID(), js, 1))
+	h.wantErr("fire of an unknown delay", err, core.ErrNotFound)
 }
 
 func gapPausedDelayRequest(h *harness) {
