@@ -190,6 +190,9 @@ func testBadInput(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 		{name: "CreateLockedCreatedAtDaysAhead", method: "POST", path: wire.PathWorkerCreateLocked,
 			body:   createLocked(strings.Replace(create(now, "[]"), now, `"2026-02-01T00:00:00Z"`, 1), lock(map[string]any{"batch_size": 1})),
 			status: 400, msg: "`request.created_at` 2026-02-01T00:00:00Z is 31 days ahead…"},
+		// A worker's fire of the delay it awaits names a delay.
+		{name: "FireDelayNotADelayID", method: "POST", path: "/v1/worker/delays/" + locked.String() + "/fire",
+			status: 400, msg: `invalid delay id "` + locked.String() + `": first delimiter not found`},
 	})
 
 	t.Run("EventTimesWithinTheSkewAreKept", func(t *testing.T) {
