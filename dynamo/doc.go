@@ -449,13 +449,22 @@
 //     DeleteItem when it locked none. An Update that returned an error may
 //     still land later: then the call stops and leaves the lease open.
 //
+// A create-children write that creates children already Locked (eager
+// dispatch, store.Service.openEagerLease) leases them the same way: before
+// its transaction, one lease for the children its locks take whose expiry
+// is the first lock's (at least 3; no pause heuristic — one commit creates
+// them all or none, so nothing races for them), the transaction under it
+// (planCreate writes lk instead of tp/ts for a member created Locked with
+// the lease's expiry), then the close with the members it locked; a write
+// that failed leaves the lease open. A top-level create-locked (eager
+// start) creates one execution and takes no lease.
+//
 // While a head stays Locked without a new Locked event it keeps lk. Any
 // other Locked event — an extension by its holder, a lock without a lease
 // (LockOne, a lock call of fewer than 3), a child created already Locked
-// (eager dispatch: planCreate writes no lk, so encode gives it its own
-// entry) — drops lk and writes the head's own tp/ts; leaving Locked drops
-// both. So a head locked under lease L (lk = L) is covered by L's entry,
-// and any other locked head by its own.
+// outside an eager lease) — drops lk and writes the head's own tp/ts;
+// leaving Locked drops both. So a head locked under lease L (lk = L) is
+// covered by L's entry, and any other locked head by its own.
 //
 // The sweep (ExpiredLocks) splits the due timers entries: heads as before;
 // for leases, it reads each lease and its members' heads strongly
@@ -468,8 +477,9 @@
 // commit of its call can take to land. Why no lock is left that nothing
 // expires:
 //
-//   - a head gets lk = L only from a lock commit under L, which runs after
-//     L was put (the lease exists first; a crash between the lease and the
+//   - a head gets lk = L only from a lock commit under L, or the commit
+//     that creates it Locked under L (eager dispatch), which runs after L
+//     was put (the lease exists first; a crash between the lease and the
 //     locks leaves a lease whose members are not locked under it, deleted
 //     after its lag);
 //   - no later commit can make a member live again: lk survives only on a
