@@ -852,6 +852,25 @@
 // ≈ 5.5, ≈ $4.0) — a new route, client call and worker API (a submit of
 // many), not built.
 //
+// The one write that does create several executions locked is eager
+// dispatch's create-children: its children now share a lease (Lock
+// leases). Same command, three runs each side, load 2.6–3.5 (before: this
+// branch without it):
+//
+//	                      eager children, own entries    eager children under one lease
+//	workflow   default    222.6–222.8 WRU 76.2–76.6 RRU  207.7–207.8 WRU 87.5–87.7 RRU
+//	                      $154.39–154.61 (+ret. ≈ $190)  $146.08–146.54 (+ret. $181.50–181.96)
+//	           twice      284.6–284.8 WRU $193.1–193.4   258.7–258.8 WRU $178.0–178.4
+//	           lean       177.7–177.8 WRU $126.2–126.6   162.6–162.8 WRU $118.1–118.5 (+ret. ≈ $152.5)
+//	           lean twice 224.7–224.8 WRU $155.6–156.0   198.6–198.8 WRU $140.6–141.0
+//
+// Per workflow (default, once): the submit 62 → 55 (the 10 children's
+// lock-expiry entries leave the transaction, the lease's put, entry and
+// close come in; twice 102 → 85), the children's finishes 62.2 → 51.9 (no
+// entry out), the sweep after the expiry +2 (the lease's delete and entry
+// out) and +11 RRU (the lease and its 10 members read, +$1.40 per million):
+// −15 WRU (−26 twice), −$8.3 per million; no transaction cancelled.
+//
 // Per step kind (default, once → twice; before → after where it moved): a
 // lock call of 10 40 → 33 (heads 10, pending-ffqn and pending-digest out
 // 20, timers in 10 → the lease's put, close and entry 3); an activity's
@@ -957,11 +976,12 @@
 //     $7.23 → $4.94 lean. A client.Submit from another process (the public
 //     create) still pays the first figures.
 //
-// Targets and floor. Activity: $10.38 default, $7.33 lean all-in, +$0.27
-// marking (targets $6.50 and $5.90) — not met through the public create;
-// submitted by a worker that serves it (eager start, above) $6.83 default
-// (not met, +ret. $7.09) and $4.94 lean (met, +ret. $5.21). An activity is 3 head
-// writes plus the index entries that make it findable: pending in/out (2;
+// Targets and floor (the workflow figures here predate the eager
+// children's lease above: $146 / $118 with it). Activity: $10.38 default,
+// $7.33 lean all-in, +$0.27 marking (targets $6.50 and $5.90) — not met
+// through the public create; submitted by a worker that serves it (eager
+// start, above) $6.83 default (not met, +ret. $7.09) and $4.94 lean (met,
+// +ret. $5.21: 7 WRU, the floor below). An activity is 3 head writes plus the index entries that make it findable: pending in/out (2;
 // +2 with the digest index), lock expiry (0.5: its share of a lease of 10),
 // list and list-id (2), retention (1), and deployment counts (3, default):
 // 13.5 and 8.5 WRU. $5.90 lean means ≈ 7 WRU, the issue's own floor with a
@@ -989,7 +1009,8 @@
 // Functions Standard and 0.85× / 0.62× a durable operation, below it in
 // both layouts (0.89× / 0.65× with the marking); a child step of the 10-child workflow ($15.54 /
 // $12.73 per million children with eager dispatch, marking excluded;
-// $18.11 / $14.12 without) 1.9× / 1.6×.
+// $18.11 / $14.12 without) 1.9× / 1.6×; with the eager children's lease
+// $14.6 / $11.8, 1.8× / 1.5×.
 //
 // Under TransactionConflict (conflict_test.go; DynamoDB Local never raises
 // it): a registration meeting the blocking JoinNext's transaction on the
