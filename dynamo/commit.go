@@ -209,6 +209,9 @@ func (ex *execTx) dirty() bool {
 func (t *tx) planCreate(ex *execTx) ([]op, error) {
 	b := t.b
 	h := &headRec{st: cloneState(*ex.createSt), rev: 1, rq: t.rq, cq: t.rq, ib: 1}
+	if h.st.State == core.StateLocked { // created locked (eager dispatch)
+		h.lk = t.leaseFor(ex.id, h.st.At) // lease.go
+	}
 	ex.planRetention(h, true) // retention.go
 	var ops []op
 	for _, ev := range ex.createEvents {

@@ -449,13 +449,22 @@
 //     DeleteItem when it locked none. An Update that returned an error may
 //     still land later: then the call stops and leaves the lease open.
 //
+// A create-children write that creates children already Locked (eager
+// dispatch, store.Service.openEagerLease) leases them the same way: before
+// its transaction, one lease for the children its locks take whose expiry
+// is the first lock's (at least 3; no pause heuristic — one commit creates
+// them all or none, so nothing races for them), the transaction under it
+// (planCreate writes lk instead of tp/ts for a member created Locked with
+// the lease's expiry), then the close with the members it locked; a write
+// that failed leaves the lease open. A top-level create-locked (eager
+// start) creates one execution and takes no lease.
+//
 // While a head stays Locked without a new Locked event it keeps lk. Any
 // other Locked event — an extension by its holder, a lock without a lease
 // (LockOne, a lock call of fewer than 3), a child created already Locked
-// (eager dispatch: planCreate writes no lk, so encode gives it its own
-// entry) — drops lk and writes the head's own tp/ts; leaving Locked drops
-// both. So a head locked under lease L (lk = L) is covered by L's entry,
-// and any other locked head by its own.
+// outside an eager lease) — drops lk and writes the head's own tp/ts;
+// leaving Locked drops both. So a head locked under lease L (lk = L) is
+// covered by L's entry, and any other locked head by its own.
 //
 // The sweep (ExpiredLocks) splits the due timers entries: heads as before;
 // for leases, it reads each lease and its members' heads strongly
@@ -468,8 +477,9 @@
 // commit of its call can take to land. Why no lock is left that nothing
 // expires:
 //
-//   - a head gets lk = L only from a lock commit under L, which runs after
-//     L was put (the lease exists first; a crash between the lease and the
+//   - a head gets lk = L only from a lock commit under L, or the commit
+//     that creates it Locked under L (eager dispatch), which runs after L
+//     was put (the lease exists first; a crash between the lease and the
 //     locks leaves a lease whose members are not locked under it, deleted
 //     after its lag);
 //   - no later commit can make a member live again: lk survives only on a
@@ -803,6 +813,64 @@
 // in the table (a top-level submit is not eager); no transaction
 // cancelled.
 //
+// With eager start (bench/cost -eager-start: the activities run again as
+// the SDK's worker submits executions of functions it serves, created
+// locked to it by store.Service.CreateLocked — POST
+// /v1/worker/create-locked, a worker route priced at the function URL, lock
+// as worker.Worker sends it: batch 1, its own run id, the default 10 s
+// lease — then finished; the command above plus -eager -eager-start, three
+// runs, load 2.9–4.0, every WRU and RRU figure identical across them):
+//
+//	                      create, lock (batch of 10), finish     eager start: create-locked, finish
+//	activity   default    13.5 WRU 3.5 RRU $10.35–10.37          10.0 WRU 1.0 RRU $6.82–6.83
+//	                      (+ret. $10.62–10.63), $3.45/M trans.   (+ret. $7.08–7.09), $2.27/M trans.
+//	           lean       8.5 WRU 3.5 RRU $7.22–7.24             7.0 WRU 1.0 RRU $4.94–4.95
+//	                      (+ret. $7.49–7.50), $2.41/M trans.     (+ret. $5.20–5.21), $1.65/M trans.
+//	           twice      the same (no transaction)              the same (no transaction)
+//	requests   per activity $1.42/M: create through API Gateway  $0.40/M: create-locked and finish
+//	                      $1.20, a tenth of a lock, finish $0.20 through function URLs
+//
+// Per step (default, lean): a create-locked is one PutItem, 5 WRU (head 1,
+// list and list-id 2, deployments A 1, the head's own lock-expiry entry in
+// 1; lean 4) where the create was 6 (4) and the lock's share 3.3 (2.3:
+// head, pending entries out, a tenth of the lease); the finish 5 (3)
+// instead of 4 (2): it takes that lock-expiry entry out; the sweep after
+// the expiry 0 WRU, 0 RRU as reported (its 16 timers-index queries find
+// nothing due) instead
+// of 0.2 WRU and 1.1 RRU per activity (its lease's delete and entry out,
+// the lease and its members read). 2 steps and 2 requests per activity
+// instead of 2.1; the transitions are still 3 (created, locked, finished).
+// Target (≤ $6.50 default, ≤ $5.90 lean all-in): lean met ($4.94, +ret.
+// $5.21), default not ($6.83, +ret. $7.09: 0.5 WRU over). A lease is no
+// lever here: create-locked creates one execution per request (batch_size
+// 1, core.EagerCreator takes one CreateRequest), and a lease costs 5 WRU
+// where each execution it covers saves 2 (minLeaseMembers 3); sharing one
+// across requests would need their lock expiries equal and one process
+// holding the lease for all of them, which stateless function instances do
+// not have. A batched create-locked of k executions sharing a lease would
+// be −(2 − 5/k) WRU each, −1.5 for k = 10 (default ≈ 8.5 WRU, ≈ $5.9; lean
+// ≈ 5.5, ≈ $4.0) — a new route, client call and worker API (a submit of
+// many), not built.
+//
+// The one write that does create several executions locked is eager
+// dispatch's create-children: its children now share a lease (Lock
+// leases). Same command, three runs each side, load 2.6–3.5 (before: this
+// branch without it):
+//
+//	                      eager children, own entries    eager children under one lease
+//	workflow   default    222.6–222.8 WRU 76.2–76.6 RRU  207.7–207.8 WRU 87.5–87.7 RRU
+//	                      $154.39–154.61 (+ret. ≈ $190)  $146.08–146.54 (+ret. $181.50–181.96)
+//	           twice      284.6–284.8 WRU $193.1–193.4   258.7–258.8 WRU $178.0–178.4
+//	           lean       177.7–177.8 WRU $126.2–126.6   162.6–162.8 WRU $118.1–118.5 (+ret. ≈ $152.5)
+//	           lean twice 224.7–224.8 WRU $155.6–156.0   198.6–198.8 WRU $140.6–141.0
+//
+// Per workflow (default, once): the submit 62 → 55 (the 10 children's
+// lock-expiry entries leave the transaction, the lease's put, entry and
+// close come in; twice 102 → 85), the children's finishes 62.2 → 51.9 (no
+// entry out), the sweep after the expiry +2 (the lease's delete and entry
+// out) and +11 RRU (the lease and its 10 members read, +$1.40 per million):
+// −15 WRU (−26 twice), −$8.3 per million; no transaction cancelled.
+//
 // Per step kind (default, once → twice; before → after where it moved): a
 // lock call of 10 40 → 33 (heads 10, pending-ffqn and pending-digest out
 // 20, timers in 10 → the lease's put, close and entry 3); an activity's
@@ -897,12 +965,23 @@
 //     16.3 steps per workflow, no transaction cancelled either way. The
 //     SDK's worker takes it for every child of a function it serves while
 //     it has free slots (docs/worker.md "Eager dispatch"); the bench's
-//     figure is the case where every child is eager. Activities and their
-//     price are unchanged (a top-level submit is not eager).
+//     figure is the case where every child is eager. A top-level submit is
+//     not eager dispatch; a worker's own submit is eager start (next).
+//   - Eager start (done, core.EagerCreator; bench/cost -eager-start): an
+//     execution a worker submits for a function it serves is created locked
+//     to it through its create-locked route: no pending entries in and out,
+//     no lock request, its create priced as a worker request (function URL)
+//     instead of the public create through API Gateway. Measured above:
+//     activity 13.5 → 10.0 WRU, $10.36 → $6.83 default; 8.5 → 7.0 WRU,
+//     $7.23 → $4.94 lean. A client.Submit from another process (the public
+//     create) still pays the first figures.
 //
-// Targets and floor. Activity: $10.38 default, $7.33 lean all-in, +$0.27
-// marking (targets $6.50 and $5.90) — not met. An activity is 3 head
-// writes plus the index entries that make it findable: pending in/out (2;
+// Targets and floor (the workflow figures here predate the eager
+// children's lease above: $146 / $118 with it). Activity: $10.38 default,
+// $7.33 lean all-in, +$0.27 marking (targets $6.50 and $5.90) — not met
+// through the public create; submitted by a worker that serves it (eager
+// start, above) $6.83 default (not met, +ret. $7.09) and $4.94 lean (met,
+// +ret. $5.21: 7 WRU, the floor below). An activity is 3 head writes plus the index entries that make it findable: pending in/out (2;
 // +2 with the digest index), lock expiry (0.5: its share of a lease of 10),
 // list and list-id (2), retention (1), and deployment counts (3, default):
 // 13.5 and 8.5 WRU. $5.90 lean means ≈ 7 WRU, the issue's own floor with a
@@ -925,9 +1004,13 @@
 // Functions Standard ($25 per million state transitions); per unit of work
 // it is 1.30× (default) and 0.92× (lean) the $8.00 per million durable
 // operations of Lambda durable functions — the lean activity is now below
-// a durable step — and a child step of the 10-child workflow ($15.54 /
+// a durable step. Submitted with eager start ($6.83 / $4.94 per million,
+// $2.27 / $1.65 per million transitions) it is 11× / 15× cheaper than Step
+// Functions Standard and 0.85× / 0.62× a durable operation, below it in
+// both layouts (0.89× / 0.65× with the marking); a child step of the 10-child workflow ($15.54 /
 // $12.73 per million children with eager dispatch, marking excluded;
-// $18.11 / $14.12 without) 1.9× / 1.6×.
+// $18.11 / $14.12 without) 1.9× / 1.6×; with the eager children's lease
+// $14.6 / $11.8, 1.8× / 1.5×.
 //
 // Under TransactionConflict (conflict_test.go; DynamoDB Local never raises
 // it): a registration meeting the blocking JoinNext's transaction on the

@@ -228,3 +228,99 @@ func TestUnclosedLockLeaseOutlivesALateLock(t *testing.T) {
 		t.Fatalf("%d leases after the lag, want 0", n)
 	}
 }
+
+// eagerChildren locks a fresh workflow (its lock expiring in an hour) and
+// writes a batch creating n children of ffqnAct with an eager lock of all
+// of them expiring at lockReq's expiry; it returns the children locked.
+func eagerChildren(ctx context.Context, t *testing.T, svc *store.Service, n int) []core.LockedExecution {
+	t.Helper()
+	p := newID()
+	must(svc.Create(ctx, createReq(p, ffqnWf, compWf, t0)))(t)
+	preq := lockReq(t0, compWf)
+	preq.LockExpiresAt = t0.Add(time.Hour)
+	le := must(svc.LockOne(ctx, preq, p, 1))(t)
+	js := mustV(core.ParseJoinSetId("g:1"))
+	batch := []core.AppendRequest{{CreatedAt: t0, Event: &core.HistoryEventRequest{Event: &core.JoinSetCreate{JoinSetID: js}}}}
+	var children []core.CreateRequest
+	c := p.NextLevel(js)
+	for range n {
+		batch = append(batch, core.AppendRequest{CreatedAt: t0, Event: &core.HistoryEventRequest{Event: &core.JoinSetRequestEvent{JoinSetID: js,
+			Request: &core.ChildExecutionRequest{ChildExecutionID: core.ExecutionIdDerived{ExecutionId: c}, TargetFFQN: ffqnAct,
+				Params: core.Params{[]byte(`"hello"`), []byte(`42`)}}}}})
+		r := createReq(c, ffqnAct, compAct, t0)
+		r.Parent = &core.Parent{ExecutionID: p, JoinSetID: js}
+		children = append(children, r)
+		c = c.Incremented()
+	}
+	lk := lockReq(t0, compAct)
+	lk.BatchSize = uint32(n)
+	_, locked, err := svc.AppendBatchCreateNewExecutionLocked(ctx, t0, batch, p, le.NextVersion, children, nil,
+		[]core.EagerLock{{Request: lk, FFQNs: []core.FunctionFqn{ffqnAct}}})
+	noErr(t, err)
+	if len(locked) != n {
+		t.Fatalf("eager write locked %d children, want %d", len(locked), n)
+	}
+	return locked
+}
+
+// A create-children write that creates at least three children locked
+// (eager dispatch) indexes their lock expiry once, in one lease, as a lock
+// call does: the created heads name it and have no entry of their own, the
+// sweep finds each expired one once, and the lease goes once it covers no
+// lock. Fewer than three index their own expiry.
+func TestEagerChildrenShareALockLease(t *testing.T) {
+	ctx := context.Background()
+	svc, b := newService(t, &fixedClock{t0}, dynamo.Options{Shards: 3})
+	T := lockReq(t0, compAct).LockExpiresAt
+	locked := eagerChildren(ctx, t, svc, 4)
+	ls := leases(ctx, t, b)
+	if len(ls) != 1 {
+		t.Fatalf("%d leases, want 1", len(ls))
+	}
+	var ids []core.ExecutionId
+	for _, le := range locked {
+		ids = append(ids, le.ExecutionID)
+	}
+	if got := strings.Fields(attrS(ls[0], "m")); !slices.Equal(sortedCopy(got), idStrings(ids...)) {
+		t.Fatalf("lease members %v, want %v", got, ids)
+	}
+	if _, closed := ls[0]["c"]; !closed {
+		t.Fatal("the lease is not closed after its write returned")
+	}
+	lid := leaseID(ls[0])
+	for _, le := range locked {
+		h := must(b.RawHead(ctx, le.ExecutionID))(t)
+		if attrS(h, "lk") != lid || attrS(h, dynamo.AttrTimerPK) != "" {
+			t.Fatalf("head %s: lk %q tp %q, want the lease and no entry of its own", le.ExecutionID, attrS(h, "lk"), attrS(h, dynamo.AttrTimerPK))
+		}
+		if !le.LockedEvent.LockExpiresAt.Equal(T) {
+			t.Fatalf("Locked event expiry %s, want %s", le.LockedEvent.LockExpiresAt, T)
+		}
+	}
+	if got := expiredIDs(ctx, t, b, T.Add(-time.Nanosecond)); len(got) != 0 {
+		t.Fatalf("expired before the expiry: %v", got)
+	}
+	if got := expiredIDs(ctx, t, b, T); !slices.Equal(got, idStrings(ids...)) {
+		t.Fatalf("expired at the expiry: %v, want the 4 children", got)
+	}
+	finishLocked(ctx, t, svc, locked[0])
+	if res := must(store.Sweep(ctx, svc, T))(t); res.ExpiredLocks != 3 {
+		t.Fatalf("sweep resolved %d locks, want 3", res.ExpiredLocks)
+	}
+	if got := expiredIDs(ctx, t, b, T); len(got) != 0 {
+		t.Fatalf("expired at T after the sweep: %v", got)
+	}
+	if n := len(leases(ctx, t, b)); n != 0 {
+		t.Fatalf("%d leases after every member left its lock, want 0", n)
+	}
+
+	for _, le := range eagerChildren(ctx, t, svc, 2) {
+		h := must(b.RawHead(ctx, le.ExecutionID))(t)
+		if attrS(h, "lk") != "" || attrS(h, dynamo.AttrTimerSK) != T.SortableText() {
+			t.Fatalf("head %s of a 2-child eager write: lk %q ts %q, want its own entry", le.ExecutionID, attrS(h, "lk"), attrS(h, dynamo.AttrTimerSK))
+		}
+	}
+	if n := len(leases(ctx, t, b)); n != 0 {
+		t.Fatalf("a 2-child eager write opened %d leases, want none", n)
+	}
+}

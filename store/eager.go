@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -25,7 +26,23 @@ func (s *Service) createChildrenLocked(ctx context.Context, currentTime core.Tim
 			return 0, nil, err
 		}
 	}
-	next, locked, err := s.createChildrenOnce(ctx, currentTime, batch, id, version, children, backtraces, locks, check, false)
+	lctx, lease, leased := s.openEagerLease(ctx, children, locks)
+	next, locked, err := s.createChildrenOnce(lctx, currentTime, batch, id, version, children, backtraces, locks, check, false)
+	if leased && err == nil {
+		var ids []core.ExecutionId // the members it locked
+		for _, le := range locked {
+			if slices.Contains(lease.Members, le.ExecutionID) {
+				ids = append(ids, le.ExecutionID)
+			}
+		}
+		if cerr := s.caps.leaser.CloseLockLease(context.WithoutCancel(ctx), lease, ids); cerr != nil {
+			// As after a lock call: the children are locked, an open lease
+			// only lives longer (the sweep reaps it after its lag).
+			s.log.WarnContext(ctx, "close lock lease", core.LogKeyErr, cerr)
+		}
+	}
+	// A write that failed leaves its lease open: it may still land (the
+	// sweep keeps the lease until its lag passed, as for a lock call).
 	if err != nil && len(locks) > 0 && errors.Is(err, core.ErrVersionConflict) {
 		if n, again, ok := s.answerAgain(ctx, id, version, batch, children, locks); ok {
 			return n, again, nil
@@ -41,6 +58,38 @@ func (s *Service) createChildrenLocked(ctx context.Context, currentTime core.Tim
 		locked = []core.LockedExecution{}
 	}
 	return next, locked, nil
+}
+
+// openEagerLease opens a lock lease (LockLeaser) for the children a
+// create-children write will create locked, as a lock call does for its
+// chunk: the children the locks take, in the order the write takes them,
+// whose lock expires when the first lock's does (the locks of different
+// groups may differ by the time between their requests; a child of another
+// expiry, or one the write does not lock after all, keeps its own entry:
+// the backend leases only a member locked with the lease's expiry). None
+// when the backend has no leases or fewer than minLeaseMembers children
+// qualify. ctx then carries the lease (WithLockLease).
+func (s *Service) openEagerLease(ctx context.Context, children []core.CreateRequest, locks []core.EagerLock) (context.Context, LockLease, bool) {
+	if s.caps.leaser == nil || len(locks) == 0 {
+		return ctx, LockLease{}, false
+	}
+	expiry := locks[0].Request.LockExpiresAt
+	taken := make([]int, len(locks))
+	var ids []core.ExecutionId
+	for i := range children {
+		if lk := eagerLockFor(locks, taken, &children[i]); lk != nil && lk.Request.LockExpiresAt.Equal(expiry) {
+			ids = append(ids, children[i].ExecutionID)
+		}
+	}
+	if len(ids) < minLeaseMembers {
+		return ctx, LockLease{}, false
+	}
+	l, err := s.caps.leaser.OpenLockLease(ctx, ids, expiry)
+	if err != nil {
+		s.log.WarnContext(ctx, "open lock lease", core.LogKeyErr, err)
+		return ctx, LockLease{}, false
+	}
+	return WithLockLease(ctx, l), l, true
 }
 
 // eagerLockFor returns the first of locks that takes c and has room left

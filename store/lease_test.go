@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/store"
@@ -191,5 +192,62 @@ func TestLeasesPauseWhileTheyDoNotPay(t *testing.T) {
 	lockN(3) // the probe paid: leases again
 	if got := opens(); got != 3 {
 		t.Fatalf("%d leases, want 3: a probe, then leases again once it paid (log %q)", got, lb.log)
+	}
+}
+
+// A create-children write that creates at least three children locked
+// (eager dispatch) leases them like a lock call: the lease, opened before
+// the write, lists the children of the first lock's expiry (a lock of
+// another expiry keeps its own entries), the write runs under it, and it is
+// closed with the members locked; a write that fails leaves it open.
+func TestEagerChildrenWriteLeasesItsChildren(t *testing.T) {
+	svc, lb, req, ffqn, _ := leaseFixture(t, 0)
+	ctx := context.Background()
+	now := req.CreatedAt
+	wf := req
+	wf.ComponentID = core.ComponentId{ComponentType: core.ComponentTypeWorkflow}
+	p := mustParse(t, core.ParseExecutionId, "E_01KBNHM5FQW81KP5Y3XMNX3WF1")
+	if _, err := svc.Create(ctx, core.CreateRequest{CreatedAt: now, ExecutionID: p, FFQN: mustParse(t, core.ParseFunctionFqn, "ns:pkg/ifc.wf"),
+		Params: core.Params{}, ScheduledAt: now, ComponentID: wf.ComponentID}); err != nil {
+		t.Fatal(err)
+	}
+	le, err := svc.LockOne(ctx, wf, p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := mustParse(t, core.ParseJoinSetId, "g:1")
+	batch := []core.AppendRequest{{CreatedAt: now, Event: &core.HistoryEventRequest{Event: &core.JoinSetCreate{JoinSetID: js}}}}
+	var children []core.CreateRequest
+	c := p.NextLevel(js)
+	for range 5 {
+		batch = append(batch, core.AppendRequest{CreatedAt: now, Event: &core.HistoryEventRequest{Event: &core.JoinSetRequestEvent{JoinSetID: js,
+			Request: &core.ChildExecutionRequest{ChildExecutionID: core.ExecutionIdDerived{ExecutionId: c}, TargetFFQN: ffqn, Params: core.Params{}}}}})
+		children = append(children, core.CreateRequest{CreatedAt: now, ExecutionID: c, FFQN: ffqn, Params: core.Params{}, ScheduledAt: now,
+			ComponentID: req.ComponentID, Parent: &core.Parent{ExecutionID: p, JoinSetID: js}})
+		c = c.Incremented()
+	}
+	a, b := req, req
+	a.BatchSize, b.BatchSize = 3, 2
+	b.LockExpiresAt = a.LockExpiresAt.Add(time.Millisecond) // another group's lease, asked a moment later
+	locks := []core.EagerLock{{Request: a, FFQNs: []core.FunctionFqn{ffqn}}, {Request: b, FFQNs: []core.FunctionFqn{ffqn}}}
+	lb.log = nil
+	// At a wrong version the write fails: its lease stays open.
+	if _, _, err := svc.AppendBatchCreateNewExecutionLocked(ctx, now, batch, p, le.NextVersion+1, children, nil, locks); err == nil {
+		t.Fatal("a write at a wrong version succeeded")
+	}
+	first := []core.ExecutionId{children[0].ExecutionID, children[1].ExecutionID, children[2].ExecutionID}
+	if want := []string{fmt.Sprint("open ", first)}; !slices.Equal(lb.log, want) || len(lb.open) != 1 {
+		t.Fatalf("failed write: lease calls %q, %d open; want %q and the lease open", lb.log, len(lb.open), want)
+	}
+	lb.log = nil
+	_, locked, err := svc.AppendBatchCreateNewExecutionLocked(ctx, now, batch, p, le.NextVersion, children, nil, locks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(locked) != 5 {
+		t.Fatalf("locked %d children, want 5", len(locked))
+	}
+	if want := []string{fmt.Sprint("open ", first), fmt.Sprint("close ", first)}; !slices.Equal(lb.log, want) {
+		t.Fatalf("lease calls %q, want %q", lb.log, want)
 	}
 }

@@ -11,6 +11,7 @@
 //	go run ./bench/cost -layouts all     # default, each opt-out, lean
 //	go run ./bench/cost -fanout 100 -workflows 0 -activities 0   # the fan-in contention figure
 //	go run ./bench/cost -eager           # the workflows' children created locked (eager dispatch)
+//	go run ./bench/cost -eager-start     # also activities created locked by their worker (eager start)
 //
 // The table layout comes from the same environment variables as the Lambda
 // functions, read by the same code (functions/app.LoadConfig and
@@ -33,7 +34,9 @@
 // interleave); ms/step (and so the Lambda-duration part of the price) is
 // wall time on the machine running the bench and DynamoDB Local.
 //
-// Workloads: N activities (create → lock in batches of 10 → finish), M
+// Workloads: N activities (create → lock in batches of 10 → finish), with
+// -eager-start N more as a worker submitting them runs them (create-locked
+// through the worker route → finish), M
 // workflows, each submitting 10 child activities and a delay (create, lock,
 // submit children, await, children lock+finish responding to the parent,
 // relock, await the delay, the timer sweep fires it, relock, finish), and
@@ -99,6 +102,10 @@ type config struct {
 	// eager creates the workflows' children locked to the worker that
 	// submits them (eager dispatch, core.EagerLock): no child lock step.
 	eager bool
+	// eagerStart adds the eager-start activity workload: activities
+	// created locked to their worker (store.Service.CreateLocked), shown
+	// beside the activity workload.
+	eagerStart bool
 }
 
 // door is how a step's requests reach a function, which decides their price.
@@ -288,11 +295,13 @@ func layout(o dynamo.Options) string {
 type result struct {
 	Layout     string
 	Activities workload
+	// EagerStart is the eager-start activity workload (-eager-start).
+	EagerStart workload
 	Workflows  workload
 	Fanout     workload
 	// ActivityRetention and WorkflowRetention are the retention passes
 	// after each workload.
-	ActivityRetention, WorkflowRetention retentionUsage
+	ActivityRetention, EagerStartRetention, WorkflowRetention retentionUsage
 	// Retention is the retention in force.
 	Retention core.Retention
 }
@@ -327,6 +336,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	fs.IntVar(&c.fanouts, "fanouts", 3, "workflows of the fan-out workload (one after the other)")
 	fs.IntVar(&c.parallel, "parallel", 8, "concurrent clients")
 	fs.BoolVar(&c.eager, "eager", false, "the workflows' children are created locked to their worker (eager dispatch): no child lock step")
+	fs.BoolVar(&c.eagerStart, "eager-start", false, "also run -activities activities created locked to their worker through the worker's create-locked route (eager start): no pending entries, no lock step")
 	fs.BoolVar(&c.contended, "contended-locks", false, "lock with -parallel concurrent lockers (they race for the same candidates) instead of one")
 	fs.IntVar(&c.batch, "batch", 1, "executions a worker finishes per request (the batch worker routes); prices requests only")
 	fs.Float64Var(&c.lambdaMB, "lambda-mb", 128, "memory of the priced functions (MB, arm64)")
@@ -427,6 +437,15 @@ func (c config) measure(ctx context.Context, spec layoutSpec, getenv func(string
 			return nil, err
 		}
 	}
+	if c.activities > 0 && c.eagerStart {
+		if res.EagerStart, err = collect(c.activities, func() error { return bn.eagerStartActivities(ctx, t0, c.activities) }); err != nil {
+			return nil, err
+		}
+		meter.Reset()
+		if res.EagerStartRetention, err = bn.retain(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if c.workflows > 0 {
 		if res.Workflows, err = collect(c.workflows, func() error { return bn.workflows(ctx, t0, c.workflows, c.children) }); err != nil {
 			return nil, err
@@ -462,7 +481,7 @@ func printAssumptions(out io.Writer, c config) {
     (in-process store call on this machine against DynamoDB Local: timing-dependent, unlike capacity units).
   Worker batch routes: %d execution(s) finished per request (-batch; the DynamoDB work is the same).
   A transition is a state change the log records: an execution created or locked, an event appended, a
-  response recorded (an activity is 3: create, lock, finish).
+  response recorded (an activity is 3: create, lock, finish; created locked, its create-locked is 2).
 `, pricePerMWRU, pricePerMRRU, pricePerMHTTPCall, pricePerMLambda, door, pricePerMLambda, c.lambdaMB, pricePerGBs, c.batch)
 }
 

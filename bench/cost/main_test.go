@@ -79,6 +79,9 @@ func TestLeanLayoutIsMeasured(t *testing.T) {
 		if r := res[0].ActivityRetention; r.Trees != 10 || r.Usage.WRU() == 0 {
 			t.Errorf("%v: retention marked %d activities (%+v), want 10", tc.env, r.Trees, r)
 		}
+		if res[0].EagerStart.Units != 0 {
+			t.Errorf("%v: an eager-start workload ran without -eager-start", tc.env)
+		}
 		if r := res[0].WorkflowRetention; r.Trees != 1 || r.Items == 0 {
 			t.Errorf("%v: retention marked %d workflow trees (%+v), want 1", tc.env, r.Trees, r)
 		}
@@ -119,4 +122,72 @@ func TestEveryLayoutAndTheFanInFigureAreReported(t *testing.T) {
 	if t.Failed() {
 		t.Log(out.String())
 	}
+}
+
+// -eager-start runs the activities again as a worker submitting them does:
+// created locked through create-locked (a worker route, priced at the
+// worker door), they never enter the pending indexes — a create-locked
+// writes the lock-expiry entry instead of the pending ones — and take no
+// lock step; each finish then removes that entry. Both are shown beside the
+// activity workload and in the summary.
+func TestEagerStartActivitiesAreMeasuredBesideTheActivities(t *testing.T) {
+	requireEndpoint(t)
+	var out bytes.Buffer
+	res, err := run(context.Background(), []string{"-activities=10", "-workflows=0", "-parallel=2", "-layouts=default,lean",
+		"-eager-start"}, env(nil), &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, pending := range []int{2, 1} { // default: pending-ffqn and pending-digest; lean: pending-ffqn
+		r := res[i]
+		wl := r.EagerStart
+		if wl.Units != 10 {
+			t.Fatalf("%s: %d eager-start activities, want 10", r.Layout, wl.Units)
+		}
+		for l := range wl.Steps {
+			if strings.Contains(l, "lock (") {
+				t.Errorf("%s: eager-start workload has a lock step %q", r.Layout, l)
+			}
+		}
+		cl, s := wl.Usage["eager activity: create-locked"], wl.Steps["eager activity: create-locked"]
+		if s.n != 10 || s.class != worker || s.transitions != 20 {
+			t.Errorf("%s: create-locked steps %+v, want 10 worker requests of 2 transitions each", r.Layout, s)
+		}
+		created := r.Activities.Usage["activity: create"]
+		if want := created.IndexEntries/10 - pending + 1; cl.IndexEntries != want*10 {
+			t.Errorf("%s: a create-locked wrote %d index entries, want %d (a create's %d less %d pending, plus lock expiry)",
+				r.Layout, cl.IndexEntries/10, want, created.IndexEntries/10, pending)
+		}
+		fin, plain := wl.Usage["eager activity: finish"], r.Activities.Usage["activity: finish"]
+		if fin.IndexEntries != plain.IndexEntries+10 {
+			t.Errorf("%s: eager finishes wrote %d index entries, want the leased finishes' %d + 10 (lock expiry out)",
+				r.Layout, fin.IndexEntries, plain.IndexEntries)
+		}
+		eager, plainWl := wl, r.Activities
+		if e, a := sumWRU(eager), sumWRU(plainWl); e >= a {
+			t.Errorf("%s: eager start %.1f WRU, not below the create-then-lock %.1f", r.Layout, e, a)
+		}
+		if c := (config{workerDoor: doorFunctionURL, batch: 1}).costOf(eager); c.transitions != 30 {
+			t.Errorf("%s: %d transitions, want 30", r.Layout, c.transitions)
+		}
+		if r.EagerStartRetention.Trees != 10 {
+			t.Errorf("%s: retention marked %d eager-start activities, want 10", r.Layout, r.EagerStartRetention.Trees)
+		}
+	}
+	for _, want := range []string{"Activities, eager start: 10 x", "eager-start WRU"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(out.String())
+	}
+}
+
+func sumWRU(wl workload) float64 {
+	var tot float64
+	for _, u := range wl.Usage {
+		tot += u.WRU()
+	}
+	return tot
 }

@@ -75,6 +75,10 @@ func (cfg config) report(out io.Writer, res *result) {
 		cfg.reportWorkload(out, fmt.Sprintf("Activities: %d x (create, lock in batches of 10, finish)", res.Activities.Units), res.Activities, "activity", "activities")
 		reportRetention(out, res.ActivityRetention, res.Activities, res.Activities.Units, "activity")
 	}
+	if res.EagerStart.Units > 0 {
+		cfg.reportWorkload(out, fmt.Sprintf("Activities, eager start: %d x (create-locked through the worker route, finish)", res.EagerStart.Units), res.EagerStart, "activity", "activities")
+		reportRetention(out, res.EagerStartRetention, res.EagerStart, res.EagerStart.Units, "activity")
+	}
 	if res.Workflows.Units > 0 {
 		cfg.reportWorkload(out, fmt.Sprintf("Workflows: %d x (%d children + 1 delay)", res.Workflows.Units, cfg.children), res.Workflows, "workflow", "workflows")
 		reportRetention(out, res.WorkflowRetention, res.Workflows, res.Workflows.Units, "workflow")
@@ -152,19 +156,33 @@ func (cfg config) reportWorkload(out io.Writer, title string, wl workload, unit,
 func (cfg config) summary(out io.Writer, results []*result) {
 	fmt.Fprintln(out, "\n=== Summary (all-in, worker routes as configured; $ per million; \"+ret.\" adds the retention marking of the timers function, per tree) ===")
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "layout\ttx index\tactivity WRU\tRRU\t$/M activities\t+ret.\t$/M transitions\tworkflow WRU\tRRU\t$/M workflows\t+ret.\t$/M transitions\tretention WRU/workflow\tfan-in conflicts/child finish\t")
+	eagerStart := false
+	for _, r := range results {
+		eagerStart = eagerStart || r.EagerStart.Units > 0
+	}
+	head := "layout\ttx index\tactivity WRU\tRRU\t$/M activities\t+ret.\t$/M transitions\t"
+	if eagerStart {
+		head += "eager-start WRU\tRRU\t$/M activities\t+ret.\t$/M transitions\t"
+	}
+	fmt.Fprintln(w, head+"workflow WRU\tRRU\t$/M workflows\t+ret.\t$/M transitions\tretention WRU/workflow\tfan-in conflicts/child finish\t")
 	for _, r := range results {
 		name, _, _ := strings.Cut(r.Layout, " (")
 		for _, twice := range []bool{false, true} {
 			c := cfg
 			c.txIndexTwice = twice
 			row := []string{name, map[bool]string{false: "once", true: "twice"}[twice]}
-			for i, wl := range []workload{r.Activities, r.Workflows} {
+			wls := []workload{r.Activities, r.Workflows}
+			rets := []retentionUsage{r.ActivityRetention, r.WorkflowRetention}
+			if eagerStart {
+				wls = []workload{r.Activities, r.EagerStart, r.Workflows}
+				rets = []retentionUsage{r.ActivityRetention, r.EagerStartRetention, r.WorkflowRetention}
+			}
+			for i, wl := range wls {
 				if wl.Units == 0 {
 					row = append(row, "-", "-", "-", "-", "-")
 					continue
 				}
-				ret := []retentionUsage{r.ActivityRetention, r.WorkflowRetention}[i].Usage
+				ret := rets[i].Usage
 				cost := c.costOf(wl)
 				var wru, rru float64
 				for _, u := range wl.Usage {

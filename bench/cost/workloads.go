@@ -11,6 +11,7 @@ import (
 
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/store"
+	sdkworker "github.com/stela-dev/stela/worker"
 )
 
 func newID(t0 core.Timestamp, i int) core.ExecutionId {
@@ -154,22 +155,69 @@ func (bn *bench) createAndLock(ctx context.Context, createLabel, lockLabel strin
 }
 
 func (bn *bench) activities(ctx context.Context, t0 core.Timestamp, n int) error {
-	p := bn.cfg.parallel
 	locked, err := bn.createAndLock(ctx, "activity: create", "activity: lock (batch of 10)", t0, 0, n, ffqnAct, compAct)
 	if err != nil {
 		return err
 	}
-	result := core.RetOk(&core.WastValWithType{Type: "string", Value: []byte(`"done: 200 OK"`)})
-	if err := parallelDo(len(locked), p, func(i int) error {
-		return bn.step(ctx, "activity: finish", batchable, 1, func(ctx context.Context) error {
-			_, err := bn.svc.Append(ctx, locked[i].ExecutionID, locked[i].NextVersion,
-				core.AppendRequest{CreatedAt: t0.Add(time.Second), Event: &core.Finished{Retval: result}})
+	if err := bn.finishAll(ctx, "activity: finish", t0, locked); err != nil {
+		return err
+	}
+	return bn.sweepPastLocks(ctx, "activity: sweep past the lock expiry", t0, 0)
+}
+
+// eagerStartLockReq is the lock a worker sends with the create of an
+// execution of a function it serves (eager start: worker.planEagerStart,
+// Worker.request; client.CreateLocked; the create-locked route's
+// wire.LockParams.Request): one execution, a run id of its own, the
+// worker's default lease, no history (it has none at version 1).
+func eagerStartLockReq(at core.Timestamp, comp core.ComponentId, run int) core.EagerLock {
+	return core.EagerLock{Request: core.LockRequest{BatchSize: 1, PendingAtOrSooner: at, CreatedAt: at, ComponentID: comp,
+		DeploymentID: dep, ExecutorID: exr, RunID: mustV(core.NewRunId(uint64(run), nil)),
+		LockExpiresAt: at.Add(sdkworker.DefaultLockExpiry), SkipHistory: true,
+		RetryConfig: core.ComponentRetryConfig{MaxRetries: ptr(uint32(3)), RetryExpBackoff: core.DurationOf(time.Second)}},
+		FFQNs: []core.FunctionFqn{ffqnAct}}
+}
+
+// eagerStartActivities is the activity workload as a worker submitting
+// activities it serves runs it (-eager-start): each is created already
+// locked to the worker (store.Service.CreateLocked, what POST
+// /v1/worker/create-locked calls), so it never enters the pending indexes
+// and takes no lock request; then it finishes as in activities, and a
+// sweep pass after the leases' expiry runs.
+func (bn *bench) eagerStartActivities(ctx context.Context, t0 core.Timestamp, n int) error {
+	const offset = 200000
+	locked := make([]core.LockedExecution, n)
+	if err := parallelDo(n, bn.cfg.parallel, func(i int) error {
+		id := newID(t0, offset+i)
+		return bn.step(ctx, "eager activity: create-locked", worker, 2, func(ctx context.Context) error {
+			_, les, err := bn.svc.CreateLocked(ctx, createReq(id, ffqnAct, compAct, t0), eagerStartLockReq(t0, compAct, offset+i))
+			if err == nil && len(les) != 1 {
+				err = fmt.Errorf("create-locked locked %d executions, want 1", len(les))
+			}
+			if err == nil {
+				locked[i] = les[0]
+			}
 			return err
 		})
 	}); err != nil {
 		return err
 	}
-	return bn.sweepPastLocks(ctx, "activity: sweep past the lock expiry", t0, 0)
+	if err := bn.finishAll(ctx, "eager activity: finish", t0, locked); err != nil {
+		return err
+	}
+	return bn.sweepPastLocks(ctx, "eager activity: sweep past the lock expiry", t0, 0)
+}
+
+// finishAll finishes each of locked with an Ok result a second after t0.
+func (bn *bench) finishAll(ctx context.Context, label string, t0 core.Timestamp, locked []core.LockedExecution) error {
+	result := core.RetOk(&core.WastValWithType{Type: "string", Value: []byte(`"done: 200 OK"`)})
+	return parallelDo(len(locked), bn.cfg.parallel, func(i int) error {
+		return bn.step(ctx, label, batchable, 1, func(ctx context.Context) error {
+			_, err := bn.svc.Append(ctx, locked[i].ExecutionID, locked[i].NextVersion,
+				core.AppendRequest{CreatedAt: t0.Add(time.Second), Event: &core.Finished{Retval: result}})
+			return err
+		})
+	})
 }
 
 // sweepPastLocks runs one sweep pass two minutes after t0, when every lock
