@@ -204,6 +204,11 @@ func (w *Worker) startBorrowed(le core.LockedExecution, lease time.Duration) {
 type eagerStart struct {
 	ec   core.EagerCreator
 	lock core.EagerLock
+	// waits is set when no slot was free: the execution is created locked
+	// all the same and runs on the first slot that frees (startBorrowed),
+	// one of Options.Concurrency such waits at most (Worker.startWaits).
+	waits bool
+	lease time.Duration // the lock's lease (the wait for a slot takes at most half)
 }
 
 // planEagerStart takes a free slot for req when this worker, running,
@@ -222,8 +227,21 @@ func (w *Worker) planEagerStart(req *core.CreateRequest) *eagerStart {
 		return nil
 	}
 	ec, ok := w.conn.(core.EagerCreator)
-	if !ok || w.slots.tryAcquire(1) == 0 {
+	if !ok {
 		return nil
 	}
-	return &eagerStart{ec: ec, lock: core.EagerLock{Request: w.request(g, 1), FFQNs: g.ffqns}}
+	p := &eagerStart{ec: ec, lock: core.EagerLock{Request: w.request(g, 1), FFQNs: g.ffqns}, lease: g.lease(w.opts.LockExpiry)}
+	if w.slots.tryAcquire(1) == 1 {
+		return p
+	}
+	for {
+		n := w.startWaits.Load()
+		if n >= int64(w.opts.Concurrency) {
+			return nil
+		}
+		if w.startWaits.CompareAndSwap(n, n+1) {
+			p.waits = true
+			return p
+		}
+	}
 }

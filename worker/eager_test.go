@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -482,4 +483,87 @@ func TestEagerStartRunsWithoutAPoll(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEagerStartWithNoFreeSlotRunsOnTheNextOne: a submission while every
+// slot is busy is still created locked to the worker (no pending-index
+// round trip, no poll) and runs on the first slot that frees — never more
+// runs at once than Options.Concurrency.
+func TestEagerStartWithNoFreeSlotRunsOnTheNextOne(t *testing.T) {
+	svc := backendtest.SQLite(t)
+	w := worker.New(svc, worker.Options{Concurrency: 1, LockExpiry: time.Hour, PollWait: 50 * time.Millisecond})
+	release := make(chan struct{})
+	var running, most atomic.Int32
+	enter := func() {
+		n := running.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+	}
+	worker.Activity(w, "demo:test/activity.hold", func(ctx context.Context, _ worker.Unit) (worker.Unit, error) {
+		enter()
+		defer running.Add(-1)
+		<-release
+		return worker.Unit{}, nil
+	})
+	worker.Activity(w, greetFFQN, func(ctx context.Context, name string) (string, error) {
+		enter()
+		defer running.Add(-1)
+		return greet(ctx, name)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	runInBackground(t, w)
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock) // before the worker's stop (cleanups run last first)
+	for deadline := time.Now().Add(10 * time.Second); !w.EagerReady(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker did not begin running")
+		}
+	}
+	hold, err := w.Submit(ctx, "demo:test/activity.hold", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for running.Load() == 0 { // the slot is taken
+		time.Sleep(time.Millisecond)
+	}
+	id, err := w.Submit(ctx, greetFFQN, "later")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := svc.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log.Events) != 2 || log.Events[1].Event.Variant() != "locked" {
+		t.Fatalf("submitted with no free slot: history %v, want [created locked]", variants(log))
+	}
+	unblock()
+	if got, err := worker.Await[string](ctx, w, id); err != nil || got != "Hello, later!" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if _, err := worker.Await[worker.Unit](ctx, w, hold); err != nil {
+		t.Fatal(err)
+	}
+	if log, err = svc.Get(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(lockedEvents(log)); n != 1 {
+		t.Fatalf("locked %d times, want once", n)
+	}
+	if m := most.Load(); m != 1 {
+		t.Fatalf("%d runs at once, want at most Concurrency = 1", m)
+	}
+	if n := w.Stats().Eager; n != 2 {
+		t.Fatalf("%d eager runs, want 2", n)
+	}
+}
+
+func variants(log *core.ExecutionLog) []string {
+	var out []string
+	for _, e := range log.Events {
+		out = append(out, e.Event.Variant())
+	}
+	return out
 }

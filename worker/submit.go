@@ -39,11 +39,20 @@ func (w *Worker) submitTarget(ctx context.Context, target core.FunctionFqn, ps c
 		ScheduledAt: now, ComponentID: c.component, DeploymentID: c.deployment, Metadata: core.ExecutionMetadata{}}
 	if p := w.planEagerStart(&req); p != nil {
 		_, locked, err := p.ec.CreateLocked(ctx, req, p.lock)
-		if err != nil {
+		switch {
+		case p.waits:
+			w.startWaits.Add(-1)
+		case err != nil:
 			w.slots.release(1)
+		}
+		if err != nil {
 			return core.ExecutionId{}, fmt.Errorf("worker: submit %s: %w", ffqn, err)
 		}
-		w.startEager(&eagerPlan{slots: 1}, locked)
+		if p.waits {
+			w.startEager(&eagerPlan{borrow: true, lease: p.lease}, locked)
+		} else {
+			w.startEager(&eagerPlan{slots: 1}, locked)
+		}
 		return id, nil
 	}
 	if _, err = w.conn.Create(ctx, req); err != nil {

@@ -197,6 +197,9 @@ type Worker struct {
 	// eagerRuns counts the runs started from eager locks.
 	eager     atomic.Pointer[eagerGroups]
 	eagerRuns atomic.Int64
+	// startWaits counts the submissions created locked while no slot was
+	// free (eager start waiting for a slot; at most Options.Concurrency).
+	startWaits atomic.Int64
 	// delaysFired counts the awaited delays this worker fired itself
 	// (fireOwnDelay).
 	delaysFired atomic.Int64
