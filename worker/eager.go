@@ -199,6 +199,10 @@ func (w *Worker) startBorrowed(le core.LockedExecution, lease time.Duration) {
 	}()
 }
 
+// maxBeginWait bounds how long a Submit waits for a Run that is beginning
+// (planEagerStart) before it creates the execution pending.
+const maxBeginWait = 2 * time.Second
+
 // eagerStart is the lock a Submit asks for (eager start) and the
 // connection that takes it.
 type eagerStart struct {
@@ -217,8 +221,20 @@ type eagerStart struct {
 // to create req with: the lock its own poll would ask. nil otherwise (the
 // execution is created pending and found by a poll, as without eager
 // dispatch). The caller gives the slot back if the create fails.
-func (w *Worker) planEagerStart(req *core.CreateRequest) *eagerStart {
+func (w *Worker) planEagerStart(ctx context.Context, req *core.CreateRequest) *eagerStart {
 	gp := w.eager.Load()
+	if ch := w.starting.Load(); gp == nil && ch != nil {
+		// Run is beginning (recording the deployment): wait for it rather
+		// than create pending what its lock loop would poll for next.
+		t := time.NewTimer(maxBeginWait)
+		select {
+		case <-*ch:
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+		gp = w.eager.Load()
+	}
 	if gp == nil || w.stopping == nil || w.stopping.Err() != nil {
 		return nil
 	}

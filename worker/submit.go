@@ -37,7 +37,7 @@ func (w *Worker) submitTarget(ctx context.Context, target core.FunctionFqn, ps c
 	}
 	req := core.CreateRequest{CreatedAt: now, ExecutionID: id, FFQN: target, Params: ps,
 		ScheduledAt: now, ComponentID: c.component, DeploymentID: c.deployment, Metadata: core.ExecutionMetadata{}}
-	if p := w.planEagerStart(&req); p != nil {
+	if p := w.planEagerStart(ctx, &req); p != nil {
 		_, locked, err := p.ec.CreateLocked(ctx, req, p.lock)
 		switch {
 		case p.waits:

@@ -200,6 +200,10 @@ type Worker struct {
 	// startWaits counts the submissions created locked while no slot was
 	// free (eager start waiting for a slot; at most Options.Concurrency).
 	startWaits atomic.Int64
+	// starting is closed once the Run or RunUntilIdle under way has begun
+	// (its deployment recorded, eager dispatch set up) or failed to; a
+	// Submit meanwhile waits for it (planEagerStart).
+	starting atomic.Pointer[chan struct{}]
 	// delaysFired counts the awaited delays this worker fired itself
 	// (fireOwnDelay).
 	delaysFired atomic.Int64
@@ -680,6 +684,14 @@ func (s *slots) release(n int) {
 // ErrRunning is returned when Run or RunUntilIdle is called while another is running.
 var ErrRunning = errors.New("worker: already running")
 
+// beginning records that a Run or RunUntilIdle is beginning and returns
+// the function that tells it has (or failed to).
+func (w *Worker) beginning() func() {
+	ch := make(chan struct{})
+	w.starting.Store(&ch)
+	return func() { close(ch) }
+}
+
 // begin marks the worker running and returns the lock groups.
 func (w *Worker) begin() ([]*lockGroup, error) {
 	w.lifecycle.Lock()
@@ -730,7 +742,9 @@ func (w *Worker) share(groups int) int {
 // lock the store granted is thus always run or released, never left to
 // expire. It returns nil after a graceful shutdown.
 func (w *Worker) Run(ctx context.Context) error {
+	begun := w.beginning()
 	groups, err := w.begin()
+	begun()
 	if err != nil {
 		return err
 	}
@@ -871,7 +885,9 @@ func (w *Worker) lockOnce(ctx context.Context, g *lockGroup, n, reserved int, wa
 // in which case it shuts down as Run does. It is the unit of work of a
 // serverless invocation and of workertest.
 func (w *Worker) RunUntilIdle(ctx context.Context) error {
+	begun := w.beginning()
 	groups, err := w.begin()
+	begun()
 	if err != nil {
 		return err
 	}
