@@ -3,6 +3,7 @@ package worker_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -72,23 +73,51 @@ func (o *oldBatchServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	o.h.ServeHTTP(rw, r)
 }
 
+// dropFirstBatch throws away the answer of the first create-locked batch
+// after its commit (a connection reset the client retries).
+type dropFirstBatch struct {
+	dropped atomic.Bool
+}
+
+func (d *dropFirstBatch) RoundTrip(r *http.Request) (*http.Response, error) {
+	var body []byte
+	if r.Body != nil {
+		body, _ = io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if r.URL.Path != wire.PathWorkerCreateLocked || err != nil || !bytes.Contains(body, []byte(`"requests":`)) {
+		return resp, err
+	}
+	if d.dropped.CompareAndSwap(false, true) {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return nil, errors.New("test: connection reset after the request was sent")
+	}
+	return resp, nil
+}
+
 // TestConcurrentSubmitsShareACreateLockedRequest: while a worker's first
 // eager start is in flight, the submissions that arrive queue up (no timer)
 // and go together in the next create-locked request, one lock for all;
 // each Submit returns its own id and each execution is created locked and
-// runs exactly once — in process, over HTTP, and against a server that
-// predates batches (the client then sends one create-locked each).
+// runs exactly once — in process, over HTTP (also when the batch's answer
+// is lost after its commit: the retry answers the same locks), and against
+// a server that predates batches (the client then sends one create-locked
+// each).
 func TestConcurrentSubmitsShareACreateLockedRequest(t *testing.T) {
 	const queued = 5
 	for _, tc := range []struct {
-		name      string
-		http, old bool
-	}{{"InProcess", false, false}, {"OverHTTP", true, false}, {"OverHTTPOldServer", true, true}} {
+		name            string
+		http, old, drop bool
+	}{{"InProcess", false, false, false}, {"OverHTTP", true, false, false}, {"OverHTTPWithALostBatchAnswer", true, false, true},
+		{"OverHTTPOldServer", true, true, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := backendtest.SQLite(t)
 			g := &gatedStarts{Service: svc, entered: make(chan struct{}), gate: make(chan struct{})}
 			var conn worker.Conn = g
 			var old *oldBatchServer
+			drop := &dropFirstBatch{}
 			if tc.http {
 				var h http.Handler = httpapi.New(g, nil, httpapi.Options{Authorizer: httpapi.AllowAll(), FollowWait: 2 * time.Second})
 				if tc.old {
@@ -97,7 +126,11 @@ func TestConcurrentSubmitsShareACreateLockedRequest(t *testing.T) {
 				}
 				srv := httptest.NewServer(h)
 				t.Cleanup(srv.Close)
-				c, err := client.New(srv.URL)
+				var opts []client.Option
+				if tc.drop {
+					opts = append(opts, client.WithHTTPClient(&http.Client{Transport: drop}))
+				}
+				c, err := client.New(srv.URL, opts...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -169,8 +202,15 @@ func TestConcurrentSubmitsShareACreateLockedRequest(t *testing.T) {
 				}
 				return
 			}
-			if len(batches) != 1 || batches[0] != queued || g.singles.Load() != 1 {
-				t.Fatalf("batches %v and %d single creates, want [%d] and 1", batches, g.singles.Load(), queued)
+			if tc.drop {
+				if !drop.dropped.Load() || len(batches) != 2 || batches[0] != queued || batches[1] != queued {
+					t.Fatalf("dropped %v, batches %v: want the batch of %d sent twice (its answer lost once)", drop.dropped.Load(), batches, queued)
+				}
+			} else if len(batches) != 1 || batches[0] != queued {
+				t.Fatalf("batches %v, want [%d]", batches, queued)
+			}
+			if g.singles.Load() != 1 {
+				t.Fatalf("%d single creates, want 1", g.singles.Load())
 			}
 			if n := w.Stats().StartBatches; n != 1 {
 				t.Fatalf("Stats.StartBatches %d, want 1", n)
