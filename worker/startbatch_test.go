@@ -106,12 +106,15 @@ func (d *dropFirstBatch) RoundTrip(r *http.Request) (*http.Response, error) {
 // a server that predates batches (the client then sends one create-locked
 // each).
 func TestConcurrentSubmitsShareACreateLockedRequest(t *testing.T) {
-	const queued = 5
 	for _, tc := range []struct {
 		name            string
 		http, old, drop bool
-	}{{"InProcess", false, false, false}, {"OverHTTP", true, false, false}, {"OverHTTPWithALostBatchAnswer", true, false, true},
-		{"OverHTTPOldServer", true, true, false}} {
+		conc, queued    int
+	}{{"InProcess", false, false, false, 8, 5}, {"OverHTTP", true, false, false, 8, 5}, {"OverHTTPWithALostBatchAnswer", true, false, true, 8, 5},
+		{"OverHTTPOldServer", true, true, false, 8, 5},
+		// Concurrency 2: the first and one queued hold the slots, two more
+		// wait for a slot (created locked all the same) in the same batch.
+		{"InProcessMoreThanTheSlots", false, false, false, 2, 3}} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := backendtest.SQLite(t)
 			g := &gatedStarts{Service: svc, entered: make(chan struct{}), gate: make(chan struct{})}
@@ -136,7 +139,8 @@ func TestConcurrentSubmitsShareACreateLockedRequest(t *testing.T) {
 				}
 				conn = c
 			}
-			w := worker.New(conn, worker.Options{Concurrency: 8, LockExpiry: time.Hour, PollWait: 50 * time.Millisecond})
+			queued := tc.queued
+			w := worker.New(conn, worker.Options{Concurrency: tc.conc, LockExpiry: time.Hour, PollWait: 50 * time.Millisecond})
 			worker.Activity(w, greetFFQN, greet)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -190,14 +194,14 @@ func TestConcurrentSubmitsShareACreateLockedRequest(t *testing.T) {
 					t.Fatalf("%s: history %v, locked %d times; want created locked, once", id, variantsOf(log), n)
 				}
 			}
-			if n := w.Stats().Eager; n != queued+1 {
+			if n := w.Stats().Eager; n != int64(queued+1) {
 				t.Fatalf("%d eager runs, want %d", n, queued+1)
 			}
 			g.mu.Lock()
 			batches := append([]int(nil), g.batches...)
 			g.mu.Unlock()
 			if tc.old {
-				if len(batches) != 0 || g.singles.Load() != queued+1 || old.refused.Load() != 1 {
+				if len(batches) != 0 || g.singles.Load() != int32(queued+1) || old.refused.Load() != 1 {
 					t.Fatalf("old server: batches %v, %d single creates, %d refused; want none, %d, 1", batches, g.singles.Load(), old.refused.Load(), queued+1)
 				}
 				return
