@@ -63,6 +63,10 @@ type Client struct {
 	// /v1/worker/create-locked with 404 or 405 (it predates eager start):
 	// CreateLocked then creates without a lock.
 	noEagerStart atomic.Bool
+	// noEagerBatch is set once the server refused create-locked's
+	// `requests` field (it predates batches): CreateLockedMany then sends
+	// one CreateLocked per request.
+	noEagerBatch atomic.Bool
 	// noFireDelay is set once the server answered POST
 	// /v1/worker/delays/{id}/fire with 404 or 405 (it predates the route):
 	// FireDelay then answers not_due at once and the sweep fires delays.

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stela-dev/stela/core"
@@ -429,7 +430,7 @@ func (c *Client) CreateLocked(ctx context.Context, req core.CreateRequest, lock 
 		next, err := c.Create(ctx, req)
 		return next, nil, err
 	}
-	body := wire.CreateLockedBody{Request: req, Lock: wire.EagerLockJSON{LockParams: lockParams(lock.Request),
+	body := wire.CreateLockedBody{Request: &req, Lock: wire.EagerLockJSON{LockParams: lockParams(lock.Request),
 		BatchSize: 1, FFQNs: lock.FFQNs, ByComponentDigest: lock.Request.ByComponentDigest}}
 	var out wire.CreateChildrenAnswer
 	resp, err := c.post(ctx, http.MethodPost, wire.PathWorkerCreateLocked, body, idempotent, &out)
@@ -449,6 +450,88 @@ func (c *Client) CreateLocked(ctx context.Context, req core.CreateRequest, lock 
 		return 1, nil, nil
 	}
 	return 0, nil, err
+}
+
+var _ core.EagerBatchCreator = (*Client)(nil)
+
+// CreateLockedMany implements core.EagerBatchCreator (POST
+// /v1/worker/create-locked with `requests`, at most wire.MaxCreateLocked;
+// lock.Request.BatchSize must be len(reqs)): each request is created in its
+// own commit under the one lock and answered on its own. Retried after an
+// ambiguous failure: the server answers each request as CreateLocked's
+// retry, and an item's 409 is resolved as CreateLocked resolves it (the
+// stored request is this one: created, with no lock to answer). A server
+// that predates batches (422 unknown field `requests`) or the route (404,
+// 405) gets one CreateLocked per request, and later batches go so too.
+func (c *Client) CreateLockedMany(ctx context.Context, reqs []core.CreateRequest, lock core.EagerLock) ([]core.CreateLockedResult, error) {
+	if len(reqs) == 0 {
+		return []core.CreateLockedResult{}, nil
+	}
+	if c.noEagerStart.Load() || c.noEagerBatch.Load() || len(reqs) > wire.MaxCreateLocked {
+		return c.createLockedEach(ctx, reqs, lock), nil
+	}
+	body := wire.CreateLockedBody{Requests: reqs, Lock: wire.EagerLockJSON{LockParams: lockParams(lock.Request),
+		BatchSize: lock.Request.BatchSize, FFQNs: lock.FFQNs, ByComponentDigest: lock.Request.ByComponentDigest}}
+	var out wire.CreateLockedManyAnswer
+	resp, err := c.post(ctx, http.MethodPost, wire.PathWorkerCreateLocked, body, idempotent, &out)
+	var ae *Error
+	switch {
+	case err == nil:
+	case errors.As(err, &ae) && (ae.Status == http.StatusNotFound || ae.Status == http.StatusMethodNotAllowed):
+		c.noEagerStart.Store(true)
+		return c.createLockedEach(ctx, reqs, lock), nil
+	case errors.As(err, &ae) && ae.Status == http.StatusUnprocessableEntity && strings.Contains(ae.Message, "unknown field `requests`"):
+		c.noEagerBatch.Store(true)
+		return c.createLockedEach(ctx, reqs, lock), nil
+	default:
+		return nil, err
+	}
+	if len(out.Results) != len(reqs) {
+		return nil, fmt.Errorf("client: POST %s: %d results for %d requests", wire.PathWorkerCreateLocked, len(out.Results), len(reqs))
+	}
+	results := make([]core.CreateLockedResult, len(reqs))
+	for i, r := range out.Results {
+		if r.NextVersion != nil {
+			results[i].NextVersion = *r.NextVersion
+			if r.Locked != nil {
+				le := r.Locked.Core()
+				results[i].Locked = &le
+			}
+			continue
+		}
+		if resp.Ambiguous && r.Status == http.StatusConflict && c.storedIs(ctx, reqs[i]) {
+			results[i].NextVersion = 1
+			if reqs[i].Paused {
+				results[i].NextVersion = 2
+			}
+			continue
+		}
+		results[i].Err = &Error{Status: r.Status, Message: r.Err, Method: http.MethodPost, Path: wire.PathWorkerCreateLocked,
+			cause: causeOf(r.Status, r.Err)}
+	}
+	return results, nil
+}
+
+// createLockedEach is CreateLockedMany by one CreateLocked per request, in
+// parallel.
+func (c *Client) createLockedEach(ctx context.Context, reqs []core.CreateRequest, lock core.EagerLock) []core.CreateLockedResult {
+	one := lock
+	one.Request.BatchSize = 1
+	results := make([]core.CreateLockedResult, len(reqs))
+	var wg sync.WaitGroup
+	for i := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			next, locked, err := c.CreateLocked(ctx, reqs[i], one)
+			results[i] = core.CreateLockedResult{NextVersion: next, Err: err}
+			if err == nil && len(locked) > 0 {
+				results[i].Locked = &locked[0]
+			}
+		}()
+	}
+	wg.Wait()
+	return results
 }
 
 // FireDelay implements core.DelayFirer (POST

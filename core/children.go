@@ -253,3 +253,31 @@ type EagerCreator interface {
 	// executor and run id at version 1, so no lock is left to nobody.
 	CreateLocked(ctx context.Context, req CreateRequest, lock EagerLock) (Version, []LockedExecution, error)
 }
+
+// CreateLockedResult is one request's outcome of
+// EagerBatchCreator.CreateLockedMany: the execution created locked
+// (Locked set, NextVersion its next version), created pending because the
+// lock did not take it (Locked nil), or the error its own CreateLocked
+// would have returned (Err, e.g. ErrConflict for an id that exists).
+type CreateLockedResult struct {
+	NextVersion Version
+	Locked      *LockedExecution
+	Err         error
+}
+
+// EagerBatchCreator is implemented by connections that can create several
+// top-level executions locked to the caller by one lock (store.Service,
+// and client.Client, which falls back to one CreateLocked per request
+// against a server that predates batches). A worker uses it for the
+// submissions that queued while its previous create-locked request was in
+// flight.
+type EagerBatchCreator interface {
+	// CreateLockedMany is CreateLocked of each of reqs with the same lock
+	// (at most lock.Request.BatchSize of them locked, in order): each
+	// request is created in its own commit and answered on its own, in
+	// reqs' order, so one request's failure does not fail the others. The
+	// error is the call's own (an invalid lock, a transport failure), with
+	// no results. Retried after a lost answer, each request answers as
+	// CreateLocked's retry does.
+	CreateLockedMany(ctx context.Context, reqs []CreateRequest, lock EagerLock) ([]CreateLockedResult, error)
+}

@@ -841,16 +841,37 @@
 // the lease and its members read). 2 steps and 2 requests per activity
 // instead of 2.1; the transitions are still 3 (created, locked, finished).
 // Target (≤ $6.50 default, ≤ $5.90 lean all-in): lean met ($4.94, +ret.
-// $5.21), default not ($6.83, +ret. $7.09: 0.5 WRU over). A lease is no
-// lever here: create-locked creates one execution per request (batch_size
-// 1, core.EagerCreator takes one CreateRequest), and a lease costs 5 WRU
-// where each execution it covers saves 2 (minLeaseMembers 3); sharing one
-// across requests would need their lock expiries equal and one process
-// holding the lease for all of them, which stateless function instances do
-// not have. A batched create-locked of k executions sharing a lease would
-// be −(2 − 5/k) WRU each, −1.5 for k = 10 (default ≈ 8.5 WRU, ≈ $5.9; lean
-// ≈ 5.5, ≈ $4.0) — a new route, client call and worker API (a submit of
-// many), not built.
+// $5.21), default not ($6.83, +ret. $7.09: 0.5 WRU over) with one
+// create-locked per execution.
+//
+// Batched eager start (store.Service.CreateLockedMany, core.EagerBatchCreator;
+// create-locked's `requests`): a worker's Submits that arrive while its
+// previous create-locked of the same lock group is in flight go together in
+// the next request (no timer: a lone Submit is sent at once), each created
+// in its own PutItem — not a transaction, which would double the write
+// units — under one lock and, from minLeaseMembers (3) on, one lock lease
+// (Lock leases): the lease's put, entry and close instead of each head's
+// own lock-expiry entry in and out. bench/cost -start-batch 8 (the default;
+// -start-batch 1 is the single request above), the command above plus
+// -eager -eager-start, same code both sides, load 1.4–3.4, WRU and RRU
+// identical across two runs of batches of 8:
+//
+//	                      one per request (-start-batch 1)       8 per request (-start-batch 8)
+//	activity   default    10.0 WRU 1.0 RRU $6.82 (+ret. $7.09)   8.6 WRU 2.1 RRU $5.93 (+ret. $6.20)
+//	           lean       7.0 WRU 1.0 RRU $4.94 (+ret. $5.21)    5.6 WRU 2.1 RRU $4.05–4.06 (+ret. $4.32)
+//	           twice      the same (no transaction)              the same (no transaction)
+//	per transition        $2.275 / $1.648                        $1.977 / $1.350
+//
+// Per 8 activities (default): the create-locked request 35 WRU (8 heads
+// with list, list-id and deployments entries, 32; the lease's put and its
+// entry 2, its close 1) instead of 8 × 5; each finish 4 instead of 5 (no
+// entry of its own to take out); the sweep after the expiry 2 WRU per lease
+// (its delete and entry out) and ≈ 9 RRU (the lease and its members read),
+// 0.25 WRU and 1.1 RRU per activity. 1.1 requests per activity instead of
+// 2. Target met in both layouts: $5.93 default (≤ $6.50; +ret. $6.20),
+// $4.05 lean (≤ $5.90). A batch of 2 takes no lease (own entries, as one
+// per request); the figure holds when submissions come in bursts of ≥ 3
+// per request in flight.
 //
 // The one write that does create several executions locked is eager
 // dispatch's create-children: its children now share a lease (Lock
@@ -973,15 +994,20 @@
 //     no lock request, its create priced as a worker request (function URL)
 //     instead of the public create through API Gateway. Measured above:
 //     activity 13.5 → 10.0 WRU, $10.36 → $6.83 default; 8.5 → 7.0 WRU,
-//     $7.23 → $4.94 lean. A client.Submit from another process (the public
-//     create) still pays the first figures.
+//     $7.23 → $4.94 lean; concurrent Submits batched 8 per create-locked
+//     request under one lease: 8.6 WRU, $5.93 default; 5.6 WRU, $4.05
+//     lean. A client.Submit from another process (the public create)
+//     still pays the first figures.
 //
 // Targets and floor (the workflow figures here predate the eager
 // children's lease above: $146 / $118 with it). Activity: $10.38 default,
 // $7.33 lean all-in, +$0.27 marking (targets $6.50 and $5.90) — not met
 // through the public create; submitted by a worker that serves it (eager
 // start, above) $6.83 default (not met, +ret. $7.09) and $4.94 lean (met,
-// +ret. $5.21: 7 WRU, the floor below). An activity is 3 head writes plus the index entries that make it findable: pending in/out (2;
+// +ret. $5.21: 7 WRU, the floor below); submitted in bursts (batched eager
+// start, above) $5.93 default (met, +ret. $6.20) and $4.05 lean — 8.6 and
+// 5.6 WRU, below that floor by sharing the lock-expiry entry in a lease.
+// An activity is 3 head writes plus the index entries that make it findable: pending in/out (2;
 // +2 with the digest index), lock expiry (0.5: its share of a lease of 10),
 // list and list-id (2), retention (1), and deployment counts (3, default):
 // 13.5 and 8.5 WRU. $5.90 lean means ≈ 7 WRU, the issue's own floor with a

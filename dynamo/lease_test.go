@@ -324,3 +324,81 @@ func TestEagerChildrenShareALockLease(t *testing.T) {
 		t.Fatalf("a 2-child eager write opened %d leases, want none", n)
 	}
 }
+
+// eagerStartBatch creates n top-level executions locked by one lock
+// (store.Service.CreateLockedMany, a worker's batch of submissions) and
+// returns them.
+func eagerStartBatch(ctx context.Context, t *testing.T, svc *store.Service, n int) []core.LockedExecution {
+	t.Helper()
+	lk := lockReq(t0, compAct)
+	lk.BatchSize = uint32(n)
+	reqs := make([]core.CreateRequest, n)
+	for i := range reqs {
+		reqs[i] = createReq(newID(), ffqnAct, compAct, t0)
+	}
+	res := must(svc.CreateLockedMany(ctx, reqs, core.EagerLock{Request: lk, FFQNs: []core.FunctionFqn{ffqnAct}}))(t)
+	var locked []core.LockedExecution
+	for i, r := range res {
+		if r.Err != nil || r.Locked == nil {
+			t.Fatalf("item %d: locked %v err %v, want locked", i, r.Locked != nil, r.Err)
+		}
+		locked = append(locked, *r.Locked)
+	}
+	return locked
+}
+
+// TestEagerStartBatchSharesALockLease: the executions a batch of eager
+// starts creates locked by one lock (each in its own commit) share one
+// lock lease, as a lock call's do: no lock-expiry entry of their own, the
+// lease closed with them once every create returned, every lock still
+// expiring at its time. A batch of two takes no lease.
+func TestEagerStartBatchSharesALockLease(t *testing.T) {
+	ctx := context.Background()
+	svc, b := newService(t, &fixedClock{t0}, dynamo.Options{Shards: 3})
+	T := lockReq(t0, compAct).LockExpiresAt
+	locked := eagerStartBatch(ctx, t, svc, 4)
+	ls := leases(ctx, t, b)
+	if len(ls) != 1 {
+		t.Fatalf("%d leases, want 1", len(ls))
+	}
+	var ids []core.ExecutionId
+	for _, le := range locked {
+		ids = append(ids, le.ExecutionID)
+	}
+	if got := strings.Fields(attrS(ls[0], "m")); !slices.Equal(sortedCopy(got), idStrings(ids...)) {
+		t.Fatalf("lease members %v, want %v", got, ids)
+	}
+	if _, closed := ls[0]["c"]; !closed {
+		t.Fatal("the lease is not closed after the batch returned")
+	}
+	lid := leaseID(ls[0])
+	for _, le := range locked {
+		h := must(b.RawHead(ctx, le.ExecutionID))(t)
+		if attrS(h, "lk") != lid || attrS(h, dynamo.AttrTimerPK) != "" {
+			t.Fatalf("head %s: lk %q tp %q, want the lease and no entry of its own", le.ExecutionID, attrS(h, "lk"), attrS(h, dynamo.AttrTimerPK))
+		}
+	}
+	if got := expiredIDs(ctx, t, b, T); !slices.Equal(got, idStrings(ids...)) {
+		t.Fatalf("expired at the expiry: %v, want the 4 executions", got)
+	}
+	finishLocked(ctx, t, svc, locked[0])
+	if res := must(store.Sweep(ctx, svc, T))(t); res.ExpiredLocks != 3 {
+		t.Fatalf("sweep resolved %d locks, want 3", res.ExpiredLocks)
+	}
+	if got := expiredIDs(ctx, t, b, T); len(got) != 0 { // also reaps the spent lease
+		t.Fatalf("expired at T after the sweep: %v", got)
+	}
+	if n := len(leases(ctx, t, b)); n != 0 {
+		t.Fatalf("%d leases after every member left its lock, want 0", n)
+	}
+
+	for _, le := range eagerStartBatch(ctx, t, svc, 2) {
+		h := must(b.RawHead(ctx, le.ExecutionID))(t)
+		if attrS(h, "lk") != "" || attrS(h, dynamo.AttrTimerSK) != T.SortableText() {
+			t.Fatalf("head %s of a batch of 2: lk %q ts %q, want its own entry", le.ExecutionID, attrS(h, "lk"), attrS(h, dynamo.AttrTimerSK))
+		}
+	}
+	if n := len(leases(ctx, t, b)); n != 0 {
+		t.Fatalf("a batch of 2 opened %d leases, want none", n)
+	}
+}

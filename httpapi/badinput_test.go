@@ -57,6 +57,21 @@ func testBadInput(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 		}
 		return `{"request":` + req + `,"lock":` + string(b) + `}`
 	}
+	// createLockedMany builds a create-locked body of a batch of create requests and a lock.
+	createLockedMany := func(reqs []string, lock map[string]any) string {
+		b, err := json.Marshal(lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return `{"requests":[` + strings.Join(reqs, ",") + `],"lock":` + string(b) + `}`
+	}
+	nCreates := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = create(`"2026-01-01T00:00:00Z"`, "[]")
+		}
+		return out
+	}
 	// many builds a many-write of one append item per execution, item i
 	// carrying items[i] as its created_at and retval.
 	many := func(items ...[2]string) string {
@@ -190,6 +205,28 @@ func testBadInput(t *testing.T, fresh func(*testing.T, ...envOption) *env) {
 		{name: "CreateLockedCreatedAtDaysAhead", method: "POST", path: wire.PathWorkerCreateLocked,
 			body:   createLocked(strings.Replace(create(now, "[]"), now, `"2026-02-01T00:00:00Z"`, 1), lock(map[string]any{"batch_size": 1})),
 			status: 400, msg: "`request.created_at` 2026-02-01T00:00:00Z is 31 days ahead…"},
+		// A batch of eager starts: requests or request, batch_size its length, 1..100 of them, each time bounded.
+		{name: "CreateLockedRequestAndRequests", method: "POST", path: wire.PathWorkerCreateLocked,
+			body:   strings.Replace(createLockedMany(nCreates(1), lock(map[string]any{"batch_size": 1})), `{"requests"`, `{"request":`+create(now, "[]")+`,"requests"`, 1),
+			status: 400, msg: "the body must have exactly one of `request` and `requests`"},
+		{name: "CreateLockedNoRequest", method: "POST", path: wire.PathWorkerCreateLocked,
+			body:   strings.Replace(createLockedMany(nil, lock(map[string]any{"batch_size": 1})), `"requests":[],`, ``, 1),
+			status: 400, msg: "the body must have exactly one of `request` and `requests`"},
+		{name: "CreateLockedManyBatchSizeNotTheirNumber", method: "POST", path: wire.PathWorkerCreateLocked,
+			body:   createLockedMany(nCreates(2), lock(map[string]any{"batch_size": 3})),
+			status: 400, msg: "`lock.batch_size` must be the number of `requests` (2), got 3"},
+		{name: "CreateLockedManyNone", method: "POST", path: wire.PathWorkerCreateLocked,
+			body:   createLockedMany(nil, lock(map[string]any{"batch_size": 0})),
+			status: 400, msg: "`requests` must have between 1 and 100 entries, got 0"},
+		{name: "CreateLockedManyTooMany", method: "POST", path: wire.PathWorkerCreateLocked,
+			body:   createLockedMany(nCreates(101), lock(map[string]any{"batch_size": 101})),
+			status: 400, msg: "`requests` must have between 1 and 100 entries, got 101"},
+		{name: "CreateLockedManyNoFFQNs", method: "POST", path: wire.PathWorkerCreateLocked,
+			body:   createLockedMany(nCreates(2), lock(map[string]any{"batch_size": 2, "ffqns": []string{}})),
+			status: 400, msg: "`lock.ffqns` must name at least one function"},
+		{name: "CreateLockedManyOneCreatedAtDaysAhead", method: "POST", path: wire.PathWorkerCreateLocked,
+			body:   createLockedMany([]string{create(now, "[]"), strings.Replace(create(now, "[]"), now, `"2026-02-01T00:00:00Z"`, 1)}, lock(map[string]any{"batch_size": 2})),
+			status: 400, msg: "`requests[1].created_at` 2026-02-01T00:00:00Z is 31 days ahead…"},
 		// A worker's fire of the delay it awaits names a delay.
 		{name: "FireDelayNotADelayID", method: "POST", path: "/v1/worker/delays/" + locked.String() + "/fire",
 			status: 400, msg: `invalid delay id "` + locked.String() + `": first delimiter not found`},

@@ -349,9 +349,19 @@ func schemas() map[string]any {
 		"FireDelayAnswer": closedObj([]string{"outcome"}, map[string]any{
 			"outcome": map[string]any{"type": "string", "enum": []string{"fired", "answered", "not_due"}, "description": "what the call did"},
 		}),
-		"CreateLockedBody": closedObj([]string{"request", "lock"}, map[string]any{
-			"request": ref("CreateRequest"),
-			"lock":    desc("the lock to create it with (batch_size 1), when it takes the request", ref("EagerLock")),
+		"CreateLockedBody": closedObj([]string{"lock"}, map[string]any{
+			"request":  desc("exactly one of request and requests: one execution, answered by a CreateChildrenAnswer", ref("CreateRequest")),
+			"requests": desc("1..100 executions, each created in its own commit under the one lock and answered on its own (CreateLockedResults; a server that predates it answers 422 unknown field)", arr(ref("CreateRequest"))),
+			"lock":     desc("the lock to create them with when it takes them (batch_size 1 with request, the number of requests with requests)", ref("EagerLock")),
+		}),
+		"CreateLockedAnswer": oneOf(ref("CreateChildrenAnswer"), ref("CreateLockedResults")),
+		"CreateLockedResults": closedObj([]string{"results"}, map[string]any{
+			"results": arr(closedObj(nil, map[string]any{
+				"next_version": desc("the request's execution was created", ref("Version")),
+				"locked":       desc("it was created locked to the caller (absent: created pending)", ref("LockedExecution")),
+				"status":       uint("the request failed: the HTTP status its single request would have answered"),
+				"err":          str("the request failed: the message its single request would have answered"),
+			})),
 		}),
 		"CreateChildrenAnswer": closedObj([]string{"next_version"}, map[string]any{
 			"next_version": ref("Version"),

@@ -499,6 +499,28 @@ func TestSchemasValidateRealAnswers(t *testing.T) {
 		t.Fatalf("only %d answers validated", s.n)
 	}
 
+	// A batch of eager starts: one created locked, one created pending
+	// (scheduled later: the lock does not take it), an id that exists.
+	lk := lockParams(core.ComponentTypeActivity, t0.Add(time.Minute))
+	lk["batch_size"], lk["ffqns"] = 3, []core.FunctionFqn{ffqnActivity}
+	startReq := func(id core.ExecutionId, at core.Timestamp) core.CreateRequest {
+		return core.CreateRequest{CreatedAt: t0, ExecutionID: id, FFQN: ffqnActivity, Params: core.Params{}, ScheduledAt: at,
+			ComponentID: unmanagedComponent(core.ComponentTypeActivity), Metadata: core.ExecutionMetadata{}}
+	}
+	newStartID := func() core.ExecutionId {
+		id, err := core.NewExecutionId(uint64(t0.UnixMilli()), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	var many wire.CreateLockedManyAnswer
+	s.call("POST", wire.PathWorkerCreateLocked, map[string]any{"requests": []core.CreateRequest{
+		startReq(newStartID(), t0), startReq(newStartID(), t0.Add(time.Hour)), startReq(fail, t0)}, "lock": lk}, http.StatusOK).decode(&many)
+	if len(many.Results) != 3 || many.Results[0].Locked == nil || many.Results[1].Locked != nil || many.Results[1].NextVersion == nil || many.Results[2].Status != http.StatusConflict {
+		t.Errorf("create-locked batch answered %+v, want locked, pending, conflict", many.Results)
+	}
+
 	// Every branch of the event schemas was exercised.
 	for name, want := range map[string]int{"HistoryEvent": 8, "ExecutionRequest": 9, "JoinSetRequest": 2, "JoinSetResponse": 2,
 		"ReturnValue": 3, "UnitResult": 2, "PendingState": 6, "ScheduleAt": 3, "PersistKind": 3} {

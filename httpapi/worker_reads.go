@@ -3,6 +3,8 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -76,42 +78,117 @@ func (s *server) workerCreate(c *call) error {
 // create of workerCreate, with the execution locked to the caller in the
 // same commit when the body's lock takes it (docs/http-api.md §4.1b). A
 // store that cannot lock eagerly creates it pending and answers no lock.
+// With `requests` (a batch, core.EagerBatchCreator) each is created so in
+// its own commit under the one lock and answered on its own.
 func (s *server) workerCreateLocked(c *call) error {
 	var b wire.CreateLockedBody
 	if err := c.decodeBody(&b); err != nil {
 		return err
 	}
+	if (b.Request == nil) == (b.Requests == nil) {
+		return badRequest("the body must have exactly one of `request` and `requests`")
+	}
 	tb := s.timeBound()
-	if err := tb.check("request.created_at", b.Request.CreatedAt); err != nil {
-		return err
+	n := 1
+	if b.Request != nil {
+		if err := tb.check("request.created_at", b.Request.CreatedAt); err != nil {
+			return err
+		}
+	} else {
+		n = len(b.Requests)
+		if err := checkBatch("requests", n, 1, wire.MaxCreateLocked); err != nil {
+			return err
+		}
+		for i := range b.Requests {
+			if err := tb.check(fmt.Sprintf("requests[%d].created_at", i), b.Requests[i].CreatedAt); err != nil {
+				return err
+			}
+		}
 	}
 	if err := tb.checkPtr("lock.created_at", b.Lock.CreatedAt); err != nil {
 		return err
 	}
-	if b.Lock.BatchSize != 1 {
+	if b.Request != nil && b.Lock.BatchSize != 1 {
 		return badRequest("`lock.batch_size` must be 1 (one execution is created)")
+	}
+	if b.Requests != nil && int(b.Lock.BatchSize) != n {
+		return badRequest("`lock.batch_size` must be the number of `requests` (%d), got %d", n, b.Lock.BatchSize)
 	}
 	if len(b.Lock.FFQNs) == 0 {
 		return badRequest("`lock.ffqns` must name at least one function")
 	}
-	setExecutionID(c.r, b.Request.ExecutionID)
-	req := b.Lock.Request(s.now(), 1, nil)
+	req := b.Lock.Request(s.now(), uint32(n), nil)
 	req.ByComponentDigest = b.Lock.ByComponentDigest
+	lock := core.EagerLock{Request: req, FFQNs: b.Lock.FFQNs}
+	if b.Requests != nil {
+		return s.createLockedMany(c, b.Requests, lock)
+	}
+	setExecutionID(c.r, b.Request.ExecutionID)
 	ec, ok := s.db.(core.EagerCreator)
 	if !ok {
-		next, err := s.db.Create(c.ctx(), b.Request)
+		next, err := s.db.Create(c.ctx(), *b.Request)
 		if err != nil {
 			return err
 		}
 		return c.json(http.StatusOK, wire.CreateChildrenAnswer{NextVersion: next})
 	}
-	next, locked, err := ec.CreateLocked(c.ctx(), b.Request, core.EagerLock{Request: req, FFQNs: b.Lock.FFQNs})
+	next, locked, err := ec.CreateLocked(c.ctx(), *b.Request, lock)
 	if err != nil {
 		return err
 	}
 	out := wire.CreateChildrenAnswer{NextVersion: next, Locked: make([]wire.LockedExecutionJSON, len(locked))}
 	for i, le := range locked {
 		out.Locked[i] = wire.NewLockedExecutionJSON(le)
+	}
+	return c.json(http.StatusOK, out)
+}
+
+// createLockedMany answers a batch of create-locked: by the store's
+// CreateLockedMany, else one CreateLocked (or Create) per request.
+func (s *server) createLockedMany(c *call, reqs []core.CreateRequest, lock core.EagerLock) error {
+	var res []core.CreateLockedResult
+	if bc, ok := s.db.(core.EagerBatchCreator); ok {
+		var err error
+		if res, err = bc.CreateLockedMany(c.ctx(), reqs, lock); err != nil {
+			return err
+		}
+	} else {
+		res = make([]core.CreateLockedResult, len(reqs))
+		ec, _ := s.db.(core.EagerCreator)
+		one := lock
+		one.Request.BatchSize = 1
+		for i, r := range reqs {
+			if ec == nil {
+				res[i].NextVersion, res[i].Err = s.db.Create(c.ctx(), r)
+				continue
+			}
+			next, locked, err := ec.CreateLocked(c.ctx(), r, one)
+			res[i].NextVersion, res[i].Err = next, err
+			if len(locked) > 0 {
+				res[i].Locked = &locked[0]
+			}
+		}
+	}
+	if len(res) != len(reqs) {
+		return fmt.Errorf("create-locked: %d results for %d requests", len(res), len(reqs))
+	}
+	out := wire.CreateLockedManyAnswer{Results: make([]wire.CreateLockedResultJSON, len(res))}
+	for i, r := range res {
+		if r.Err == nil {
+			next := r.NextVersion
+			out.Results[i].NextVersion = &next
+			if r.Locked != nil {
+				le := wire.NewLockedExecutionJSON(*r.Locked)
+				out.Results[i].Locked = &le
+			}
+			continue
+		}
+		status, msg := errorStatus(r.Err)
+		if status >= 500 && status != http.StatusNotImplemented && status != http.StatusServiceUnavailable {
+			s.log.ErrorContext(c.ctx(), "create-locked item failed", slog.Int("item", i), slog.Int(logKeyStatus, status),
+				slog.String(logKeyErr, r.Err.Error()))
+		}
+		out.Results[i] = wire.CreateLockedResultJSON{Status: status, Err: msg}
 	}
 	return c.json(http.StatusOK, out)
 }

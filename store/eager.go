@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -237,25 +238,133 @@ func (s *Service) CreateLocked(ctx context.Context, req core.CreateRequest, lock
 		next, err := s.Create(ctx, req)
 		return next, []core.LockedExecution{}, err
 	}
+	next, le, _, err := s.createLockedOne(ctx, req, &lock)
+	if err != nil {
+		return 0, nil, err
+	}
+	if le == nil {
+		return next, []core.LockedExecution{}, nil
+	}
+	s.lockCall(ctx, 1, 1)
+	return next, []core.LockedExecution{*le}, nil
+}
+
+// createLockedOne creates req, which lock takes, locked by it in a commit
+// of its own (under ctx's lock lease, if any) and returns its next version
+// and the execution as a lock answers it: nil when the lock could not take
+// it after all (created pending), or when its retry finds it no longer
+// locked by lock. answered is set when the execution was created by an
+// earlier attempt (createLockedAgain), not by this commit.
+func (s *Service) createLockedOne(ctx context.Context, req core.CreateRequest, lock *core.EagerLock) (next core.Version, locked *core.LockedExecution, answered bool, err error) {
 	var le core.LockedExecution
-	err := s.updateAs(ctx, OpCreate, func(t *txn) error {
+	err = s.updateAs(ctx, OpCreate, func(t *txn) error {
 		var err error
 		le, err = s.createLockedIn(t, req, &lock.Request)
 		return err
 	})
 	if errors.Is(err, core.ErrConflict) {
-		if again, ok := s.createLockedAgain(ctx, req, &lock); ok {
-			return again.NextVersion, []core.LockedExecution{again}, nil
+		if again, ok := s.createLockedAgain(ctx, req, lock); ok {
+			return again.NextVersion, &again, true, nil
 		}
 	}
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, false, err
 	}
 	if le.ExecutionID.IsZero() { // the lock could not take it after all: created pending
-		return 1, []core.LockedExecution{}, nil
+		return 1, nil, false, nil
 	}
-	s.lockCall(ctx, 1, 1)
-	return le.NextVersion, []core.LockedExecution{le}, nil
+	return le.NextVersion, &le, false, nil
+}
+
+var _ core.EagerBatchCreator = (*Service)(nil)
+
+// createLockedManyParallelism bounds the creates of one CreateLockedMany
+// in flight.
+const createLockedManyParallelism = 8
+
+// CreateLockedMany implements core.EagerBatchCreator: CreateLocked of each
+// of reqs with lock, each in its own commit (not one transaction: on
+// DynamoDB a transaction doubles the write units), answered on its own.
+// When at least minLeaseMembers of them are taken by the lock and the
+// backend has lock leases, one lease is opened before their creates and
+// closed after with the ones they locked, as for the children of one
+// create-children write (openEagerLease): the executions then share one
+// lock-expiry index entry. A create that failed leaves the lease open (it
+// may still land; the sweep reaps the lease after its lag). Fewer
+// requests, or no leases: each is created as CreateLocked creates it.
+func (s *Service) CreateLockedMany(ctx context.Context, reqs []core.CreateRequest, lock core.EagerLock) ([]core.CreateLockedResult, error) {
+	if err := lock.Validate(); err != nil {
+		return nil, err
+	}
+	out := make([]core.CreateLockedResult, len(reqs))
+	takes := make([]bool, len(reqs))
+	var ids []core.ExecutionId // the requests the lock takes, in order
+	for i := range reqs {
+		if err := reqs[i].Validate(); err != nil {
+			out[i].Err = err
+			continue
+		}
+		if len(ids) < int(lock.Request.BatchSize) && lock.Takes(&reqs[i]) {
+			takes[i] = true
+			ids = append(ids, reqs[i].ExecutionID)
+		}
+	}
+	lctx, lease, leased := ctx, LockLease{}, false
+	if s.caps.leaser != nil && len(ids) >= minLeaseMembers {
+		l, err := s.caps.leaser.OpenLockLease(ctx, ids, lock.Request.LockExpiresAt)
+		if err != nil {
+			s.log.WarnContext(ctx, "open lock lease", core.LogKeyErr, err)
+		} else {
+			lctx, lease, leased = WithLockLease(ctx, l), l, true
+		}
+	}
+	var mu sync.Mutex
+	var members []core.ExecutionId // the executions this call's commits locked
+	failed := false
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, createLockedManyParallelism)
+	for i := range reqs {
+		if out[i].Err != nil {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r := &out[i]
+			if !takes[i] {
+				r.NextVersion, r.Err = s.Create(ctx, reqs[i])
+				return
+			}
+			next, le, answered, err := s.createLockedOne(lctx, reqs[i], &lock)
+			r.NextVersion, r.Locked, r.Err = next, le, err
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil || answered {
+				failed = true // it may have landed under the lease, or an earlier one's commit did
+			} else if le != nil {
+				members = append(members, le.ExecutionID)
+			}
+		}()
+	}
+	wg.Wait()
+	if leased && !failed {
+		if err := s.caps.leaser.CloseLockLease(context.WithoutCancel(ctx), lease, members); err != nil {
+			// As after a lock call: the executions are locked, an open
+			// lease only lives longer (the sweep reaps it after its lag).
+			s.log.WarnContext(ctx, "close lock lease", core.LogKeyErr, err)
+		}
+	}
+	n := 0
+	for i := range out {
+		if out[i].Locked != nil {
+			n++
+		}
+	}
+	if n > 0 {
+		s.lockCall(ctx, n, n)
+	}
+	return out, nil
 }
 
 // createLockedAgain is the answer to the retry of a CreateLocked that

@@ -12,6 +12,9 @@ const (
 	MaxAppendBatch = 90
 	// MaxAppendMany caps the items of one POST /v1/worker/append-batch/many.
 	MaxAppendMany = 100
+	// MaxCreateLocked caps the `requests` of one POST /v1/worker/create-locked
+	// (a batch of eager starts).
+	MaxCreateLocked = 100
 	// MaxLogBatch caps the rows of one worker log append.
 	MaxLogBatch = 1000
 	// MaxBacktraceBatch caps the backtraces of one worker backtrace append.

@@ -200,10 +200,30 @@ type CreateChildrenAnswer struct {
 // start): the create request and the lock to take it with, when the lock
 // takes it (core.EagerLock.Takes). Answered with a CreateChildrenAnswer
 // whose locked holds the execution, or nothing when it was created
-// pending.
+// pending. With Requests instead of Request (a batch, lock.batch_size its
+// length, at most MaxCreateLocked), each is created in its own commit
+// under the one lock and answered on its own: CreateLockedManyAnswer.
 type CreateLockedBody struct {
-	Request core.CreateRequest `json:"request" required:"true"`
-	Lock    EagerLockJSON      `json:"lock" required:"true"`
+	Request  *core.CreateRequest  `json:"request,omitempty"`
+	Requests []core.CreateRequest `json:"requests,omitempty"`
+	Lock     EagerLockJSON        `json:"lock" required:"true"`
+}
+
+// CreateLockedManyAnswer answers POST /v1/worker/create-locked with
+// `requests`: one result per request, in the requests' order.
+type CreateLockedManyAnswer struct {
+	Results []CreateLockedResultJSON `json:"results"`
+}
+
+// CreateLockedResultJSON is one request's outcome: next_version, with
+// locked when it was created locked to the caller (absent: created
+// pending), or the status and message the single request would have
+// answered.
+type CreateLockedResultJSON struct {
+	NextVersion *core.Version        `json:"next_version,omitempty"`
+	Locked      *LockedExecutionJSON `json:"locked,omitempty"`
+	Status      int                  `json:"status,omitempty"`
+	Err         string               `json:"err,omitempty"`
 }
 
 // FireDelayAnswer answers POST /v1/worker/delays/{delay_id}/fire

@@ -213,6 +213,7 @@ type eagerStart struct {
 	// one of Options.Concurrency such waits at most (Worker.startWaits).
 	waits bool
 	lease time.Duration // the lock's lease (the wait for a slot takes at most half)
+	g     *lockGroup    // the lock group (startbatch.go queues by it)
 }
 
 // planEagerStart takes a free slot for req when this worker, running,
@@ -246,7 +247,7 @@ func (w *Worker) planEagerStart(ctx context.Context, req *core.CreateRequest) *e
 	if !ok {
 		return nil
 	}
-	p := &eagerStart{ec: ec, lock: core.EagerLock{Request: w.request(g, 1), FFQNs: g.ffqns}, lease: g.lease(w.opts.LockExpiry)}
+	p := &eagerStart{ec: ec, lock: core.EagerLock{Request: w.request(g, 1), FFQNs: g.ffqns}, lease: g.lease(w.opts.LockExpiry), g: g}
 	if w.slots.tryAcquire(1) == 1 {
 		return p
 	}

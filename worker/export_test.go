@@ -32,3 +32,17 @@ func (w *Worker) Stopping() <-chan struct{} { return w.stopping.Done() }
 // EagerReady reports whether the worker runs with eager dispatch set up
 // (Run or RunUntilIdle began), so that a Submit may start eagerly.
 func (w *Worker) EagerReady() bool { return w.eager.Load() != nil }
+
+// QueuedStarts returns the number of submissions waiting for a
+// create-locked request of their lock group (startbatch.go).
+func (w *Worker) QueuedStarts() int {
+	w.starts.mu.Lock()
+	defer w.starts.mu.Unlock()
+	n := 0
+	for _, q := range w.starts.m {
+		q.mu.Lock()
+		n += len(q.waiting)
+		q.mu.Unlock()
+	}
+	return n
+}

@@ -38,20 +38,8 @@ func (w *Worker) submitTarget(ctx context.Context, target core.FunctionFqn, ps c
 	req := core.CreateRequest{CreatedAt: now, ExecutionID: id, FFQN: target, Params: ps,
 		ScheduledAt: now, ComponentID: c.component, DeploymentID: c.deployment, Metadata: core.ExecutionMetadata{}}
 	if p := w.planEagerStart(ctx, &req); p != nil {
-		_, locked, err := p.ec.CreateLocked(ctx, req, p.lock)
-		switch {
-		case p.waits:
-			w.startWaits.Add(-1)
-		case err != nil:
-			w.slots.release(1)
-		}
-		if err != nil {
+		if err := w.submitLocked(ctx, p, req); err != nil {
 			return core.ExecutionId{}, fmt.Errorf("worker: submit %s: %w", ffqn, err)
-		}
-		if p.waits {
-			w.startEager(&eagerPlan{borrow: true, lease: p.lease}, locked)
-		} else {
-			w.startEager(&eagerPlan{slots: 1}, locked)
 		}
 		return id, nil
 	}

@@ -204,6 +204,11 @@ type Worker struct {
 	// (its deployment recorded, eager dispatch set up) or failed to; a
 	// Submit meanwhile waits for it (planEagerStart).
 	starting atomic.Pointer[chan struct{}]
+	// starts queues the eager starts of each lock group while one of its
+	// create-locked requests is in flight (startbatch.go); startBatches
+	// counts the requests that carried more than one.
+	starts       startQueues
+	startBatches atomic.Int64
 	// delaysFired counts the awaited delays this worker fired itself
 	// (fireOwnDelay).
 	delaysFired atomic.Int64
@@ -1085,6 +1090,10 @@ type Stats struct {
 	// worker fired itself at the expiry (core.DelayFirer) rather than the
 	// store's timers sweep.
 	DelaysFired int64 `json:"delays_fired"`
+	// StartBatches counts the create-locked requests that carried several
+	// submissions (eager starts queued while the previous request of their
+	// lock group was in flight).
+	StartBatches int64 `json:"start_batches"`
 	// Cached is the number of suspended workflows kept in memory, and
 	// CachedBytes their estimated memory (see Options.MaxCachedBytes).
 	Cached      int   `json:"cached"`
@@ -1094,6 +1103,6 @@ type Stats struct {
 // Stats returns the worker's counters.
 func (w *Worker) Stats() Stats {
 	return Stats{Activities: w.runs[0].Load(), Workflows: w.runs[1].Load(), Eager: w.eagerRuns.Load(),
-		DelaysFired: w.delaysFired.Load(),
-		Cached:      w.cache.len(), CachedBytes: w.cache.size()}
+		DelaysFired: w.delaysFired.Load(), StartBatches: w.startBatches.Load(),
+		Cached: w.cache.len(), CachedBytes: w.cache.size()}
 }

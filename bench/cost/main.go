@@ -12,6 +12,7 @@
 //	go run ./bench/cost -fanout 100 -workflows 0 -activities 0   # the fan-in contention figure
 //	go run ./bench/cost -eager           # the workflows' children created locked (eager dispatch)
 //	go run ./bench/cost -eager-start     # also activities created locked by their worker (eager start)
+//	go run ./bench/cost -eager-start -start-batch 1   # … one create-locked request each (default 8)
 //
 // The table layout comes from the same environment variables as the Lambda
 // functions, read by the same code (functions/app.LoadConfig and
@@ -36,7 +37,7 @@
 //
 // Workloads: N activities (create → lock in batches of 10 → finish), with
 // -eager-start N more as a worker submitting them runs them (create-locked
-// through the worker route → finish), M
+// through the worker route, -start-batch at a time → finish), M
 // workflows, each submitting 10 child activities and a delay (create, lock,
 // submit children, await, children lock+finish responding to the parent,
 // relock, await the delay, the timer sweep fires it, relock, finish), and
@@ -106,6 +107,9 @@ type config struct {
 	// created locked to their worker (store.Service.CreateLocked), shown
 	// beside the activity workload.
 	eagerStart bool
+	// startBatch is the number of eager-start activities created by one
+	// create-locked request (1: one each, CreateLocked).
+	startBatch int
 }
 
 // door is how a step's requests reach a function, which decides their price.
@@ -337,6 +341,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	fs.IntVar(&c.parallel, "parallel", 8, "concurrent clients")
 	fs.BoolVar(&c.eager, "eager", false, "the workflows' children are created locked to their worker (eager dispatch): no child lock step")
 	fs.BoolVar(&c.eagerStart, "eager-start", false, "also run -activities activities created locked to their worker through the worker's create-locked route (eager start): no pending entries, no lock step")
+	fs.IntVar(&c.startBatch, "start-batch", 8, "eager-start activities created by one create-locked request, each in its own commit under one lock (a worker's concurrent submissions; 1: one request each)")
 	fs.BoolVar(&c.contended, "contended-locks", false, "lock with -parallel concurrent lockers (they race for the same candidates) instead of one")
 	fs.IntVar(&c.batch, "batch", 1, "executions a worker finishes per request (the batch worker routes); prices requests only")
 	fs.Float64Var(&c.lambdaMB, "lambda-mb", 128, "memory of the priced functions (MB, arm64)")

@@ -134,7 +134,7 @@ func TestEagerStartActivitiesAreMeasuredBesideTheActivities(t *testing.T) {
 	requireEndpoint(t)
 	var out bytes.Buffer
 	res, err := run(context.Background(), []string{"-activities=10", "-workflows=0", "-parallel=2", "-layouts=default,lean",
-		"-eager-start"}, env(nil), &out)
+		"-eager-start", "-start-batch=1"}, env(nil), &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestEagerStartActivitiesAreMeasuredBesideTheActivities(t *testing.T) {
 			t.Errorf("%s: retention marked %d eager-start activities, want 10", r.Layout, r.EagerStartRetention.Trees)
 		}
 	}
-	for _, want := range []string{"Activities, eager start: 10 x", "eager-start WRU"} {
+	for _, want := range []string{"Activities, eager start: 10 x (create-locked through the worker route, 1 per request", "eager-start WRU"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -190,4 +190,45 @@ func sumWRU(wl workload) float64 {
 		tot += u.WRU()
 	}
 	return tot
+}
+
+// -start-batch 8 creates the eager-start activities 8 per create-locked
+// request (a worker's concurrent submissions): 10 activities are one
+// request of 8, whose executions share a lock lease (its one entry instead
+// of 8 of their own, none to take out at their finish), and one of 2,
+// which index their own lock expiry.
+func TestEagerStartBatchesShareALease(t *testing.T) {
+	requireEndpoint(t)
+	var out bytes.Buffer
+	res, err := run(context.Background(), []string{"-activities=10", "-workflows=0", "-parallel=2", "-layouts=default,lean",
+		"-eager-start", "-start-batch=8"}, env(nil), &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, pending := range []int{2, 1} {
+		r := res[i]
+		wl := r.EagerStart
+		cl, s := wl.Usage["eager activity: create-locked"], wl.Steps["eager activity: create-locked"]
+		if s.n != 2 || s.class != worker || s.transitions != 20 {
+			t.Errorf("%s: create-locked steps %+v, want 2 worker requests of 20 transitions in all", r.Layout, s)
+		}
+		per := r.Activities.Usage["activity: create"].IndexEntries/10 - pending // a create's entries less the pending ones
+		if want := 10*per + 2 + 1; cl.IndexEntries != want {
+			t.Errorf("%s: the create-locked requests wrote %d index entries, want %d (10 x %d, 2 lock-expiry entries of their own, 1 lease)",
+				r.Layout, cl.IndexEntries, want, per)
+		}
+		fin, plain := wl.Usage["eager activity: finish"], r.Activities.Usage["activity: finish"]
+		if fin.IndexEntries != plain.IndexEntries+2 {
+			t.Errorf("%s: eager finishes wrote %d index entries, want the leased finishes' %d + 2", r.Layout, fin.IndexEntries, plain.IndexEntries)
+		}
+		if r.EagerStartRetention.Trees != 10 {
+			t.Errorf("%s: retention marked %d eager-start activities, want 10", r.Layout, r.EagerStartRetention.Trees)
+		}
+	}
+	if want := "Activities, eager start: 10 x (create-locked through the worker route, 8 per request"; !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q", want)
+	}
+	if t.Failed() {
+		t.Log(out.String())
+	}
 }

@@ -76,7 +76,7 @@ func (cfg config) report(out io.Writer, res *result) {
 		reportRetention(out, res.ActivityRetention, res.Activities, res.Activities.Units, "activity")
 	}
 	if res.EagerStart.Units > 0 {
-		cfg.reportWorkload(out, fmt.Sprintf("Activities, eager start: %d x (create-locked through the worker route, finish)", res.EagerStart.Units), res.EagerStart, "activity", "activities")
+		cfg.reportWorkload(out, fmt.Sprintf("Activities, eager start: %d x (create-locked through the worker route, %d per request, finish)", res.EagerStart.Units, max(cfg.startBatch, 1)), res.EagerStart, "activity", "activities")
 		reportRetention(out, res.EagerStartRetention, res.EagerStart, res.EagerStart.Units, "activity")
 	}
 	if res.Workflows.Units > 0 {

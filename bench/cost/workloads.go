@@ -182,22 +182,49 @@ func eagerStartLockReq(at core.Timestamp, comp core.ComponentId, run int) core.E
 // activities it serves runs it (-eager-start): each is created already
 // locked to the worker (store.Service.CreateLocked, what POST
 // /v1/worker/create-locked calls), so it never enters the pending indexes
-// and takes no lock request; then it finishes as in activities, and a
-// sweep pass after the leases' expiry runs.
+// and takes no lock request; with -start-batch k > 1 they are created k at
+// a time by one lock (store.Service.CreateLockedMany, the route's
+// `requests`: a worker's submissions that queued while its previous
+// create-locked was in flight), each in its own commit, sharing a lock
+// lease from 3 on. Then they finish as in activities, and a sweep pass
+// after the leases' expiry runs.
 func (bn *bench) eagerStartActivities(ctx context.Context, t0 core.Timestamp, n int) error {
 	const offset = 200000
+	k := max(bn.cfg.startBatch, 1)
 	locked := make([]core.LockedExecution, n)
-	if err := parallelDo(n, bn.cfg.parallel, func(i int) error {
-		id := newID(t0, offset+i)
-		return bn.step(ctx, "eager activity: create-locked", worker, 2, func(ctx context.Context) error {
-			_, les, err := bn.svc.CreateLocked(ctx, createReq(id, ffqnAct, compAct, t0), eagerStartLockReq(t0, compAct, offset+i))
-			if err == nil && len(les) != 1 {
-				err = fmt.Errorf("create-locked locked %d executions, want 1", len(les))
+	if err := parallelDo((n+k-1)/k, bn.cfg.parallel, func(b int) error {
+		lo, hi := b*k, min(b*k+k, n)
+		return bn.step(ctx, "eager activity: create-locked", worker, 2*(hi-lo), func(ctx context.Context) error {
+			lock := eagerStartLockReq(t0, compAct, offset+lo)
+			if k == 1 {
+				_, les, err := bn.svc.CreateLocked(ctx, createReq(newID(t0, offset+lo), ffqnAct, compAct, t0), lock)
+				if err == nil && len(les) != 1 {
+					err = fmt.Errorf("create-locked locked %d executions, want 1", len(les))
+				}
+				if err == nil {
+					locked[lo] = les[0]
+				}
+				return err
 			}
-			if err == nil {
-				locked[i] = les[0]
+			reqs := make([]core.CreateRequest, hi-lo)
+			for i := range reqs {
+				reqs[i] = createReq(newID(t0, offset+lo+i), ffqnAct, compAct, t0)
 			}
-			return err
+			lock.Request.BatchSize = uint32(len(reqs))
+			res, err := bn.svc.CreateLockedMany(ctx, reqs, lock)
+			if err != nil {
+				return err
+			}
+			for i, r := range res {
+				if r.Err != nil {
+					return r.Err
+				}
+				if r.Locked == nil {
+					return fmt.Errorf("create-locked batch: item %d created pending, want locked", i)
+				}
+				locked[lo+i] = *r.Locked
+			}
+			return nil
 		})
 	}); err != nil {
 		return err

@@ -54,7 +54,8 @@
 //     lockable by a poll, expiring like any lock, the same locks answered
 //     to a retry after a lost answer, nothing written at a wrong version,
 //     and only what a lock could take (pinned digest, paused, scheduled later);
-//     EA06 the same for a top-level create (core.EagerCreator, eager start).
+//     EA06 the same for a top-level create (core.EagerCreator, eager start),
+//     EA07 for a batch of them under one lock (core.EagerBatchCreator).
 //   - EdgeCases/E08_NN_…: one or more checks per item 1–28 of docs/spec/semantics.md §8.
 //   - Races/…: goroutines racing to lock, append, respond and create.
 //   - Deployments/T1xx_…: the storage scenarios of areas 15 and 16

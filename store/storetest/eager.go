@@ -18,6 +18,7 @@ func eagerScenarios() []contractTest {
 		{"EA04_EagerWriteAtAWrongVersionWritesNothing", eager04},
 		{"EA05_EagerLockTakesOnlyWhatALockWould", eager05},
 		{"EA06_EagerStartCreatesATopLevelExecutionLocked", eager06},
+		{"EA07_EagerStartBatchCreatesEachOnItsOwn", eager07},
 	}
 }
 
@@ -322,5 +323,81 @@ func eager06(h *harness) {
 		if st := h.get(r.ExecutionID).PendingState.State; st == core.StateLocked {
 			h.t.Fatalf("%s: the execution is locked", name)
 		}
+	}
+}
+
+// E07 (eager start in a batch, core.EagerBatchCreator): one lock creates
+// several top-level executions, each answered on its own: the ones the
+// lock takes are created locked ([Created, Locked], no poll finds them),
+// one it does not take is created pending, an id that exists is that
+// item's conflict and fails nothing else. The same batch again (a lost
+// answer) answers the same locks; at the lock's expiry every lock expires
+// as any lock does (a backend with lock leases indexes them through one).
+func eager07(h *harness) {
+	bc, ok := h.db.(core.EagerBatchCreator)
+	if !ok {
+		h.t.Fatalf("%T does not implement core.EagerBatchCreator", h.db)
+	}
+	taken := h.create(withFFQN(ffqnChild))
+	lk := h.eagerLock(5, newExr(), newRun(), h.now().Add(time.Second))
+	lk.Request.RetryConfig = retryForever(0)
+	reqs := []core.CreateRequest{
+		h.createReq(newExecID(), withFFQN(ffqnChild)),
+		h.createReq(newExecID(), withFFQN(ffqnChild)),
+		h.createReq(newExecID()), // another function: pending
+		h.createReq(taken, withFFQN(ffqnChild)),
+		h.createReq(newExecID(), withFFQN(ffqnChild)),
+	}
+	res, err := bc.CreateLockedMany(h.ctx, reqs, lk)
+	h.wantNoErr("create locked many", err)
+	if len(res) != len(reqs) {
+		h.t.Fatalf("%d results for %d requests", len(res), len(reqs))
+	}
+	for _, i := range []int{0, 1, 4} {
+		r := res[i]
+		if r.Err != nil || r.Locked == nil || r.NextVersion != 2 {
+			h.t.Fatalf("item %d: next %d locked %v err %v, want next 2, locked", i, r.NextVersion, r.Locked != nil, r.Err)
+		}
+		le := r.Locked
+		if le.ExecutionID != reqs[i].ExecutionID || le.NextVersion != 2 || le.FFQN != ffqnChild || le.Parent != nil {
+			h.t.Fatalf("item %d: lock %s next %d ffqn %s, want %s next 2 ffqn %s", i, le.ExecutionID, le.NextVersion, le.FFQN, reqs[i].ExecutionID, ffqnChild)
+		}
+		h.wantJSON("batch eager start Locked event", le.LockedEvent, *lk.Request.LockedEvent())
+		h.wantEventsTail(reqs[i].ExecutionID, "created", "locked")
+		h.wantState(reqs[i].ExecutionID, psLocked(lockedBy(lk.Request.ExecutorID, lk.Request.RunID), lk.Request.LockExpiresAt))
+	}
+	if r := res[2]; r.Err != nil || r.Locked != nil || r.NextVersion != 1 {
+		h.t.Fatalf("item 2 (another function): next %d locked %v err %v, want created pending", r.NextVersion, r.Locked != nil, r.Err)
+	}
+	h.wantState(reqs[2].ExecutionID, psPendingAt(t0, nil))
+	h.wantErr("item 3 (an id that exists)", res[3].Err, core.ErrConflict)
+	got, err := h.db.LockPendingByFFQNs(h.ctx, h.lockReqN(10), []core.FunctionFqn{ffqnChild})
+	h.wantNoErr("poll", err)
+	if ids := lockedIDs(got); len(ids) != 1 || ids[0] != taken {
+		h.t.Fatalf("a poll locked %v, want only %s: the batch created its executions locked", ids, taken)
+	}
+	again, err := bc.CreateLockedMany(h.ctx, reqs, lk)
+	h.wantNoErr("the same batch again (lost answer)", err)
+	for _, i := range []int{0, 1, 4} {
+		if r := again[i]; r.Err != nil || r.Locked == nil {
+			h.t.Fatalf("retried item %d: locked %v err %v, want the same lock", i, r.Locked != nil, r.Err)
+		}
+		h.wantJSON("lock answered to the retry", *again[i].Locked, *res[i].Locked)
+	}
+	h.wantErr("retried item 2 (created pending before)", again[2].Err, core.ErrConflict)
+	// Nobody runs them: at the expiry each is pending again (retried
+	// forever) and a poll takes all three.
+	h.advance(time.Second)
+	h.sweep(h.now())
+	got, err = h.db.LockPendingByFFQNs(h.ctx, h.lockReqN(10), []core.FunctionFqn{ffqnChild})
+	h.wantNoErr("lock the expired executions", err)
+	if ids := lockedIDs(got); len(ids) != 3 {
+		h.t.Fatalf("a poll after the expiry locked %v, want the 3 executions of the batch", ids)
+	}
+	// An invalid lock is the call's error.
+	bad := lk
+	bad.FFQNs = nil
+	if _, err := bc.CreateLockedMany(h.ctx, []core.CreateRequest{h.createReq(newExecID(), withFFQN(ffqnChild))}, bad); err == nil {
+		h.t.Fatal("a lock without ffqns was accepted")
 	}
 }
