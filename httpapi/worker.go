@@ -270,11 +270,17 @@ func (s *server) createChildrenLocked(c *call, b *wire.CreateChildrenBody) error
 	if err != nil {
 		return err
 	}
+	return c.json(http.StatusOK, lockedAnswer(next, locked))
+}
+
+// lockedAnswer is the answer of a write that created executions locked
+// (create-children with eager locks, create-locked).
+func lockedAnswer(next core.Version, locked []core.LockedExecution) wire.CreateChildrenAnswer {
 	out := wire.CreateChildrenAnswer{NextVersion: next, Locked: make([]wire.LockedExecutionJSON, len(locked))}
 	for i, le := range locked {
 		out.Locked[i] = wire.NewLockedExecutionJSON(le)
 	}
-	return c.json(http.StatusOK, out)
+	return out
 }
 
 // maxEagerLocks bounds the entries of create-children's `lock` (one per

@@ -136,11 +136,7 @@ func (s *server) workerCreateLocked(c *call) error {
 	if err != nil {
 		return err
 	}
-	out := wire.CreateChildrenAnswer{NextVersion: next, Locked: make([]wire.LockedExecutionJSON, len(locked))}
-	for i, le := range locked {
-		out.Locked[i] = wire.NewLockedExecutionJSON(le)
-	}
-	return c.json(http.StatusOK, out)
+	return c.json(http.StatusOK, lockedAnswer(next, locked))
 }
 
 // createLockedMany answers a batch of create-locked: by the store's
