@@ -28,7 +28,7 @@ const maxManyInFlight = 8
 type routes interface {
 	appendRoute(ctx context.Context, id core.ExecutionId, version core.Version, req core.AppendRequest) (core.Version, error)
 	appendBatchRoute(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version) (core.Version, error)
-	respondToParentRoute(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, error)
+	respondToParentRoute(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, core.ResponseCursor, error)
 	AppendMany(ctx context.Context, items []AppendItem) ([]AppendResult, error)
 }
 
@@ -59,20 +59,23 @@ type pendingWrite struct {
 	one bool
 	// ctx is the caller's: its values and deadline bound the request that
 	// carries the write, its cancellation only the caller's wait.
-	ctx  context.Context
-	next core.Version
-	err  error
-	done chan struct{}
+	ctx    context.Context
+	next   core.Version
+	cursor core.ResponseCursor // a response's cursor in the parent, when the server told
+	err    error
+	done   chan struct{}
 }
 
 func newCoalescer(r routes) *coalescer { return &coalescer{routes: r} }
 
-// write performs p's write and returns its next version, as its own route
-// would. ctx bounds the wait.
-func (c *coalescer) write(ctx context.Context, p *pendingWrite) (core.Version, error) {
+// write performs p's write and returns its next version (and, for a
+// response to a parent, the response's cursor when the server told), as
+// its own route would. ctx bounds the wait.
+func (c *coalescer) write(ctx context.Context, p *pendingWrite) (core.Version, core.ResponseCursor, error) {
 	p.ctx = ctx
 	if c.single.Load() {
-		return c.sendOne(ctx)(p)
+		c.sendOne(ctx)(p)
+		return p.next, p.cursor, p.err
 	}
 	p.done = make(chan struct{})
 	c.mu.Lock()
@@ -84,7 +87,7 @@ func (c *coalescer) write(ctx context.Context, p *pendingWrite) (core.Version, e
 	c.mu.Unlock()
 	select {
 	case <-p.done:
-		return p.next, p.err
+		return p.next, p.cursor, p.err
 	case <-ctx.Done():
 	}
 	c.mu.Lock()
@@ -92,13 +95,13 @@ func (c *coalescer) write(ctx context.Context, p *pendingWrite) (core.Version, e
 		if q == p { // not sent: withdrawn
 			c.queue = append(c.queue[:i], c.queue[i+1:]...)
 			c.mu.Unlock()
-			return 0, ctx.Err()
+			return 0, 0, ctx.Err()
 		}
 	}
 	c.mu.Unlock()
 	// On the wire: like a single request that timed out, its outcome is
 	// unknown to the caller.
-	return 0, ctx.Err()
+	return 0, 0, ctx.Err()
 }
 
 // drain sends the queue until it is empty.
@@ -145,7 +148,7 @@ func (c *coalescer) send(batch []*pendingWrite) {
 	one := c.sendOne(ctx)
 	if len(batch) == 1 || c.single.Load() {
 		for _, p := range batch {
-			p.next, p.err = one(p)
+			one(p)
 			close(p.done)
 		}
 		return
@@ -165,7 +168,7 @@ func (c *coalescer) send(batch []*pendingWrite) {
 			c.single.Store(true)
 		}
 		for _, p := range batch {
-			p.next, p.err = one(p)
+			one(p)
 			close(p.done)
 		}
 		return
@@ -174,24 +177,25 @@ func (c *coalescer) send(batch []*pendingWrite) {
 		if err != nil {
 			p.err = err
 		} else {
-			p.next, p.err = results[i].NextVersion, results[i].Err
+			p.next, p.cursor, p.err = results[i].NextVersion, results[i].ResponseCursor, results[i].Err
 		}
 		close(p.done)
 	}
 }
 
 // sendOne returns the function that writes a write by its own route under
-// ctx.
-func (c *coalescer) sendOne(ctx context.Context) func(p *pendingWrite) (core.Version, error) {
-	return func(p *pendingWrite) (core.Version, error) {
+// ctx, setting its outcome.
+func (c *coalescer) sendOne(ctx context.Context) func(p *pendingWrite) {
+	return func(p *pendingWrite) {
 		it := p.item
 		switch {
 		case p.one:
-			return c.routes.appendRoute(ctx, it.ExecutionID, it.Version, it.Batch[0])
+			p.next, p.err = c.routes.appendRoute(ctx, it.ExecutionID, it.Version, it.Batch[0])
 		case it.Response != nil:
-			return c.routes.respondToParentRoute(ctx,
+			p.next, p.cursor, p.err = c.routes.respondToParentRoute(ctx,
 				core.AppendEventsToExecution{ExecutionID: it.ExecutionID, Version: it.Version, Batch: it.Batch}, *it.Response, it.CurrentTime)
+		default:
+			p.next, p.err = c.routes.appendBatchRoute(ctx, it.CurrentTime, it.Batch, it.ExecutionID, it.Version)
 		}
-		return c.routes.appendBatchRoute(ctx, it.CurrentTime, it.Batch, it.ExecutionID, it.Version)
 	}
 }

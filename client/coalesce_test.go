@@ -49,8 +49,9 @@ func (c *manyConn) appendRoute(_ context.Context, id core.ExecutionId, v core.Ve
 	return c.single(id, v, 1)
 }
 
-func (c *manyConn) respondToParentRoute(_ context.Context, ev core.AppendEventsToExecution, _ core.AppendResponseToExecution, _ core.Timestamp) (core.Version, error) {
-	return c.single(ev.ExecutionID, ev.Version, len(ev.Batch))
+func (c *manyConn) respondToParentRoute(_ context.Context, ev core.AppendEventsToExecution, _ core.AppendResponseToExecution, _ core.Timestamp) (core.Version, core.ResponseCursor, error) {
+	next, err := c.single(ev.ExecutionID, ev.Version, len(ev.Batch))
+	return next, 0, err
 }
 
 func (c *manyConn) AppendMany(_ context.Context, items []AppendItem) ([]AppendResult, error) {
@@ -127,7 +128,7 @@ func startWrites(c *coalescer, ids []core.ExecutionId) []chan writeOutcome {
 		outs[i] = make(chan writeOutcome, 1)
 		go func() {
 			batch := []core.AppendRequest{{}, {}}
-			next, err := c.write(context.Background(), &pendingWrite{item: AppendItem{ExecutionID: id, Version: 10, Batch: batch}})
+			next, _, err := c.write(context.Background(), &pendingWrite{item: AppendItem{ExecutionID: id, Version: 10, Batch: batch}})
 			outs[i] <- writeOutcome{next, err}
 		}()
 	}
@@ -197,7 +198,7 @@ func TestCoalescerWithdrawsAWriteWhoseCallerGaveUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.write(ctx, &pendingWrite{item: AppendItem{ExecutionID: ids[maxManyInFlight], Version: 1, Batch: []core.AppendRequest{{}}}})
+		_, _, err := c.write(ctx, &pendingWrite{item: AppendItem{ExecutionID: ids[maxManyInFlight], Version: 1, Batch: []core.AppendRequest{{}}}})
 		done <- err
 	}()
 	queued(t, c, 1)

@@ -177,18 +177,33 @@ func (c *Client) appendCall(ctx context.Context, path string, body any, id core.
 // (create-children with eager locks; absent from the other routes). A 409
 // resolved by reading the events back answers no locks.
 func (c *Client) appendCallLocked(ctx context.Context, path string, body any, id core.ExecutionId, version core.Version, batch []core.AppendRequest) (core.Version, []wire.LockedExecutionJSON, error) {
-	var out wire.CreateChildrenAnswer
+	a, err := c.appendCallAnswer(ctx, path, body, id, version, batch)
+	return a.NextVersion, a.Locked, err
+}
+
+// appendAnswer is what the append routes answer: next_version, and
+// `locked` (create-children with eager locks) or `response_cursor`
+// (respond-to-parent).
+type appendAnswer struct {
+	wire.CreateChildrenAnswer
+	ResponseCursor *core.ResponseCursor `json:"response_cursor,omitempty"`
+}
+
+// appendCallAnswer is appendCall with the whole answer. A 409 resolved by
+// reading the events back answers only next_version.
+func (c *Client) appendCallAnswer(ctx context.Context, path string, body any, id core.ExecutionId, version core.Version, batch []core.AppendRequest) (appendAnswer, error) {
+	var out appendAnswer
 	resp, err := c.post(ctx, http.MethodPost, path, body, idempotent, &out)
 	if err == nil {
-		return out.NextVersion, out.Locked, nil
+		return out, nil
 	}
 	if resp == nil || !resp.Ambiguous || resp.Status != http.StatusConflict {
-		return 0, nil, err
+		return appendAnswer{}, err
 	}
 	if next, ok := c.committed(ctx, id, version, batch); ok {
-		return next, nil, nil
+		return appendAnswer{CreateChildrenAnswer: wire.CreateChildrenAnswer{NextVersion: next}}, nil
 	}
-	return 0, nil, err
+	return appendAnswer{}, err
 }
 
 // committed reports whether the events of id from version on are batch (the
@@ -230,8 +245,9 @@ func batchBody(currentTime core.Timestamp, batch []core.AppendRequest, id core.E
 // may be coalesced with the client's other writes (see the package
 // documentation, "Coalesced writes").
 func (c *Client) Append(ctx context.Context, id core.ExecutionId, version core.Version, req core.AppendRequest) (core.Version, error) {
-	return c.writes.write(ctx, &pendingWrite{one: true,
+	next, _, err := c.writes.write(ctx, &pendingWrite{one: true,
 		item: AppendItem{ExecutionID: id, Version: version, Batch: []core.AppendRequest{req}, CurrentTime: req.CreatedAt}})
+	return next, err
 }
 
 // appendRoute is Append by its own route.
@@ -243,7 +259,8 @@ func (c *Client) appendRoute(ctx context.Context, id core.ExecutionId, version c
 // AppendBatch implements core.DbConnection (a zero currentTime is the
 // server's clock); it may be coalesced like Append.
 func (c *Client) AppendBatch(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version) (core.Version, error) {
-	return c.writes.write(ctx, &pendingWrite{item: AppendItem{ExecutionID: id, Version: version, Batch: batch, CurrentTime: currentTime}})
+	next, _, err := c.writes.write(ctx, &pendingWrite{item: AppendItem{ExecutionID: id, Version: version, Batch: batch, CurrentTime: currentTime}})
+	return next, err
 }
 
 // appendBatchRoute is AppendBatch by its own route.
@@ -297,14 +314,34 @@ func (c *Client) AppendBatchCreateNewExecutionLocked(ctx context.Context, curren
 // AppendBatchRespondToParent implements core.DbExecutor; it may be
 // coalesced like Append.
 func (c *Client) AppendBatchRespondToParent(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, error) {
+	next, _, err := c.AppendBatchRespondToParentAt(ctx, events, resp, currentTime)
+	return next, err
+}
+
+// AppendBatchRespondToParentAt implements core.ResponseCursorReporter:
+// the cursor is the server's response_cursor (0 from a server that
+// predates it, for a deferred response, or when a lost answer was
+// resolved by reading the events back).
+func (c *Client) AppendBatchRespondToParentAt(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, core.ResponseCursor, error) {
 	return c.writes.write(ctx, &pendingWrite{item: AppendItem{ExecutionID: events.ExecutionID, Version: events.Version,
 		Batch: events.Batch, CurrentTime: currentTime, Response: &resp}})
 }
 
+var _ core.ResponseCursorReporter = (*Client)(nil)
+
 // respondToParentRoute is AppendBatchRespondToParent by its own route.
-func (c *Client) respondToParentRoute(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, error) {
-	return c.appendCall(ctx, wire.PathWorkerRespondToParent, wire.RespondToParentBody{
+func (c *Client) respondToParentRoute(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, core.ResponseCursor, error) {
+	a, err := c.appendCallAnswer(ctx, wire.PathWorkerRespondToParent, wire.RespondToParentBody{
 		Events: events, Response: resp, CurrentTime: timePtr(currentTime)}, events.ExecutionID, events.Version, events.Batch)
+	return a.NextVersion, cursorOf(a.ResponseCursor), err
+}
+
+// cursorOf is an optional wire cursor: 0 when absent.
+func cursorOf(c *core.ResponseCursor) core.ResponseCursor {
+	if c == nil {
+		return 0
+	}
+	return *c
 }
 
 // AppendItem is one write of AppendMany: a batch appended to ExecutionID
@@ -323,7 +360,10 @@ type AppendItem struct {
 // single method would have returned.
 type AppendResult struct {
 	NextVersion core.Version
-	Err         error
+	// ResponseCursor is, for an item with a Response, the cursor the
+	// response got in the parent when the server told (0 otherwise).
+	ResponseCursor core.ResponseCursor
+	Err            error
 }
 
 // AppendMany writes items, to different executions, in one request
@@ -355,7 +395,7 @@ func (c *Client) AppendMany(ctx context.Context, items []AppendItem) ([]AppendRe
 	results := make([]AppendResult, len(items))
 	for i, r := range out.Results {
 		if r.NextVersion != nil {
-			results[i].NextVersion = *r.NextVersion
+			results[i].NextVersion, results[i].ResponseCursor = *r.NextVersion, cursorOf(r.ResponseCursor)
 			continue
 		}
 		results[i].Err = &Error{Status: r.Status, Message: r.Err, Method: http.MethodPost, Path: wire.PathWorkerAppendMany,
@@ -540,25 +580,29 @@ func (c *Client) createLockedEach(ctx context.Context, reqs []core.CreateRequest
 // committed answers "answered"). A server that predates the route (404,
 // 405) gets no more calls: FireDelay then answers DelayFireNotDue, and the
 // server's timers sweep fires the delay as before.
-func (c *Client) FireDelay(ctx context.Context, delay core.DelayId) (core.DelayFireOutcome, error) {
+func (c *Client) FireDelay(ctx context.Context, delay core.DelayId) (core.DelayFireAnswer, error) {
 	if c.noFireDelay.Load() {
-		return core.DelayFireNotDue, nil
+		return core.DelayFireAnswer{Outcome: core.DelayFireNotDue}, nil
 	}
 	var out wire.FireDelayAnswer
 	_, err := c.post(ctx, http.MethodPost, wire.Path(wire.PathWorkerFireDelay, delay.String()), nil, idempotent, &out)
 	var ae *Error
 	if errors.As(err, &ae) && (ae.Status == http.StatusNotFound || ae.Status == http.StatusMethodNotAllowed) {
 		c.noFireDelay.Store(true)
-		return core.DelayFireNotDue, nil
+		return core.DelayFireAnswer{Outcome: core.DelayFireNotDue}, nil
 	}
 	if err != nil {
-		return 0, err
+		return core.DelayFireAnswer{}, err
 	}
 	o, ok := core.ParseDelayFireOutcome(out.Outcome)
 	if !ok {
-		return 0, fmt.Errorf("client: fire delay %s: unknown outcome %q", delay, out.Outcome)
+		return core.DelayFireAnswer{}, fmt.Errorf("client: fire delay %s: unknown outcome %q", delay, out.Outcome)
 	}
-	return o, nil
+	ans := core.DelayFireAnswer{Outcome: o}
+	if o == core.DelayFired && out.FiredAt != nil && out.ResponseCursor != nil {
+		ans.FiredAt, ans.Cursor = *out.FiredAt, *out.ResponseCursor
+	}
+	return ans, nil
 }
 
 var _ core.DelayFirer = (*Client)(nil)

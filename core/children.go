@@ -24,7 +24,23 @@ type ChildWriteChecker interface {
 	AppendBatchCreateNewExecutionChecked(ctx context.Context, currentTime Timestamp, batch []AppendRequest, id ExecutionId, version Version, children []CreateRequest, backtraces []BacktraceInfo) (Version, error)
 	// AppendBatchRespondToParentChecked is AppendBatchRespondToParent that
 	// also rejects responses CheckRespondToParent rejects.
-	AppendBatchRespondToParentChecked(ctx context.Context, events AppendEventsToExecution, resp AppendResponseToExecution, currentTime Timestamp) (Version, error)
+	// It also returns the response's cursor, as
+	// ResponseCursorReporter.AppendBatchRespondToParentAt does.
+	AppendBatchRespondToParentChecked(ctx context.Context, events AppendEventsToExecution, resp AppendResponseToExecution, currentTime Timestamp) (Version, ResponseCursor, error)
+}
+
+// ResponseCursorReporter is implemented by connections whose child writes
+// tell where the child's response landed among its parent's responses
+// (store.Service; client.Client against a server that answers
+// response_cursor). A worker that runs both a workflow and the child it
+// awaits hands the response to the waiting run in memory, so the run needs
+// no request to read it (docs/worker.md "Responses in memory").
+type ResponseCursorReporter interface {
+	// AppendBatchRespondToParentAt is AppendBatchRespondToParent that also
+	// returns the response's cursor in the parent: 0 when the store recorded
+	// the response without numbering it yet (a deferred response, numbered
+	// when the parent's lock ends) or does not tell.
+	AppendBatchRespondToParentAt(ctx context.Context, events AppendEventsToExecution, resp AppendResponseToExecution, currentTime Timestamp) (Version, ResponseCursor, error)
 }
 
 // joinSetLog follows the join sets of one execution's log in version order.

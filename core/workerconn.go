@@ -154,5 +154,17 @@ type DelayFirer interface {
 	// time when its timer is due and unpaused, in one commit, exactly as
 	// the sweep's AppendDelayResponse would; ErrNotFound when neither the
 	// delay's timer nor its response exists.
-	FireDelay(ctx context.Context, delay DelayId) (DelayFireOutcome, error)
+	FireDelay(ctx context.Context, delay DelayId) (DelayFireAnswer, error)
+}
+
+// DelayFireAnswer is what DelayFirer.FireDelay did: its outcome and, when
+// it fired the delay, the DelayFinished response it recorded — its time
+// (the store's clock) and its cursor among the owner's responses, 0 when
+// the store does not tell. With both, the response is known in full
+// (DelayFinished{DelayID, Ok} in the delay's join set, created at FiredAt),
+// and the worker awaiting it needs no request to read it.
+type DelayFireAnswer struct {
+	Outcome DelayFireOutcome
+	FiredAt Timestamp
+	Cursor  ResponseCursor
 }

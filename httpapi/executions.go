@@ -659,7 +659,11 @@ func (s *server) workerFireDelay(c *call) error {
 	if err != nil {
 		return err
 	}
-	return c.json(http.StatusOK, wire.FireDelayAnswer{Outcome: out.String()})
+	ans := wire.FireDelayAnswer{Outcome: out.Outcome.String()}
+	if out.Outcome == core.DelayFired && out.Cursor != 0 {
+		ans.FiredAt, ans.ResponseCursor = &out.FiredAt, &out.Cursor
+	}
+	return c.json(http.StatusOK, ans)
 }
 
 // PUT /v1/delays/{delay_id}/pause

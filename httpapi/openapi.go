@@ -347,7 +347,9 @@ func schemas() map[string]any {
 			"by_component_digest": boolean("a pinned worker: only children created with component_id's digest"),
 		})),
 		"FireDelayAnswer": closedObj([]string{"outcome"}, map[string]any{
-			"outcome": map[string]any{"type": "string", "enum": []string{"fired", "answered", "not_due"}, "description": "what the call did"},
+			"outcome":         map[string]any{"type": "string", "enum": []string{"fired", "answered", "not_due"}, "description": "what the call did"},
+			"fired_at":        desc("outcome fired: the created_at of the DelayFinished response recorded (the store's time)", ref("Timestamp")),
+			"response_cursor": uint("outcome fired: that response's cursor among the owner's responses (absent when not known)"),
 		}),
 		"CreateLockedBody": closedObj([]string{"lock"}, map[string]any{
 			"request":  desc("exactly one of request and requests: one execution, answered by a CreateChildrenAnswer", ref("CreateRequest")),
@@ -384,9 +386,10 @@ func schemas() map[string]any {
 		}),
 		"AppendManyResults": closedObj([]string{"results"}, map[string]any{
 			"results": arr(closedObj(nil, map[string]any{
-				"next_version": desc("the item committed", ref("Version")),
-				"status":       uint("the item failed: the HTTP status its own route would have answered"),
-				"err":          str("the item failed: the message its own route would have answered"),
+				"next_version":    desc("the item committed", ref("Version")),
+				"response_cursor": uint("a respond_to_parent item committed: its response's cursor in the parent (absent when deferred)"),
+				"status":          uint("the item failed: the HTTP status its own route would have answered"),
+				"err":             str("the item failed: the message its own route would have answered"),
 			})),
 		}),
 		"StubResponseBody": closedObj([]string{"execution_id", "version", "req", "response"}, map[string]any{
@@ -394,6 +397,10 @@ func schemas() map[string]any {
 			"response": ref("AppendResponseToExecution"), "current_time": desc("default: server clock", ref("Timestamp")),
 		}),
 		"NextVersion": closedObj([]string{"next_version"}, map[string]any{"next_version": ref("Version")}),
+		"RespondToParentAnswer": closedObj([]string{"next_version"}, map[string]any{
+			"next_version":    ref("Version"),
+			"response_cursor": uint("the cursor the response got among the parent's responses (absent when the store deferred it: it is numbered when the parent's lock ends)"),
+		}),
 		"ExecutionLog": closedObj([]string{"execution_id", "events", "responses", "next_version", "pending_state", "component_digest", "component_type", "deployment_id"},
 			map[string]any{
 				"execution_id": ref("ExecutionId"), "events": arr(ref("ExecutionEvent")), "responses": arr(ref("ResponseWithCursor")),

@@ -298,7 +298,7 @@ var routes = []route{
 		resp: []response{{http.StatusOK, "CreateChildrenAnswer", "the next version to append at, and the children created locked (eager dispatch)"}, respNotFound, respConflict, respIllegal}, handle: (*server).workerCreateChildren},
 	{method: "POST", path: wire.PathWorkerRespondToParent, op: "worker_append_batch_respond_to_parent", tag: tagWorker,
 		summary: "Append a child's batch and its response to the parent atomically.", format: jsonOnly, body: "RespondToParentBody",
-		resp: []response{respNextVersion, respNotFound, respConflict, respIllegal}, handle: (*server).workerRespondToParent},
+		resp: []response{{http.StatusOK, "RespondToParentAnswer", "the child's next version and its response's cursor in the parent"}, respNotFound, respConflict, respIllegal}, handle: (*server).workerRespondToParent},
 	{method: "POST", path: wire.PathWorkerAppendMany, op: "worker_append_many", tag: tagWorker,
 		summary: "Append to (or finish and respond from) many executions in one request, each atomically on its own.", format: jsonOnly, body: "AppendManyBody",
 		resp: []response{{200, "AppendManyResults", "one result per item: next_version, or the status and message of the item's own route"}}, handle: (*server).workerAppendMany},

@@ -317,23 +317,23 @@ func (s *server) workerRespondToParent(c *call) error {
 		return err
 	}
 	setExecutionID(c.r, b.Events.ExecutionID)
-	next, err := s.respondToParentOf(c.ctx(), &b)
+	next, cursor, err := s.respondToParentOf(c.ctx(), &b)
 	if err != nil {
 		return err
 	}
-	return c.json(http.StatusOK, wire.NextVersionJSON{NextVersion: next})
+	return c.json(http.StatusOK, wire.RespondToParentJSON{NextVersion: next, ResponseCursor: wire.CursorOrNil(cursor)})
 }
 
 // respondToParentOf checks and commits a respond-to-parent body (the route
 // and an append-batch/many item).
-func (s *server) respondToParentOf(ctx context.Context, b *wire.RespondToParentBody) (core.Version, error) {
+func (s *server) respondToParentOf(ctx context.Context, b *wire.RespondToParentBody) (core.Version, core.ResponseCursor, error) {
 	if err := checkBatch("events.batch", len(b.Events.Batch), 1, wire.MaxAppendBatch); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// Checked against the child's batch and the parent's log in the same write (docs/http-api.md §4.1).
 	checked, ok := s.db.(core.ChildWriteChecker)
 	if !ok {
-		return 0, core.ErrNotImplemented
+		return 0, 0, core.ErrNotImplemented
 	}
 	return checked.AppendBatchRespondToParentChecked(ctx, b.Events, b.Response, s.timeOr(b.CurrentTime))
 }
@@ -358,9 +358,9 @@ func (s *server) workerAppendMany(c *call) error {
 	g.SetLimit(appendManyParallelism)
 	for i := range b.Items {
 		g.Go(func() error {
-			next, err := s.appendItem(c.ctx(), &b.Items[i])
+			next, cursor, err := s.appendItem(c.ctx(), &b.Items[i])
 			if err == nil {
-				results[i] = wire.AppendManyResult{NextVersion: &next}
+				results[i] = wire.AppendManyResult{NextVersion: &next, ResponseCursor: wire.CursorOrNil(cursor)}
 				return nil
 			}
 			status, msg := errorStatus(err)
@@ -377,14 +377,15 @@ func (s *server) workerAppendMany(c *call) error {
 }
 
 // appendItem runs one item of a many-write as its single route would.
-func (s *server) appendItem(ctx context.Context, it *wire.AppendManyItem) (core.Version, error) {
+func (s *server) appendItem(ctx context.Context, it *wire.AppendManyItem) (core.Version, core.ResponseCursor, error) {
 	switch {
 	case it.Append != nil && it.RespondToParent == nil:
-		return s.appendBatchOf(ctx, it.Append)
+		next, err := s.appendBatchOf(ctx, it.Append)
+		return next, 0, err
 	case it.RespondToParent != nil && it.Append == nil:
 		return s.respondToParentOf(ctx, it.RespondToParent)
 	}
-	return 0, badRequest("an item must have exactly one of `append` and `respond_to_parent`")
+	return 0, 0, badRequest("an item must have exactly one of `append` and `respond_to_parent`")
 }
 
 // POST /v1/worker/stub-response

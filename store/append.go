@@ -59,6 +59,7 @@ func (s *Service) appendIn(t *txn, id core.ExecutionId, version core.Version, ba
 // by the backend (Inbox): t then leaves id's head alone, and the response is
 // applied by the next drainIn or settle of id.
 func (s *Service) respondIn(t *txn, id core.ExecutionId, createdAt core.Timestamp, ev core.JoinSetResponseEvent, currentTime core.Timestamp) error {
+	t.cursor = 0
 	if ib := t.caps.inbox; ib != nil && t.heads[id] == nil {
 		if _, child := ev.Event.(*core.ChildExecutionFinished); child {
 			deferred, err := ib.DeferResponse(id, core.JoinSetResponseEventOuter{CreatedAt: createdAt, Event: ev})
@@ -94,6 +95,7 @@ func (s *Service) applyResponseIn(t *txn, id core.ExecutionId, createdAt core.Ti
 	if err := t.tx.AddResponse(id, resp); err != nil {
 		return err
 	}
+	t.cursor = cursor
 	if d, ok := ev.Event.(*core.DelayFinished); ok {
 		if err := t.tx.DeleteDelay(id, ev.JoinSetID, d.DelayID); err != nil {
 			return err
@@ -221,8 +223,14 @@ func (s *Service) AppendBatch(ctx context.Context, currentTime core.Timestamp, b
 
 // AppendBatchRespondToParent implements core.DbExecutor.
 func (s *Service) AppendBatchRespondToParent(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, error) {
+	next, _, err := s.AppendBatchRespondToParentAt(ctx, events, resp, currentTime)
+	return next, err
+}
+
+// AppendBatchRespondToParentAt implements core.ResponseCursorReporter.
+func (s *Service) AppendBatchRespondToParentAt(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, core.ResponseCursor, error) {
 	if err := core.ValidateRespondToParent(events, resp); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	return s.respondToParent(ctx, events, resp, currentTime, false)
 }
@@ -231,14 +239,14 @@ func (s *Service) AppendBatchRespondToParent(ctx context.Context, events core.Ap
 // request is checked on its own first, then, in the same Update as the
 // write, against the child's creation (core.CheckRespondToParent: one
 // read, whatever the number of siblings).
-func (s *Service) AppendBatchRespondToParentChecked(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, error) {
+func (s *Service) AppendBatchRespondToParentChecked(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp) (core.Version, core.ResponseCursor, error) {
 	if err := core.CheckRespondToParentRequest(events, resp); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	return s.respondToParent(ctx, events, resp, currentTime, true)
 }
 
-func (s *Service) respondToParent(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp, check bool) (core.Version, error) {
+func (s *Service) respondToParent(ctx context.Context, events core.AppendEventsToExecution, resp core.AppendResponseToExecution, currentTime core.Timestamp, check bool) (core.Version, core.ResponseCursor, error) {
 	var checkIn func(t *txn) error
 	if check {
 		checkIn = func(t *txn) error {
@@ -255,10 +263,12 @@ func (s *Service) respondToParent(ctx context.Context, events core.AppendEventsT
 
 // appendRespondingToParent appends batch to the child id and, in the same
 // Update, records resp (a ChildExecutionFinished) in the parent; check, when
-// not nil, runs between the two. After a failure the parent is settled
-// (settleAfterFailure).
-func (s *Service) appendRespondingToParent(ctx context.Context, id core.ExecutionId, version core.Version, batch []core.AppendRequest, resp core.AppendResponseToExecution, currentTime core.Timestamp, check func(t *txn) error) (core.Version, error) {
+// not nil, runs between the two. It returns the child's next version and
+// the response's cursor in the parent (0 when deferred). After a failure
+// the parent is settled (settleAfterFailure).
+func (s *Service) appendRespondingToParent(ctx context.Context, id core.ExecutionId, version core.Version, batch []core.AppendRequest, resp core.AppendResponseToExecution, currentTime core.Timestamp, check func(t *txn) error) (core.Version, core.ResponseCursor, error) {
 	var next core.Version
+	var cursor core.ResponseCursor
 	err := s.updateAs(ctx, OpAppend, func(t *txn) error {
 		res, err := s.appendIn(t, id, version, batch, currentTime, core.AppendOptions{})
 		if err != nil {
@@ -270,16 +280,19 @@ func (s *Service) appendRespondingToParent(ctx context.Context, id core.Executio
 				return err
 			}
 		}
-		return s.respondIn(t, resp.ParentExecutionID, resp.CreatedAt, core.JoinSetResponseEvent{
+		err = s.respondIn(t, resp.ParentExecutionID, resp.CreatedAt, core.JoinSetResponseEvent{
 			JoinSetID: resp.JoinSetID,
 			Event: &core.ChildExecutionFinished{ChildExecutionID: resp.ChildExecutionID,
 				FinishedVersion: resp.FinishedVersion, Result: resp.Result},
 		}, currentTime)
+		cursor = t.cursor
+		return err
 	})
 	if err != nil {
 		s.settleAfterFailure(ctx, resp.ParentExecutionID)
+		return next, 0, err
 	}
-	return next, err
+	return next, cursor, nil
 }
 
 // settleAfterFailure settles parent after a failed response to it: the
@@ -297,7 +310,7 @@ func (s *Service) settleAfterFailure(ctx context.Context, parent core.ExecutionI
 
 // UpsertStubResponse implements core.DbConnection.
 func (s *Service) UpsertStubResponse(ctx context.Context, id core.ExecutionIdDerived, version core.Version, req core.AppendRequest, resp core.AppendResponseToExecution, currentTime core.Timestamp) error {
-	_, err := s.appendRespondingToParent(ctx, id.ExecutionId, version, []core.AppendRequest{req}, resp, currentTime, nil)
+	_, _, err := s.appendRespondingToParent(ctx, id.ExecutionId, version, []core.AppendRequest{req}, resp, currentTime, nil)
 	if !errors.Is(err, core.ErrAlreadyFinished) {
 		return err
 	}
@@ -362,14 +375,14 @@ var errDelayNotDue = errors.New("store: delay not due")
 // and unpaused. The timer row and the response are read in the commit's
 // transaction, so a concurrent sweep or cancellation answers it once:
 // whoever commits second finds the response (DelayFireAnswered).
-func (s *Service) FireDelay(ctx context.Context, delay core.DelayId) (core.DelayFireOutcome, error) {
+func (s *Service) FireDelay(ctx context.Context, delay core.DelayId) (core.DelayFireAnswer, error) {
 	owner, js := delay.SplitToParts()
 	if owner.IsZero() {
-		return 0, &core.ValidationError{Reason: "invalid delay id " + delay.String()}
+		return core.DelayFireAnswer{}, &core.ValidationError{Reason: "invalid delay id " + delay.String()}
 	}
-	out := core.DelayFired
+	var ans core.DelayFireAnswer
 	err := s.updateAs(ctx, OpRespond, func(t *txn) error {
-		out = core.DelayFired
+		ans = core.DelayFireAnswer{Outcome: core.DelayFired}
 		d, ok, err := t.tx.Delay(owner, js, delay)
 		if err != nil {
 			return err
@@ -380,29 +393,31 @@ func (s *Service) FireDelay(ctx context.Context, delay core.DelayId) (core.Delay
 			case err != nil:
 				return err
 			case found:
-				out = core.DelayFireAnswered
+				ans.Outcome = core.DelayFireAnswered
 				return errDelayNotDue
 			}
 			return fmt.Errorf("%w: delay %s", core.ErrNotFound, delay)
 		}
 		now := s.clock.Now()
 		if d.Paused || d.ExpiresAt.After(now) {
-			out = core.DelayFireNotDue
+			ans.Outcome = core.DelayFireNotDue
 			return errDelayNotDue
 		}
-		return s.respondIn(t, owner, now, core.JoinSetResponseEvent{JoinSetID: js,
+		err = s.respondIn(t, owner, now, core.JoinSetResponseEvent{JoinSetID: js,
 			Event: &core.DelayFinished{DelayID: delay, Result: true}}, now)
+		ans.FiredAt, ans.Cursor = now, t.cursor
+		return err
 	})
 	switch {
 	case errors.Is(err, errDelayNotDue):
-		return out, nil
+		return core.DelayFireAnswer{Outcome: ans.Outcome}, nil
 	case errors.Is(err, core.ErrConflict):
 		// Answered between the read and the commit (the guard of the response).
-		return core.DelayFireAnswered, nil
+		return core.DelayFireAnswer{Outcome: core.DelayFireAnswered}, nil
 	case err != nil:
-		return 0, err
+		return core.DelayFireAnswer{}, err
 	}
-	return core.DelayFired, nil
+	return ans, nil
 }
 
 var _ core.DelayFirer = (*Service)(nil)

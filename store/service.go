@@ -66,10 +66,11 @@ type Service struct {
 }
 
 var (
-	_ core.DbExternalApi     = (*Service)(nil)
-	_ core.ChildWriteChecker = (*Service)(nil)
-	_ core.ResponseAppender  = (*Service)(nil)
-	_ core.WorkerConn        = (*Service)(nil) // worker.New(svc, …): workers without HTTP
+	_ core.DbExternalApi          = (*Service)(nil)
+	_ core.ChildWriteChecker      = (*Service)(nil)
+	_ core.ResponseCursorReporter = (*Service)(nil)
+	_ core.ResponseAppender       = (*Service)(nil)
+	_ core.WorkerConn             = (*Service)(nil) // worker.New(svc, …): workers without HTTP
 )
 
 // New returns a Service on b.
@@ -107,6 +108,9 @@ type txn struct {
 	timers []timerNote
 	// finished counts the executions this transaction finished (Observer).
 	finished [NumOutcomes]int
+	// cursor is the cursor of the response respondIn recorded last; 0 when
+	// it deferred it (the inbox numbers it later).
+	cursor core.ResponseCursor
 }
 
 func newTxn(tx Tx) *txn {

@@ -231,6 +231,12 @@ type CreateLockedResultJSON struct {
 // response already) or "not_due" (not due at the store's time, or paused).
 type FireDelayAnswer struct {
 	Outcome string `json:"outcome"`
+	// FiredAt and ResponseCursor tell, when outcome is "fired", the
+	// DelayFinished response recorded: its created_at (the store's time)
+	// and its cursor among the owner's responses. Omitted otherwise (and
+	// by servers that do not tell).
+	FiredAt        *core.Timestamp      `json:"fired_at,omitempty"`
+	ResponseCursor *core.ResponseCursor `json:"response_cursor,omitempty"`
 }
 
 // DelayResponseBody is the body of POST /v1/worker/append-batch/delay-response.
@@ -274,8 +280,11 @@ type AppendManyJSON struct {
 // message its single route would have answered.
 type AppendManyResult struct {
 	NextVersion *core.Version `json:"next_version,omitempty"`
-	Status      int           `json:"status,omitempty"`
-	Err         string        `json:"err,omitempty"`
+	// ResponseCursor is, for a respond_to_parent item, its
+	// RespondToParentJSON.ResponseCursor.
+	ResponseCursor *core.ResponseCursor `json:"response_cursor,omitempty"`
+	Status         int                  `json:"status,omitempty"`
+	Err            string               `json:"err,omitempty"`
 }
 
 // StubResponseBody is the body of POST /v1/worker/stub-response.
@@ -286,6 +295,24 @@ type StubResponseBody struct {
 	Response    core.AppendResponseToExecution `json:"response" required:"true"`
 	// CurrentTime defaults to the server clock.
 	CurrentTime *core.Timestamp `json:"current_time,omitempty"`
+}
+
+// RespondToParentJSON answers POST
+// /v1/worker/append-batch/respond-to-parent: the child's next version and
+// the cursor its response got among the parent's responses (omitted when
+// the store deferred the response: it is numbered when the parent's lock
+// ends; core.ResponseCursorReporter).
+type RespondToParentJSON struct {
+	NextVersion    core.Version         `json:"next_version"`
+	ResponseCursor *core.ResponseCursor `json:"response_cursor,omitempty"`
+}
+
+// CursorOrNil is c as an optional wire field: nil for 0 (not known).
+func CursorOrNil(c core.ResponseCursor) *core.ResponseCursor {
+	if c == 0 {
+		return nil
+	}
+	return &c
 }
 
 // NextVersionJSON answers the append routes.

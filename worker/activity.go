@@ -201,7 +201,7 @@ func (w *Worker) appendOutcome(ctx context.Context, id core.ExecutionId, parent 
 		_, err := w.conn.Append(ctx, id, version, ev)
 		return err
 	}
-	_, err := w.conn.AppendBatchRespondToParent(ctx,
+	_, err := w.respondToParent(ctx,
 		core.AppendEventsToExecution{ExecutionID: id, Version: version, Batch: []core.AppendRequest{ev}},
 		core.AppendResponseToExecution{ParentExecutionID: parent.ExecutionID, CreatedAt: now, JoinSetID: parent.JoinSetID,
 			ChildExecutionID: core.ExecutionIdDerived{ExecutionId: id}, FinishedVersion: version, Result: fin.Retval},

@@ -173,6 +173,7 @@ const reasonNoSlot = "no free slot"
 func (w *Worker) startBorrowed(le core.LockedExecution, lease time.Duration) {
 	w.inflight.Add(1)
 	w.wg.Add(1)
+	w.adopt(le) // its parent may wait for it in memory meanwhile (inbox.go)
 	go func() {
 		defer func() {
 			w.inflight.Add(-1)
@@ -186,11 +187,13 @@ func (w *Worker) startBorrowed(le core.LockedExecution, lease time.Duration) {
 			if w.stopping.Err() != nil {
 				reason = reasonExecutorClose
 			}
+			w.disown(le.Parent, le.ExecutionID)
 			w.release(le.ExecutionID, le.NextVersion, reason)
 			return
 		}
 		if w.stopping.Err() != nil {
 			w.slots.release(1)
+			w.disown(le.Parent, le.ExecutionID)
 			w.release(le.ExecutionID, le.NextVersion, reasonExecutorClose)
 			return
 		}

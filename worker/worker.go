@@ -212,6 +212,10 @@ type Worker struct {
 	// delaysFired counts the awaited delays this worker fired itself
 	// (fireOwnDelay).
 	delaysFired atomic.Int64
+	// inboxes maps the active workflow runs to their localInbox
+	// (inbox.go); localResponses counts the responses they took from it.
+	inboxes        sync.Map
+	localResponses atomic.Int64
 	// awaitOK is set under Run: workflows may wait for responses in memory.
 	awaitOK  atomic.Bool
 	awaiting atomic.Int64
@@ -1006,8 +1010,10 @@ func (w *Worker) start(le core.LockedExecution) {
 	w.inflight.Add(1)
 	w.wg.Add(1)
 	sl := &slot{s: w.slots, held: true}
+	w.adopt(le)
 	go func() {
 		defer func() {
+			w.disown(le.Parent, le.ExecutionID)
 			sl.release()
 			w.inflight.Add(-1)
 			w.wg.Done()
@@ -1090,6 +1096,10 @@ type Stats struct {
 	// worker fired itself at the expiry (core.DelayFirer) rather than the
 	// store's timers sweep.
 	DelaysFired int64 `json:"delays_fired"`
+	// ResponsesInMemory counts the responses a workflow run was handed in
+	// memory by this worker (a child it ran, a delay it fired) instead of
+	// reading them from the store (docs/worker.md "Responses in memory").
+	ResponsesInMemory int64 `json:"responses_in_memory"`
 	// StartBatches counts the create-locked requests that carried several
 	// submissions (eager starts queued while the previous request of their
 	// lock group was in flight).
@@ -1103,6 +1113,6 @@ type Stats struct {
 // Stats returns the worker's counters.
 func (w *Worker) Stats() Stats {
 	return Stats{Activities: w.runs[0].Load(), Workflows: w.runs[1].Load(), Eager: w.eagerRuns.Load(),
-		DelaysFired: w.delaysFired.Load(), StartBatches: w.startBatches.Load(),
+		DelaysFired: w.delaysFired.Load(), ResponsesInMemory: w.localResponses.Load(), StartBatches: w.startBatches.Load(),
 		Cached: w.cache.len(), CachedBytes: w.cache.size()}
 }

@@ -83,6 +83,11 @@ type Context struct {
 
 	resumeCh chan bool // true: resume; false: unwind
 	yieldCh  chan yieldKind
+
+	// inbox receives the responses this worker hands the run in memory
+	// while it is active (inbox.go); nil when parked, or when the
+	// connection cannot tell cursors.
+	inbox *localInbox
 }
 
 type yieldKind uint8
@@ -159,9 +164,11 @@ func (w *Worker) runWorkflow(le core.LockedExecution, f *function, sl *slot) {
 		}
 		wf = newContext(w, f, le, hist, resps)
 		wf.slot = sl
+		w.openInbox(wf)
 		go wf.main()
 	} else {
 		wf.slot = sl
+		w.openInbox(wf)
 		wf.resumeCh <- true
 	}
 	stop := w.keepLease(wf.extendLease, func(err error) {
@@ -176,6 +183,7 @@ func (w *Worker) runWorkflow(le core.LockedExecution, f *function, sl *slot) {
 	})
 	y := <-wf.yieldCh
 	stop()
+	w.closeInbox(wf)
 	if y == yieldParked {
 		w.cache.put(wf)
 	} else {
@@ -728,10 +736,10 @@ func (wf *Context) waitResponses() {
 	if wf.replay != nil {
 		wf.raise(replayEndSig{missingResponse: true})
 	}
-	last := core.ResponseCursor(0)
-	if n := len(wf.resps); n > 0 {
-		last = wf.resps[n-1].Cursor
+	if n := len(wf.resps); !wf.takeLocal() && len(wf.resps) > n {
+		return // handed over in memory; the caller checks whether it was the one awaited
 	}
+	last := wf.lastCursor()
 	wf.l.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), wf.w.opts.LockExpiry/2)
 	rs, err := wf.w.conn.SubscribeToNextResponses(ctx, wf.id, last)
@@ -914,15 +922,25 @@ func (wf *Context) awaitInMemory(js *joinSetState, until core.Timestamp) bool {
 		}
 	}
 	got := false
+	localUntil := time.Now().Add(localWaitCap)
 	for !got {
 		remaining := time.Until(deadline)
 		if remaining <= 0 || w.stopping.Err() != nil {
 			break
 		}
-		last := core.ResponseCursor(0)
-		if n := len(wf.resps); n > 0 {
-			last = wf.resps[n-1].Cursor
+		// Responses handed over in memory first (inbox.go): while every
+		// member js still waits for is a child this worker runs, nothing
+		// else can answer it, and the run waits for the child to hand its
+		// response over (at most localWaitCap) instead of asking the store.
+		gap := wf.takeLocal()
+		if got = js.consumed < len(js.arrived); got {
+			break
 		}
+		if local := min(remaining, time.Until(localUntil)); !gap && local > 0 && wf.holdsAll(js) {
+			wf.waitLocal(local)
+			continue
+		}
+		last := wf.lastCursor()
 		wf.l.mu.Unlock()
 		ctx, cancel := context.WithTimeout(w.stopping, remaining)
 		rs, err := w.conn.SubscribeToNextResponses(ctx, wf.id, last)
@@ -972,9 +990,10 @@ const (
 // fireOwnDelay asks the store to fire delay, which a run of id awaits in
 // memory, at its expiry (core.DelayFirer): the sleep then ends at its
 // deadline instead of at the timers sweep's next pass (on AWS once a
-// minute). The store decides with its own clock. Whatever it answers, the
-// run's subscription that follows picks the response up (at once when
-// fired or answered). Best effort: a failure leaves the delay to the sweep.
+// minute). The store decides with its own clock. A fire whose answer tells
+// the response's cursor hands the response to the run (handOver); else the
+// run's subscription that follows picks it up (at once when fired or
+// answered). Best effort: a failure leaves the delay to the sweep.
 func (w *Worker) fireOwnDelay(f core.DelayFirer, id core.ExecutionId, delay core.DelayId) {
 	pause := fireDelayPause
 	for attempt := 0; ; attempt++ {
@@ -985,9 +1004,15 @@ func (w *Worker) fireOwnDelay(f core.DelayFirer, id core.ExecutionId, delay core
 		case err != nil:
 			w.log.Debug("firing an awaited delay failed; the sweep fires it", "execution_id", id.String(), "delay_id", delay.String(), "err", err)
 			return
-		case out != core.DelayFireNotDue:
-			if out == core.DelayFired {
+		case out.Outcome != core.DelayFireNotDue:
+			if out.Outcome == core.DelayFired {
 				w.delaysFired.Add(1)
+				if out.Cursor != 0 {
+					_, js := delay.SplitToParts()
+					w.handOver(id, core.ExecutionId{}, core.ResponseWithCursor{Cursor: out.Cursor,
+						Event: core.JoinSetResponseEventOuter{CreatedAt: out.FiredAt, Event: core.JoinSetResponseEvent{
+							JoinSetID: js, Event: &core.DelayFinished{DelayID: delay, Result: true}}}})
+				}
 			}
 			return
 		case attempt >= fireDelayRetries:
@@ -1070,7 +1095,7 @@ func (wf *Context) finishLocked(rv core.ReturnValue) error {
 			batch := append(wf.buf, fin)
 			err = wf.w.retryWrite(wf.l, func(ctx context.Context) error {
 				finished := wf.l.next + core.Version(len(batch)-1)
-				_, err := wf.w.conn.AppendBatchRespondToParent(ctx,
+				_, err := wf.w.respondToParent(ctx,
 					core.AppendEventsToExecution{ExecutionID: wf.id, Version: wf.l.next, Batch: batch},
 					core.AppendResponseToExecution{ParentExecutionID: wf.parent.ExecutionID, CreatedAt: now,
 						JoinSetID: wf.parent.JoinSetID, ChildExecutionID: core.ExecutionIdDerived{ExecutionId: wf.id},

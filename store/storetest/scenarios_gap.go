@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -22,6 +23,7 @@ func gapScenarios() []contractTest {
 		{"Gap06_AppendBatchWithDelayResponse", gapBatchWithDelayResponse},
 		{"Gap06_AppendDelayResponseReportsStoredOutcome", gapDelayResponseOutcomes},
 		{"Gap06_FireDelayOnlyWhenDueAtTheStoresClock", gapFireDelay},
+		{"Gap07_RespondToParentTellsTheResponsesCursor", gapRespondCursor},
 		{"Gap04_SubscribeToNextResponsesWaitsAndTimesOut", gapSubscribe},
 		{"Gap04_WaitForFinishedResult", gapWaitFinished},
 		{"Gap04_ReadyDataWinsOverAnExpiredDeadline", gapExpiredDeadline},
@@ -203,13 +205,17 @@ func gapFireDelay(h *harness) {
 	if !ok {
 		h.t.Fatalf("%T does not implement core.DelayFirer", h.db)
 	}
-	fire := func(what string, d core.DelayId, want core.DelayFireOutcome) {
+	fire := func(what string, d core.DelayId, want core.DelayFireOutcome) core.DelayFireAnswer {
 		h.t.Helper()
 		out, err := f.FireDelay(h.ctx, d)
 		h.wantNoErr(what, err)
-		if out != want {
-			h.t.Fatalf("%s: %s, want %s", what, out, want)
+		if out.Outcome != want {
+			h.t.Fatalf("%s: %s, want %s", what, out.Outcome, want)
 		}
+		if want != core.DelayFired && (out.Cursor != 0 || !out.FiredAt.IsZero()) {
+			h.t.Fatalf("%s: %s with a response %+v", what, out.Outcome, out)
+		}
+		return out
 	}
 	x, js, d := delayedExecution(h, false) // expires at t0+100ms
 	due := []core.ExpiredTimer{{Delay: &core.ExpiredDelay{ExecutionID: x, JoinSetID: js, DelayID: d, ExpiresAt: t0.Add(100 * time.Millisecond)}}}
@@ -224,10 +230,15 @@ func gapFireDelay(h *harness) {
 	fire("fire of a paused delay", d, core.DelayFireNotDue)
 	h.wantNoErr("unpause_delay", h.db.UnpauseDelay(h.ctx, d))
 	h.wantTimers(at, due)
-	fire("fire when due", d, core.DelayFired)
+	fired := fire("fire when due", d, core.DelayFired)
 	l := h.get(x)
 	if len(l.Responses) != 1 {
 		h.t.Fatalf("%d responses, want 1", len(l.Responses))
+	}
+	// The answer tells the response it recorded (a worker then needs no
+	// read of it): the store's time and the stored cursor.
+	if fired.Cursor != l.Responses[0].Cursor || !fired.FiredAt.Equal(at) {
+		h.t.Fatalf("fire answered cursor %d at %s, stored cursor %d at %s", fired.Cursor, fired.FiredAt, l.Responses[0].Cursor, at)
 	}
 	h.wantJSON("fired delay", l.Responses[0].Event, core.JoinSetResponseEventOuter{CreatedAt: at, Event: delayResp(js, d, true)})
 	h.wantTimers(at, nil)
@@ -248,6 +259,35 @@ func gapFireDelay(h *harness) {
 
 	_, err := f.FireDelay(h.ctx, core.NewDelayId(newExecID(), js, 1))
 	h.wantErr("fire of an unknown delay", err, core.ErrNotFound)
+}
+
+// gapRespondCursor (core.ResponseCursorReporter: a worker hands a child's
+// response to its parent's run in memory): the cursor a respond-to-parent
+// reports is the one the response is stored with in the parent, or 0 when
+// the store deferred it (numbered later); never another.
+func gapRespondCursor(h *harness) {
+	r, ok := h.db.(core.ResponseCursorReporter)
+	if !ok {
+		h.t.Fatalf("%T does not implement core.ResponseCursorReporter", h.db)
+	}
+	p, c, js, _ := setupParentAwaitingChild(h, lockStrategies[0])
+	h.mustLockWith(lockStrategies[0], h.lockReq(newExr(), newRun(), t0.Add(time.Minute)), ffqnChild)
+	rv := core.RetOk(&core.WastValWithType{Type: "u64", Value: json.RawMessage(`7`)})
+	v, cursor, err := r.AppendBatchRespondToParentAt(h.ctx,
+		core.AppendEventsToExecution{ExecutionID: c, Version: 2, Batch: []core.AppendRequest{{CreatedAt: h.now(), Event: finished(rv)}}},
+		core.AppendResponseToExecution{ParentExecutionID: p, CreatedAt: h.now(), JoinSetID: js,
+			ChildExecutionID: core.ExecutionIdDerived{ExecutionId: c}, FinishedVersion: 2, Result: rv}, h.now())
+	h.wantNoErr("respond to parent", err)
+	if v != 2 {
+		h.t.Fatalf("returned version %d, want 2", v)
+	}
+	rs := h.get(p).Responses
+	if len(rs) != 1 {
+		h.t.Fatalf("%d responses, want 1", len(rs))
+	}
+	if cursor != 0 && cursor != rs[0].Cursor {
+		h.t.Fatalf("respond-to-parent reported cursor %d, the response is stored at %d", cursor, rs[0].Cursor)
+	}
 }
 
 func gapPausedDelayRequest(h *harness) {
