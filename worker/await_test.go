@@ -176,8 +176,10 @@ func TestSleepInMemorySubscribesNearItsEnd(t *testing.T) {
 	defer conn.mu.Unlock()
 	// The worker fires the delay itself and is handed its response in
 	// memory (the fire tells the cursor): no subscription is needed at all.
-	if n := w.Stats().ResponsesInMemory; n != 1 || len(conn.times) != 0 {
-		t.Errorf("%d responses handed in memory, %d subscriptions; want 1 and none", n, len(conn.times))
+	// (The test's timers sweep may fire it first: the run then subscribes
+	// once, near the expiry.)
+	if n := w.Stats().ResponsesInMemory; int(n)+len(conn.times) != 1 {
+		t.Errorf("%d responses handed in memory, %d subscriptions; want one of them", n, len(conn.times))
 	}
 	// The lead is a few ms; a subscription started earlier waited for the timer.
 	for _, at := range conn.times {
