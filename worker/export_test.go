@@ -33,6 +33,10 @@ func (w *Worker) Stopping() <-chan struct{} { return w.stopping.Done() }
 // (Run or RunUntilIdle began), so that a Submit may start eagerly.
 func (w *Worker) EagerReady() bool { return w.eager.Load() != nil }
 
+// SetStartsInFlight sets the create-locked requests of a lock group in
+// flight at once (set before running; default maxStartsInFlight).
+func (w *Worker) SetStartsInFlight(n int) { w.starts.limit = n }
+
 // QueuedStarts returns the number of submissions waiting for a
 // create-locked request of their lock group (startbatch.go).
 func (w *Worker) QueuedStarts() int {

@@ -141,6 +141,7 @@ func TestConcurrentSubmitsShareACreateLockedRequest(t *testing.T) {
 			}
 			queued := tc.queued
 			w := worker.New(conn, worker.Options{Concurrency: tc.conc, LockExpiry: time.Hour, PollWait: 50 * time.Millisecond})
+			w.SetStartsInFlight(1) // one request in flight: every later Submit queues behind it
 			worker.Activity(w, greetFFQN, greet)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -220,6 +221,94 @@ func TestConcurrentSubmitsShareACreateLockedRequest(t *testing.T) {
 				t.Fatalf("Stats.StartBatches %d, want 1", n)
 			}
 		})
+	}
+}
+
+// allGated holds every single CreateLocked until gate is closed, telling
+// entered of each, and records the batch sizes the store sees.
+type allGated struct {
+	*store.Service
+	entered chan struct{}
+	gate    chan struct{}
+	mu      sync.Mutex
+	batches []int
+}
+
+func (g *allGated) CreateLocked(ctx context.Context, req core.CreateRequest, lock core.EagerLock) (core.Version, []core.LockedExecution, error) {
+	g.entered <- struct{}{}
+	<-g.gate
+	return g.Service.CreateLocked(ctx, req, lock)
+}
+
+func (g *allGated) CreateLockedMany(ctx context.Context, reqs []core.CreateRequest, lock core.EagerLock) ([]core.CreateLockedResult, error) {
+	g.mu.Lock()
+	g.batches = append(g.batches, len(reqs))
+	g.mu.Unlock()
+	return g.Service.CreateLockedMany(ctx, reqs, lock)
+}
+
+// TestSubmitsDoNotWaitForAnothersRoundTrip: up to four create-locked
+// requests of a lock group are in flight at once — four concurrent
+// Submits each send their own while none has returned — and the Submits
+// after those queue and go together in one request when one returns.
+func TestSubmitsDoNotWaitForAnothersRoundTrip(t *testing.T) {
+	svc := backendtest.SQLite(t)
+	g := &allGated{Service: svc, entered: make(chan struct{}, 16), gate: make(chan struct{})}
+	w := worker.New(g, worker.Options{Concurrency: 16, LockExpiry: time.Hour, PollWait: 50 * time.Millisecond})
+	worker.Activity(w, greetFFQN, greet)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	runInBackground(t, w)
+	for deadline := time.Now().Add(10 * time.Second); !w.EagerReady(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker did not begin running")
+		}
+	}
+	const inFlight, queued = 4, 3
+	ids := make([]core.ExecutionId, inFlight+queued)
+	errs := make([]error, inFlight+queued)
+	var wg sync.WaitGroup
+	for i := range ids {
+		if i == inFlight {
+			for range inFlight { // every one of the first four is in flight, none answered
+				select {
+				case <-g.entered:
+				case <-time.After(10 * time.Second):
+					t.Fatal("fewer than four create-locked requests in flight at once")
+				}
+			}
+		}
+		wg.Go(func() { ids[i], errs[i] = w.Submit(ctx, greetFFQN, "n") })
+	}
+	for deadline := time.Now().Add(10 * time.Second); w.QueuedStarts() < queued; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d submissions queued, want %d", w.QueuedStarts(), queued)
+		}
+	}
+	select {
+	case <-g.entered:
+		t.Fatal("a fifth single create-locked request went while four were in flight")
+	default:
+	}
+	close(g.gate)
+	wg.Wait()
+	seen := map[core.ExecutionId]bool{}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("submit %d: %v", i, err)
+		}
+		if seen[ids[i]] {
+			t.Fatalf("submit %d returned the id %s of another", i, ids[i])
+		}
+		seen[ids[i]] = true
+		if got, err := worker.Await[string](ctx, w, ids[i]); err != nil || got != "Hello, n!" {
+			t.Fatalf("%s: got %q, %v", ids[i], got, err)
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.batches) != 1 || g.batches[0] != queued {
+		t.Fatalf("batches %v, want [%d]", g.batches, queued)
 	}
 }
 

@@ -204,8 +204,8 @@ type Worker struct {
 	// (its deployment recorded, eager dispatch set up) or failed to; a
 	// Submit meanwhile waits for it (planEagerStart).
 	starting atomic.Pointer[chan struct{}]
-	// starts queues the eager starts of each lock group while one of its
-	// create-locked requests is in flight (startbatch.go); startBatches
+	// starts queues the eager starts of each lock group while its
+	// create-locked requests in flight are at their bound (startbatch.go); startBatches
 	// counts the requests that carried more than one.
 	starts       startQueues
 	startBatches atomic.Int64
@@ -1101,8 +1101,8 @@ type Stats struct {
 	// reading them from the store (docs/worker.md "Responses in memory").
 	ResponsesInMemory int64 `json:"responses_in_memory"`
 	// StartBatches counts the create-locked requests that carried several
-	// submissions (eager starts queued while the previous request of their
-	// lock group was in flight).
+	// submissions (eager starts queued while the requests of their lock
+	// group in flight were at their bound, 4).
 	StartBatches int64 `json:"start_batches"`
 	// Cached is the number of suspended workflows kept in memory, and
 	// CachedBytes their estimated memory (see Options.MaxCachedBytes).
