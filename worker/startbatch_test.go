@@ -173,28 +173,7 @@ func TestConcurrentSubmitsShareACreateLockedRequest(t *testing.T) {
 			}
 			close(g.gate)
 			wg.Wait()
-			seen := map[core.ExecutionId]bool{}
-			for i, err := range errs {
-				if err != nil {
-					t.Fatalf("submit %d: %v", i, err)
-				}
-				if seen[ids[i]] {
-					t.Fatalf("submit %d returned the id %s of another", i, ids[i])
-				}
-				seen[ids[i]] = true
-			}
-			for _, id := range ids {
-				if got, err := worker.Await[string](ctx, w, id); err != nil || got != "Hello, n!" {
-					t.Fatalf("%s: got %q, %v", id, got, err)
-				}
-				log, err := svc.Get(ctx, id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n := len(lockedEvents(log)); n != 1 || log.Events[1].Event.Variant() != "locked" {
-					t.Fatalf("%s: history %v, locked %d times; want created locked, once", id, variantsOf(log), n)
-				}
-			}
+			checkStartedLockedOnce(ctx, t, w, svc, ids, errs)
 			if n := w.Stats().Eager; n != int64(queued+1) {
 				t.Fatalf("%d eager runs, want %d", n, queued+1)
 			}
@@ -292,6 +271,18 @@ func TestSubmitsDoNotWaitForAnothersRoundTrip(t *testing.T) {
 	}
 	close(g.gate)
 	wg.Wait()
+	checkStartedLockedOnce(ctx, t, w, svc, ids, errs)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.batches) != 1 || g.batches[0] != queued {
+		t.Fatalf("batches %v, want [%d]", g.batches, queued)
+	}
+}
+
+// checkStartedLockedOnce checks that every Submit succeeded with its own
+// id and that each execution, created locked and locked once, greeted.
+func checkStartedLockedOnce(ctx context.Context, t *testing.T, w *worker.Worker, svc *store.Service, ids []core.ExecutionId, errs []error) {
+	t.Helper()
 	seen := map[core.ExecutionId]bool{}
 	for i, err := range errs {
 		if err != nil {
@@ -301,14 +292,18 @@ func TestSubmitsDoNotWaitForAnothersRoundTrip(t *testing.T) {
 			t.Fatalf("submit %d returned the id %s of another", i, ids[i])
 		}
 		seen[ids[i]] = true
-		if got, err := worker.Await[string](ctx, w, ids[i]); err != nil || got != "Hello, n!" {
-			t.Fatalf("%s: got %q, %v", ids[i], got, err)
-		}
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if len(g.batches) != 1 || g.batches[0] != queued {
-		t.Fatalf("batches %v, want [%d]", g.batches, queued)
+	for _, id := range ids {
+		if got, err := worker.Await[string](ctx, w, id); err != nil || got != "Hello, n!" {
+			t.Fatalf("%s: got %q, %v", id, got, err)
+		}
+		log, err := svc.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(lockedEvents(log)); n != 1 || log.Events[1].Event.Variant() != "locked" {
+			t.Fatalf("%s: history %v, locked %d times; want created locked, once", id, variantsOf(log), n)
+		}
 	}
 }
 
