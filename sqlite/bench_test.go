@@ -109,11 +109,20 @@ func BenchmarkActivityRoundTrip(b *testing.B) {
 }
 
 // BenchmarkServiceActivityRoundTrip measures activity round trips through
-// store.Service: Create → LockPendingByFFQNs → Append(Finished). Each
-// goroutine (8 with -cpu 2) works on its own function name.
+// store.Service: Create → LockPendingByFFQNs → Append(Finished), with
+// finished trees kept forever and with `stela dev`'s default retention
+// (each finish also records its time). Each goroutine (8 with -cpu 2) works
+// on its own function name.
 func BenchmarkServiceActivityRoundTrip(b *testing.B) {
+	b.Run("retention=forever", func(b *testing.B) { benchServiceActivityRoundTrip(b, core.RetainForever) })
+	b.Run("retention=default", func(b *testing.B) {
+		benchServiceActivityRoundTrip(b, core.RetainFor(core.DefaultRetentionPeriod))
+	})
+}
+
+func benchServiceActivityRoundTrip(b *testing.B, r core.Retention) {
 	be := MustOpen(b)
-	s := store.New(be, store.Options{})
+	s := store.New(be, store.Options{Retention: r})
 	ctx := context.Background()
 	var worker atomic.Int64
 	b.SetParallelism(4)

@@ -94,6 +94,14 @@ const sqlUpdateHead = `UPDATE t_state SET component_digest = ?, deployment_id = 
 	intermittent_event_count = ?, max_cursor = ?
 	WHERE execution_id = ?`
 
+// sqlUpdateHeadFinished is sqlUpdateHead that also records when the
+// service saw the execution finish (RecordFinished), in the same statement.
+const sqlUpdateHeadFinished = `UPDATE t_state SET component_digest = ?, deployment_id = ?, incompatible_digest = ?,
+	version = ?, state = ?, lifecycle = ?, at = ?, executor_id = ?, run_id = ?, last_lock_version = ?,
+	max_retries = ?, retry_exp_backoff_millis = ?, join_set_id = ?, join_set_closing = ?, result_kind = ?,
+	intermittent_event_count = ?, max_cursor = ?, finished_recorded_at = ?
+	WHERE execution_id = ?`
+
 // headRow holds the column values of a head, in headCols order.
 type headRow struct {
 	id, ffqn, createdAt, firstScheduledAt, componentType string
@@ -177,6 +185,13 @@ func (r *headRow) updateArgs() []any {
 	return []any{r.componentDigest, r.deploymentID, nullBytes(r.incompatibleDigest), r.version, r.state,
 		r.lifecycle, r.at, r.executorID, r.runID, r.lastLockVersion, r.maxRetries, r.retryBackoff,
 		r.joinSetID, r.joinSetClosing, r.resultKind, r.intermittent, r.maxCursor, r.id}
+}
+
+// updateFinishedArgs are the arguments of sqlUpdateHeadFinished.
+func (r *headRow) updateFinishedArgs(finishedAt string) []any {
+	return []any{r.componentDigest, r.deploymentID, nullBytes(r.incompatibleDigest), r.version, r.state,
+		r.lifecycle, r.at, r.executorID, r.runID, r.lastLockVersion, r.maxRetries, r.retryBackoff,
+		r.joinSetID, r.joinSetClosing, r.resultKind, r.intermittent, r.maxCursor, finishedAt, r.id}
 }
 
 // isTopLevelString reports whether a canonical execution id is top-level

@@ -92,14 +92,30 @@ const (
 	sqlPurgeBody = `DELETE FROM t_wasm_backtrace WHERE hash = ?1 AND NOT EXISTS (SELECT 1 FROM t_execution_backtrace WHERE hash = ?1)`
 )
 
-// RecordFinished implements store.RetentionTx.
+// RecordFinished implements store.RetentionTx. The finish time is written
+// with the head: by the PutHead of id that ends the same fn (the store
+// writes heads last), else by end.
 func (t *writeTx) RecordFinished(id core.ExecutionId, at core.Timestamp, _ *core.Timestamp) error {
 	if err := t.check(); err != nil {
 		return err
 	}
-	if err := t.exec(sqlRecordFinished, tsText(at), id.String()); err != nil {
-		return t.fail(writeErr(err, "record the finish of %s", id))
+	if t.finishedAt == nil {
+		t.finishedAt = make(map[core.ExecutionId]string, 1)
 	}
+	t.finishedAt[id] = tsText(at)
+	t.wrote = true
+	return nil
+}
+
+// end writes what fn left for after its last statement: the finish times
+// no PutHead wrote (a head created in this fn, an import).
+func (t *writeTx) end() error {
+	for id, at := range t.finishedAt {
+		if err := t.exec(sqlRecordFinished, at, id.String()); err != nil {
+			return t.fail(writeErr(err, "record the finish of %s", id))
+		}
+	}
+	t.finishedAt = nil
 	return nil
 }
 

@@ -580,6 +580,9 @@ func (b *Backend) runBatch(batch []*request) bool {
 		}
 		tx := &writeTx{readTx: readTx{c: w, ctx: bg}, seq: seq, cache: b.heads, createds: b.createds}
 		err, pv := runFn(r.fn, tx)
+		if err == nil && pv == nil && tx.writeErr == nil {
+			err = tx.end()
+		}
 		tx.done = true
 		if err == nil && pv == nil && tx.writeErr != nil {
 			err = tx.writeErr

@@ -32,6 +32,11 @@ type writeTx struct {
 	createds *createdCache
 	writeErr error
 	wrote    bool // a write statement ran: the batch must commit
+	// finishedAt holds the finish times RecordFinished recorded for heads
+	// this fn has not written yet: PutHead writes each with the head's own
+	// UPDATE, and end writes those no PutHead took (one statement per
+	// finish instead of two).
+	finishedAt map[core.ExecutionId]string
 }
 
 // exec runs a write statement in the current savepoint.
@@ -410,7 +415,11 @@ func (t *writeTx) PutHead(st core.ExecutionState) error {
 	if err != nil {
 		return t.fail(fmt.Errorf("sqlite: put head %s: %w", st.ExecutionID, err))
 	}
-	res, err := t.execResult(sqlUpdateHead, row.updateArgs()...)
+	q, args := sqlUpdateHead, row.updateArgs()
+	if at, ok := t.finishedAt[st.ExecutionID]; ok {
+		q, args = sqlUpdateHeadFinished, row.updateFinishedArgs(at)
+	}
+	res, err := t.execResult(q, args...)
 	if err != nil {
 		return t.fail(writeErr(err, "put head %s", st.ExecutionID))
 	}
@@ -419,6 +428,7 @@ func (t *writeTx) PutHead(st core.ExecutionState) error {
 	} else if n == 0 {
 		return t.fail(fmt.Errorf("sqlite: put head %s: %w", st.ExecutionID, core.ErrNotFound))
 	}
+	delete(t.finishedAt, st.ExecutionID)
 	t.stage(st)
 	return nil
 }

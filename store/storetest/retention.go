@@ -41,6 +41,7 @@ func runRetention(t *testing.T, newBackend NewBackend, opts RunOptions) {
 		{"R05_ScheduledTopLevelExecutionIsItsOwnTree", period, r05},
 		{"R06_ForeverKeepsEverything", forever, r06},
 		{"R07_OverlappingPassesAreSafe", period, r07},
+		{"R08_PeriodCountsFromWhenTheStoreSawTheFinish", period, r08},
 	} {
 		t.Run("Retention/"+rt.name, func(t *testing.T) {
 			rt.fn(newHarnessWith(t, newBackend, opts, func(o *store.Options) { o.Retention = rt.r }))
@@ -319,4 +320,23 @@ func r07(h *harness) {
 	if res := h.retain(); res.Expired != 0 {
 		h.t.Fatalf("a later pass expired %d trees, want 0", res.Expired)
 	}
+}
+
+// r08: the period counts from when the store recorded the finish (its own
+// clock), not from the Finished event's created_at: a worker whose clock
+// runs behind (or a late write) does not shorten it.
+func r08(h *harness) {
+	x := h.create()
+	h.lockAny(t0.Add(time.Minute))
+	h.advance(30 * time.Minute)
+	late := h.now().Add(-30 * time.Minute) // the Finished event's time: the worker's
+	if _, err := h.appendAt(x, 2, finished(ok0), late); err != nil {
+		h.t.Fatalf("append finished: %v", err)
+	}
+	h.advance(retentionPeriod - time.Second) // past late + period, before now + period
+	h.retain()
+	h.wantPresent(x)
+	h.advance(time.Second)
+	h.retain()
+	h.wantGone(x)
 }
