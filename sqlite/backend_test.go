@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -690,4 +691,68 @@ func TestWriterHeadCache(t *testing.T) {
 			t.Errorf("b1 read version %d after b2 wrote 7", got)
 		}
 	})
+}
+
+// Events appended in one call are written by multi-row INSERTs of up to 16
+// (sqlite/tx.go maxEventRows): every count across the chunk boundaries
+// reads back complete, in order and byte for byte, and a duplicate version
+// anywhere in a chunk fails the whole call with nothing written.
+func TestAppendEventsAcrossInsertChunks(t *testing.T) {
+	be := MustOpen(t)
+	ctx := context.Background()
+	for _, n := range []int{1, 2, 15, 16, 17, 33, 40} {
+		id := newID()
+		h := pendingHead(id, ffqnA, t0, t0)
+		evs := make([]core.ExecutionEvent, n)
+		for i := range evs {
+			evs[i] = core.ExecutionEvent{CreatedAt: t0.Add(time.Duration(i) * time.Millisecond), Version: core.Version(i + 1),
+				Event: &core.HistoryEventRequest{Event: &core.Persist{Value: core.Bytes{byte(i)},
+					Kind: core.PersistKind{Type: "random_u64", Min: 0, MaxInclusive: 255}}}}
+		}
+		if err := be.Update(ctx, func(tx store.Tx) error {
+			if err := tx.CreateHead(h, []core.ExecutionEvent{createdEvent(h)}); err != nil {
+				return err
+			}
+			return tx.AppendEvents(id, evs)
+		}); err != nil {
+			t.Fatalf("%d events: %v", n, err)
+		}
+		var got []core.ExecutionEvent
+		if err := be.View(ctx, func(tx store.ReadTx) error {
+			var err error
+			got, err = tx.Events(id, 1, core.Version(n+1))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != n {
+			t.Fatalf("%d events appended, %d read back", n, len(got))
+		}
+		for i := range got {
+			a, _ := core.MarshalJSON(got[i])
+			b, _ := core.MarshalJSON(evs[i])
+			if got[i].Version != evs[i].Version || !bytes.Equal(a, b) {
+				t.Fatalf("%d events: #%d read back as %s, want %s", n, i, a, b)
+			}
+		}
+
+		dup := append([]core.ExecutionEvent(nil), evs...)
+		for i := range dup {
+			dup[i].Version += core.Version(n) // after the ones written
+		}
+		dup[len(dup)-1].Version = 1 // written above: a duplicate in the last chunk
+		err := be.Update(ctx, func(tx store.Tx) error { return tx.AppendEvents(id, dup) })
+		if err == nil {
+			t.Fatalf("%d events with a duplicate version: appended", n)
+		}
+		if err := be.View(ctx, func(tx store.ReadTx) error {
+			more, err := tx.Events(id, core.Version(n+1), core.Version(3*n+2))
+			if err == nil && len(more) != 0 {
+				t.Errorf("%d events with a duplicate version: %d of them written", n, len(more))
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

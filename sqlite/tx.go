@@ -443,7 +443,8 @@ func (t *writeTx) AppendEvents(id core.ExecutionId, events []core.ExecutionEvent
 
 func (t *writeTx) appendEvents(id core.ExecutionId, events []core.ExecutionEvent) error {
 	sid := id.String()
-	for _, ev := range events {
+	var args []any
+	for i, ev := range events {
 		if ev.Event == nil {
 			return t.fail(fmt.Errorf("sqlite: append %s@%d: nil event", id, ev.Version))
 		}
@@ -452,15 +453,47 @@ func (t *writeTx) appendEvents(id core.ExecutionId, events []core.ExecutionEvent
 			return t.fail(fmt.Errorf("sqlite: append %s@%d: %w", id, ev.Version, err))
 		}
 		variant, js, ht := eventColumns(ev.Event)
-		if err := t.exec(sqlInsertEvent, sid, int64(ev.Version), tsText(ev.CreatedAt), variant, js, ht, string(body)); err != nil {
-			return t.fail(writeErr(err, "append %s@%d", id, ev.Version))
+		if args == nil {
+			args = make([]any, 0, eventCols*min(len(events), maxEventRows))
 		}
+		args = append(args, sid, int64(ev.Version), tsText(ev.CreatedAt), variant, js, ht, string(body))
 		if _, ok := ev.Event.(*core.Created); ok && ev.Version == 0 && t.createds != nil {
 			t.created = append(t.created, &createdEntry{id: id, createdAt: ev.CreatedAt.Sortable(), body: body, size: len(body)})
+		}
+		if n := len(args) / eventCols; n == maxEventRows || i == len(events)-1 {
+			if err := t.exec(sqlInsertEvents(n), args...); err != nil {
+				if n == 1 {
+					return t.fail(writeErr(err, "append %s@%d", id, ev.Version))
+				}
+				return t.fail(writeErr(err, "append %s@%d…%d", id, events[i+1-n].Version, ev.Version))
+			}
+			args = args[:0]
 		}
 	}
 	return nil
 }
+
+// eventCols is the number of columns sqlInsertEvent writes per event.
+const eventCols = 7
+
+// maxEventRows bounds the events one INSERT writes: a batch of events is
+// written by one statement per maxEventRows instead of one per event
+// (each statement costs a round through database/sql and the driver).
+const maxEventRows = 16
+
+// insertEvents holds the INSERT statements of 1…maxEventRows events.
+var insertEvents = func() [maxEventRows + 1]string {
+	var qs [maxEventRows + 1]string
+	qs[1] = sqlInsertEvent
+	row := ", (?, ?, ?, ?, ?, ?, ?)"
+	for n := 2; n <= maxEventRows; n++ {
+		qs[n] = qs[n-1] + row
+	}
+	return qs
+}()
+
+// sqlInsertEvents is the INSERT of n events (1 ≤ n ≤ maxEventRows).
+func sqlInsertEvents(n int) string { return insertEvents[n] }
 
 // AddResponse implements store.Tx.
 func (t *writeTx) AddResponse(id core.ExecutionId, resp core.ResponseWithCursor) error {
