@@ -94,6 +94,7 @@ func Commands() []Command {
 			benchDelays),
 		benchLeaf("all", "roundtrip, fanout and delays against one server", "", benchAll),
 		benchEmbedded(),
+		benchFloor(),
 		benchConsole(),
 	}, sdkBenchCommands()...)
 }
