@@ -35,7 +35,9 @@ func benchFloor() Command {
 		Doc: "Runs, in this process, --n bare HTTP POST round trips on loopback (net/http, --concurrency\n" +
 			"clients, a --body-byte JSON body and a small answer, no Stela code), then --n activities on a\n" +
 			"fresh embedded store in-process (store.Service + SQLite: create locked, append finished; group\n" +
-			"commit, --durability) from --concurrency goroutines, and prints the CPU (user + system) of each per\n" +
+			"commit, --durability) from --concurrency goroutines, then --n/2 workflows calling one activity\n" +
+			"the same way (the workflow created locked; its events with the child created locked; the child's\n" +
+			"finish with its response; the workflow's finish), and prints the CPU (user + system) of each per\n" +
 			"operation. The run repeats --rounds times and prints the median.",
 		Flags: func(fs *flag.FlagSet, e *Env) func(context.Context) error {
 			n := fs.Int("n", 20000, "operations per measurement")
@@ -51,26 +53,32 @@ func benchFloor() Command {
 				if *n <= 0 || *conc <= 0 || *rounds <= 0 || *body < 2 {
 					return usagef("--n, --concurrency and --rounds must be positive, --body-bytes at least 2")
 				}
-				var httpCPU, storeCPU []time.Duration
+				var httpCPU, actCPU, wfCPU []time.Duration
 				for r := 0; r < *rounds; r++ {
 					h, err := floorHTTP(ctx, *n, *conc, *body)
 					if err != nil {
 						return err
 					}
-					s, err := floorStore(ctx, *n, *conc, d)
+					a, err := floorStore(ctx, *n, *conc, d, floorActivity)
 					if err != nil {
 						return err
 					}
-					httpCPU, storeCPU = append(httpCPU, h), append(storeCPU, s)
-					fmt.Fprintf(e.Stdout, "round %d: HTTP round trip %.1f µs CPU, activity on the store in-process %.1f µs CPU\n",
-						r+1, micros(h), micros(s))
+					w, err := floorStore(ctx, *n/2, *conc, d, floorWorkflow)
+					if err != nil {
+						return err
+					}
+					httpCPU, actCPU, wfCPU = append(httpCPU, h), append(actCPU, a), append(wfCPU, w)
+					fmt.Fprintf(e.Stdout, "round %d: HTTP round trip %.1f µs, activity on the store %.1f µs, workflow of one activity on the store %.1f µs (CPU)\n",
+						r+1, micros(h), micros(a), micros(w))
 				}
-				h, s := medianDuration(httpCPU), medianDuration(storeCPU)
-				fmt.Fprintf(e.Stdout, "median of %d rounds, %d operations each, concurrency %d, durability %s, load %s:\n",
-					*rounds, *n, *conc, d, loadAverage())
+				h, a, w := medianDuration(httpCPU), medianDuration(actCPU), medianDuration(wfCPU)
+				fmt.Fprintf(e.Stdout, "median of %d rounds, %d operations each (workflows %d), concurrency %d, durability %s, load %s:\n",
+					*rounds, *n, *n/2, *conc, d, loadAverage())
 				fmt.Fprintf(e.Stdout, "  bare HTTP POST round trip (client + server, %d-byte body): %.1f µs CPU\n", *body, micros(h))
-				fmt.Fprintf(e.Stdout, "  activity created locked + finished on the store in-process: %.1f µs CPU\n", micros(s))
-				fmt.Fprintf(e.Stdout, "  floor of an activity step over HTTP (2 requests + the store): %.1f µs CPU\n", micros(2*h+s))
+				fmt.Fprintf(e.Stdout, "  activity created locked + finished on the store in-process: %.1f µs CPU\n", micros(a))
+				fmt.Fprintf(e.Stdout, "  workflow of one activity on the store in-process (4 commits): %.1f µs CPU\n", micros(w))
+				fmt.Fprintf(e.Stdout, "  floor of an activity step over HTTP (2 requests + the store): %.1f µs CPU\n", micros(2*h+a))
+				fmt.Fprintf(e.Stdout, "  floor of a workflow of one activity over HTTP (4 requests + the store): %.1f µs CPU\n", micros(4*h+w))
 				return nil
 			}
 		},
@@ -148,10 +156,9 @@ func floorBody(size int) []byte {
 	return b
 }
 
-// floorStore runs n activities on a fresh embedded store in-process —
-// CreateLocked, then Append(Finished) — from conc goroutines and returns
-// the process CPU per activity.
-func floorStore(ctx context.Context, n, conc int, d sqlite.Durability) (time.Duration, error) {
+// floorStore runs n operations op on a fresh embedded store in-process from
+// conc goroutines and returns the process CPU per operation.
+func floorStore(ctx context.Context, n, conc int, d sqlite.Durability, op func(ctx context.Context, f *floorFixture) error) (time.Duration, error) {
 	dir, cleanup, err := benchDir("", "stela-floor-")
 	if err != nil {
 		return 0, err
@@ -167,27 +174,100 @@ func floorStore(ctx context.Context, n, conc int, d sqlite.Durability) (time.Dur
 	if err != nil {
 		return 0, err
 	}
-	ffqn := run.ffqn("floor")
-	lock := core.EagerLock{Request: run.lockRequest(core.ComponentTypeActivity, 1), FFQNs: []core.FunctionFqn{ffqn}}
-	return floorRun(n, conc, func(int) error {
-		id, err := newID()
-		if err != nil {
-			return err
-		}
-		t := now()
-		l := lock
-		l.Request.CreatedAt, l.Request.PendingAtOrSooner, l.Request.LockExpiresAt = t, t, t.Add(time.Minute)
-		_, locked, err := svc.CreateLocked(ctx, core.CreateRequest{CreatedAt: t, ExecutionID: id, FFQN: ffqn, Params: core.Params{},
-			ScheduledAt: t, ComponentID: l.Request.ComponentID, DeploymentID: l.Request.DeploymentID, Metadata: core.ExecutionMetadata{}}, l)
-		if err != nil {
-			return err
-		}
-		if len(locked) != 1 {
-			return fmt.Errorf("floor: created %s unlocked", id)
-		}
-		_, err = svc.Append(ctx, id, locked[0].NextVersion, finishedOK(now()))
+	f := &floorFixture{svc: svc, run: run, activity: run.ffqn("floor"), workflow: run.ffqn("floorwf")}
+	return floorRun(n, conc, func(int) error { return op(ctx, f) })
+}
+
+// floorFixture is what the store's floor operations share.
+type floorFixture struct {
+	svc                *store.Service
+	run                *benchRun
+	activity, workflow core.FunctionFqn
+}
+
+// lock is an eager lock of one execution of ffqn (a component of type ct)
+// stamped t.
+func (f *floorFixture) lock(ct core.ComponentType, ffqn core.FunctionFqn, t core.Timestamp) core.EagerLock {
+	l := core.EagerLock{Request: f.run.lockRequest(ct, 1), FFQNs: []core.FunctionFqn{ffqn}}
+	l.Request.CreatedAt, l.Request.PendingAtOrSooner, l.Request.LockExpiresAt = t, t, t.Add(time.Minute)
+	return l
+}
+
+func (f *floorFixture) create(id core.ExecutionId, ffqn core.FunctionFqn, l core.EagerLock, t core.Timestamp, parent *core.Parent) core.CreateRequest {
+	return core.CreateRequest{CreatedAt: t, ExecutionID: id, FFQN: ffqn, Params: core.Params{}, Parent: parent,
+		ScheduledAt: t, ComponentID: l.Request.ComponentID, DeploymentID: l.Request.DeploymentID, Metadata: core.ExecutionMetadata{}}
+}
+
+// floorActivity is an activity created locked, then finished: W1's
+// activity step.
+func floorActivity(ctx context.Context, f *floorFixture) error {
+	id, err := newID()
+	if err != nil {
 		return err
-	})
+	}
+	t := now()
+	l := f.lock(core.ComponentTypeActivity, f.activity, t)
+	_, locked, err := f.svc.CreateLocked(ctx, f.create(id, f.activity, l, t, nil), l)
+	if err != nil {
+		return err
+	}
+	if len(locked) != 1 {
+		return fmt.Errorf("floor: created %s unlocked", id)
+	}
+	_, err = f.svc.Append(ctx, id, locked[0].NextVersion, finishedOK(now()))
+	return err
+}
+
+// floorWorkflow is a workflow calling one activity as the SDK writes it on
+// one worker (W1's workflow step): the workflow created locked; its join
+// set, child request and JoinNext with the child created locked in one
+// commit; the child's finish with its response to the parent; the
+// workflow's finish.
+func floorWorkflow(ctx context.Context, f *floorFixture) error {
+	parent, err := newID()
+	if err != nil {
+		return err
+	}
+	t := now()
+	wl := f.lock(core.ComponentTypeWorkflow, f.workflow, t)
+	_, locked, err := f.svc.CreateLocked(ctx, f.create(parent, f.workflow, wl, t, nil), wl)
+	if err != nil {
+		return err
+	}
+	if len(locked) != 1 {
+		return fmt.Errorf("floor: created %s unlocked", parent)
+	}
+	js, err := core.NewJoinSetId(core.JoinSetKindOneOff, "1")
+	if err != nil {
+		return err
+	}
+	child := parent.NextLevel(js)
+	t = now()
+	al := f.lock(core.ComponentTypeActivity, f.activity, t)
+	batch := []core.AppendRequest{
+		historyEvent(t, &core.JoinSetCreate{JoinSetID: js}),
+		historyEvent(t, &core.JoinSetRequestEvent{JoinSetID: js, Request: &core.ChildExecutionRequest{
+			ChildExecutionID: core.ExecutionIdDerived{ExecutionId: child}, TargetFFQN: f.activity, Params: core.Params{}}}),
+		historyEvent(t, &core.JoinNext{JoinSetID: js, RunExpiresAt: wl.Request.LockExpiresAt}),
+	}
+	next, kids, err := f.svc.AppendBatchCreateNewExecutionLocked(ctx, t, batch, parent, locked[0].NextVersion,
+		[]core.CreateRequest{f.create(child, f.activity, al, t, &core.Parent{ExecutionID: parent, JoinSetID: js})}, nil, []core.EagerLock{al})
+	if err != nil {
+		return err
+	}
+	if len(kids) != 1 {
+		return fmt.Errorf("floor: child %s created unlocked", child)
+	}
+	t = now()
+	if _, err := f.svc.AppendBatchRespondToParent(ctx,
+		core.AppendEventsToExecution{ExecutionID: child, Version: kids[0].NextVersion, Batch: []core.AppendRequest{finishedOK(t)}},
+		core.AppendResponseToExecution{ParentExecutionID: parent, CreatedAt: t, JoinSetID: js,
+			ChildExecutionID: core.ExecutionIdDerived{ExecutionId: child}, FinishedVersion: kids[0].NextVersion, Result: core.RetOk(nil)},
+		t); err != nil {
+		return err
+	}
+	_, err = f.svc.Append(ctx, parent, next, finishedOK(now()))
+	return err
 }
 
 // loadAverage is the 1-minute load average ("n/a" where /proc has none).

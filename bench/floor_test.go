@@ -30,8 +30,10 @@ func TestBenchFloorPrintsEachPart(t *testing.T) {
 	for _, want := range []string{
 		`bare HTTP POST round trip \(client \+ server, 600-byte body\): [0-9.]+ µs CPU`,
 		`activity created locked \+ finished on the store in-process: [0-9.]+ µs CPU`,
+		`workflow of one activity on the store in-process \(4 commits\): [0-9.]+ µs CPU`,
 		`floor of an activity step over HTTP \(2 requests \+ the store\): [0-9.]+ µs CPU`,
-		`median of 1 rounds, 50 operations each, concurrency 8, durability os-crash-unsafe`,
+		`floor of a workflow of one activity over HTTP \(4 requests \+ the store\): [0-9.]+ µs CPU`,
+		`median of 1 rounds, 50 operations each \(workflows 25\), concurrency 8, durability os-crash-unsafe`,
 	} {
 		m := regexp.MustCompile(want).FindString(out)
 		if m == "" {
