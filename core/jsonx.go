@@ -146,6 +146,9 @@ func decodeStrict(data []byte, v any) error { return decodeStrictTag(data, v, ""
 // (serde's #[serde(tag = "…")]): the object also holds the tag key, which is
 // not a field of v.
 func decodeStrictTag(data []byte, v any, tag string) error {
+	if fastDecodeStrict(data, v, tag) {
+		return nil
+	}
 	t := reflect.TypeOf(v).Elem()
 	if err := json.Unmarshal(data, v); err != nil {
 		if loc := LocateJSONError(data, t, tag); loc != nil {

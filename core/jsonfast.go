@@ -1,0 +1,545 @@
+package core
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// The strict decoders' fast path. decodeStrictTag used to json.Unmarshal
+// every object and then split it again to check its fields; since every
+// nested strict decoder did the same with its own part of the text, a
+// value n levels deep was validated and decoded n times by encoding/json.
+// fastDecodeStrict instead validates the text once with a plain byte loop
+// (validJSON, which accepts only what json.Valid accepts), splits the
+// object (ParseJSONObject) and decodes each member into its field
+// directly, calling the field's own UnmarshalJSON or UnmarshalText itself
+// as encoding/json would. It handles only the common shapes and reports
+// false for anything else — an unknown, duplicate, escaped or
+// case-folded key, a null for a non-pointer, a scalar it does not parse
+// exactly as encoding/json does, any error — and then leaves v as it
+// found it, zero: the caller takes the encoding/json path, which answers
+// every error (and everything the fast path does not handle) as before.
+// So what the fast path accepts, the encoding/json path accepts with the
+// same value; strict_fast_test.go runs both over the corpora.
+
+// fastStrictEnabled switches the fast path (tests compare both paths).
+var fastStrictEnabled = true
+
+// fastDecodeStrict decodes data into v (a pointer to a struct) as
+// decodeStrictTag would, or reports false having left *v zero.
+func fastDecodeStrict(data []byte, v any, tag string) bool {
+	if !fastStrictEnabled {
+		return false
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return false
+	}
+	ev := rv.Elem()
+	if ev.Kind() != reflect.Struct || !ev.IsZero() {
+		return false // encoding/json would merge into the present value
+	}
+	if !validJSON(data) {
+		return false
+	}
+	if fastStruct(data, ev, tag) {
+		return true
+	}
+	ev.SetZero()
+	return false
+}
+
+// fastField is a JSON field of a struct decoded by the fast path.
+type fastField struct {
+	name     string
+	index    []int
+	required bool
+}
+
+// fastPlan is how the fast path decodes a struct type; ok is false for
+// types it leaves to encoding/json (see fastPlanFor).
+type fastPlan struct {
+	ok     bool
+	fields []fastField
+}
+
+var fastPlans sync.Map // reflect.Type -> *fastPlan
+
+// fastPlanFor returns the plan of struct t: its fields as rulesFor finds
+// them (embedded structs flattened, the same names and required rules),
+// with their index paths. Types where encoding/json would match fields
+// differently than rulesFor — two fields of one name (up to case), an
+// embedded pointer or a `,string` option — get no plan (ok false).
+func fastPlanFor(t reflect.Type) *fastPlan {
+	if p, ok := fastPlans.Load(t); ok {
+		return p.(*fastPlan)
+	}
+	p := &fastPlan{ok: true}
+	p.collect(t, nil)
+	if p.ok {
+		rules := rulesFor(t)
+		if len(rules) != len(p.fields) || len(p.fields) > 64 {
+			p.ok = false
+		}
+		for i := 0; p.ok && i < len(rules); i++ {
+			f := p.fields[i]
+			if rules[i].name != f.name || rules[i].required != f.required {
+				p.ok = false
+			}
+			for _, g := range p.fields[:i] {
+				if strings.EqualFold(g.name, f.name) {
+					p.ok = false
+				}
+			}
+		}
+	}
+	fastPlans.Store(t, p)
+	return p
+}
+
+func (p *fastPlan) collect(t reflect.Type, index []int) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		idx := append(append([]int(nil), index...), i)
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			p.collect(f.Type, idx)
+			continue
+		}
+		if f.Anonymous && name == "" {
+			p.ok = false // encoding/json flattens embedded pointers to structs
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if strings.Contains(opts, "string") {
+			p.ok = false
+		}
+		if name == "" {
+			name = f.Name
+		}
+		required := f.Type.Kind() != reflect.Pointer && !strings.Contains(opts, "omitempty") &&
+			f.Tag.Get("stela") != "default"
+		p.fields = append(p.fields, fastField{name: name, index: idx, required: required})
+	}
+}
+
+// fastStruct decodes the object data into the zero struct sv.
+func fastStruct(data []byte, sv reflect.Value, tag string) bool {
+	plan := fastPlanFor(sv.Type())
+	if !plan.ok {
+		return false
+	}
+	obj, ok := ParseJSONObject(data)
+	if !ok {
+		return false
+	}
+	var seen uint64
+	for _, m := range obj {
+		k := -1
+		for i := range plan.fields {
+			if plan.fields[i].name == string(m.Key) {
+				k = i
+				break
+			}
+		}
+		if k < 0 {
+			if tag == "" || string(m.Key) != tag {
+				return false // unknown: the encoding/json path says so
+			}
+			for _, f := range plan.fields {
+				if strings.EqualFold(f.name, tag) {
+					return false // encoding/json would decode the tag into it
+				}
+			}
+			continue
+		}
+		if seen&(1<<k) != 0 {
+			return false // duplicate key: encoding/json merges
+		}
+		seen |= 1 << k
+		fv := sv.FieldByIndex(plan.fields[k].index)
+		if !fv.CanSet() || !fastValue(m.Value, fv) {
+			return false
+		}
+	}
+	for i, f := range plan.fields {
+		if f.required && seen&(1<<i) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// fastKind is how the fast path decodes a value of a type.
+type fastKind uint8
+
+const (
+	fastGeneric     fastKind = iota // json.Unmarshal of the member alone
+	fastUnmarshaler                 // the type's UnmarshalJSON
+	fastText                        // the type's UnmarshalText, from a plain string
+	fastPlainStruct                 // fastStruct
+	fastSlice                       // element by element
+	fastString                      // a plain string
+	fastBool                        // true, false
+	fastUint                        // digits
+	fastInt                         // -?digits
+	fastPointer                     // null, or the element
+	fastNo                          // never (left to encoding/json)
+)
+
+var (
+	fastKinds      sync.Map // reflect.Type -> fastKind
+	jsonNumberType = reflect.TypeFor[json.Number]()
+)
+
+func fastKindOf(t reflect.Type) fastKind {
+	if k, ok := fastKinds.Load(t); ok {
+		return k.(fastKind)
+	}
+	k := classify(t)
+	fastKinds.Store(t, k)
+	return k
+}
+
+func classify(t reflect.Type) fastKind {
+	pt := reflect.PointerTo(t)
+	switch {
+	case t.Kind() == reflect.Pointer:
+		if t.Elem().Kind() == reflect.Pointer {
+			return fastNo
+		}
+		return fastPointer
+	case pt.Implements(unmarshalerType):
+		return fastUnmarshaler
+	case pt.Implements(textUnmarshalerType):
+		return fastText
+	case t == jsonNumberType:
+		return fastGeneric // a number, or a string holding one
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		return fastPlainStruct
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return fastGeneric // base64
+		}
+		return fastSlice
+	case reflect.String:
+		return fastString
+	case reflect.Bool:
+		return fastBool
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return fastUint
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return fastInt
+	case reflect.Map, reflect.Array, reflect.Float32, reflect.Float64, reflect.Interface:
+		return fastGeneric
+	}
+	return fastNo
+}
+
+// fastValue decodes the valid JSON value data into the zero, settable fv.
+func fastValue(data []byte, fv reflect.Value) bool {
+	if len(data) == 0 {
+		return false
+	}
+	kind := fastKindOf(fv.Type())
+	if data[0] == 'n' { // null: a nil pointer, else left to encoding/json
+		return kind == fastPointer
+	}
+	switch kind {
+	case fastPointer:
+		p := reflect.New(fv.Type().Elem())
+		if !fastValue(data, p.Elem()) {
+			return false
+		}
+		fv.Set(p)
+		return true
+	case fastUnmarshaler:
+		return fv.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(data) == nil
+	case fastText:
+		s, ok := plainJSONString(data)
+		return ok && fv.Addr().Interface().(interface{ UnmarshalText([]byte) error }).UnmarshalText(s) == nil
+	case fastPlainStruct:
+		return fastStruct(data, fv, "")
+	case fastSlice:
+		items, ok := JSONArray(data)
+		if !ok {
+			return false
+		}
+		s := reflect.MakeSlice(fv.Type(), len(items), len(items))
+		for i, it := range items {
+			// A null element is nil or zero to encoding/json but
+			// "expected an object" to checkRequired: left to them.
+			if it[0] == 'n' || !fastValue(it, s.Index(i)) {
+				return false
+			}
+		}
+		fv.Set(s)
+		return true
+	case fastString:
+		s, ok := plainJSONString(data)
+		if !ok {
+			return false
+		}
+		fv.SetString(string(s))
+		return true
+	case fastBool:
+		switch string(data) {
+		case "true":
+			fv.SetBool(true)
+			return true
+		case "false":
+			return true
+		}
+		return false
+	case fastUint:
+		n, ok := parseDigits(data)
+		if !ok || fv.OverflowUint(n) {
+			return false
+		}
+		fv.SetUint(n)
+		return true
+	case fastInt:
+		neg := data[0] == '-'
+		if neg {
+			data = data[1:]
+		}
+		n, ok := parseDigits(data)
+		if !ok || n > 1<<63 || !neg && n == 1<<63 {
+			return false
+		}
+		i := int64(n)
+		if neg {
+			i = -i
+		}
+		if fv.OverflowInt(i) {
+			return false
+		}
+		fv.SetInt(i)
+		return true
+	case fastGeneric:
+		return json.Unmarshal(data, fv.Addr().Interface()) == nil
+	}
+	return false
+}
+
+// parseDigits parses a JSON integer without sign, fraction or exponent
+// (strconv.ParseUint's base-10 grammar on valid JSON).
+func parseDigits(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if n > (1<<64-1-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	return n, true
+}
+
+// plainJSONString returns the content of the JSON string token data when
+// encoding/json would decode it to exactly those bytes: no escape
+// sequence and valid UTF-8 (data is valid JSON, so no control bytes).
+func plainJSONString(data []byte) ([]byte, bool) {
+	if len(data) < 2 || data[0] != '"' || data[len(data)-1] != '"' {
+		return nil, false
+	}
+	s := data[1 : len(data)-1]
+	ascii := true
+	for _, c := range s {
+		if c == '\\' || c == '"' {
+			return nil, false
+		}
+		if c >= utf8.RuneSelf {
+			ascii = false
+		}
+	}
+	if !ascii && !utf8.Valid(s) {
+		return nil, false
+	}
+	return s, true
+}
+
+// validJSON reports whether data is one JSON value with optional
+// surrounding white space. It accepts only what json.Valid accepts (it
+// may refuse more: nesting deeper than validMaxDepth).
+func validJSON(data []byte) bool {
+	_, ok := scanValidJSON(data)
+	return ok
+}
+
+// validMaxDepth bounds validJSON's nesting (encoding/json's is 10000).
+const validMaxDepth = 1000
+
+// scanValidJSON is validJSON that also returns the deepest nesting of
+// arrays and objects.
+func scanValidJSON(data []byte) (depth int, ok bool) {
+	v := jsonValidator{data: data}
+	i := v.value(skipSpace(data, 0), 1)
+	if i < 0 || skipSpace(data, i) != len(data) {
+		return 0, false
+	}
+	return v.maxDepth, true
+}
+
+type jsonValidator struct {
+	data     []byte
+	maxDepth int
+}
+
+// value returns the index after the value at data[i] (nested at depth if
+// it is an array or an object), or -1.
+func (v *jsonValidator) value(i, depth int) int {
+	data := v.data
+	if i >= len(data) {
+		return -1
+	}
+	switch c := data[i]; c {
+	case '"':
+		return v.str(i)
+	case '{', '[':
+		if depth > validMaxDepth {
+			return -1
+		}
+		v.maxDepth = max(v.maxDepth, depth)
+		end := byte('}')
+		if c == '[' {
+			end = ']'
+		}
+		i = skipSpace(data, i+1)
+		if i < len(data) && data[i] == end {
+			return i + 1
+		}
+		for {
+			if c == '{' {
+				if i >= len(data) || data[i] != '"' {
+					return -1
+				}
+				if i = v.str(i); i < 0 {
+					return -1
+				}
+				i = skipSpace(data, i)
+				if i >= len(data) || data[i] != ':' {
+					return -1
+				}
+				i = skipSpace(data, i+1)
+			}
+			if i = v.value(i, depth+1); i < 0 {
+				return -1
+			}
+			i = skipSpace(data, i)
+			if i >= len(data) {
+				return -1
+			}
+			switch data[i] {
+			case ',':
+				i = skipSpace(data, i+1)
+			case end:
+				return i + 1
+			default:
+				return -1
+			}
+		}
+	case 't':
+		return v.literal(i, "true")
+	case 'f':
+		return v.literal(i, "false")
+	case 'n':
+		return v.literal(i, "null")
+	}
+	return v.number(i)
+}
+
+func (v *jsonValidator) literal(i int, lit string) int {
+	if len(v.data)-i < len(lit) || string(v.data[i:i+len(lit)]) != lit {
+		return -1
+	}
+	return i + len(lit)
+}
+
+// str returns the index after the string token at data[i] (a quote).
+func (v *jsonValidator) str(i int) int {
+	data := v.data
+	for j := i + 1; j < len(data); j++ {
+		c := data[j]
+		switch {
+		case c == '"':
+			return j + 1
+		case c < 0x20:
+			return -1
+		case c == '\\':
+			j++
+			if j >= len(data) {
+				return -1
+			}
+			switch data[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if _, ok := hex4(data, j+1); !ok {
+					return -1
+				}
+				j += 4
+			default:
+				return -1
+			}
+		}
+	}
+	return -1
+}
+
+// number returns the index after the number at data[i]:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (v *jsonValidator) number(i int) int {
+	data := v.data
+	digits := func(j int) int {
+		k := j
+		for k < len(data) && '0' <= data[k] && data[k] <= '9' {
+			k++
+		}
+		if k == j {
+			return -1
+		}
+		return k
+	}
+	if i < len(data) && data[i] == '-' {
+		i++
+	}
+	if i >= len(data) {
+		return -1
+	}
+	if data[i] == '0' {
+		i++
+	} else if i = digits(i); i < 0 {
+		return -1
+	}
+	if i < len(data) && data[i] == '.' {
+		if i = digits(i + 1); i < 0 {
+			return -1
+		}
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		if i = digits(i); i < 0 {
+			return -1
+		}
+	}
+	return i
+}
