@@ -45,7 +45,7 @@ func fastDecodeStrict(data []byte, v any, tag string) bool {
 	if !validJSON(data) {
 		return false
 	}
-	if fastStruct(data, ev, tag) {
+	if fastStruct(data, ev, tag, false) {
 		return true
 	}
 	ev.SetZero()
@@ -66,19 +66,28 @@ type fastPlan struct {
 	fields []fastField
 }
 
-var fastPlans sync.Map // reflect.Type -> *fastPlan
+var fastPlans sync.Map // planKey -> *fastPlan
+
+type planKey struct {
+	t   reflect.Type
+	top bool
+}
 
 // fastPlanFor returns the plan of struct t: its fields as rulesFor finds
 // them (embedded structs flattened, the same names and required rules),
-// with their index paths. Types where encoding/json would match fields
-// differently than rulesFor — two fields of one name (up to case), an
-// embedded pointer or a `,string` option — get no plan (ok false).
-func fastPlanFor(t reflect.Type) *fastPlan {
-	if p, ok := fastPlans.Load(t); ok {
+// with their index paths; with top, a field is required iff tagged
+// `required:"true"` (the request-body rules). Types where encoding/json
+// would match fields differently than rulesFor — two fields of one name
+// (up to case), an embedded pointer or a `,string` option — get no plan
+// (ok false), and so do, with top, unexported embedded structs (the
+// request rules skip them).
+func fastPlanFor(t reflect.Type, top bool) *fastPlan {
+	key := planKey{t, top}
+	if p, ok := fastPlans.Load(key); ok {
 		return p.(*fastPlan)
 	}
 	p := &fastPlan{ok: true}
-	p.collect(t, nil)
+	p.collect(t, nil, top)
 	if p.ok {
 		rules := rulesFor(t)
 		if len(rules) != len(p.fields) || len(p.fields) > 64 {
@@ -86,7 +95,7 @@ func fastPlanFor(t reflect.Type) *fastPlan {
 		}
 		for i := 0; p.ok && i < len(rules); i++ {
 			f := p.fields[i]
-			if rules[i].name != f.name || rules[i].required != f.required {
+			if rules[i].name != f.name || !top && rules[i].required != f.required {
 				p.ok = false
 			}
 			for _, g := range p.fields[:i] {
@@ -96,11 +105,11 @@ func fastPlanFor(t reflect.Type) *fastPlan {
 			}
 		}
 	}
-	fastPlans.Store(t, p)
+	fastPlans.Store(key, p)
 	return p
 }
 
-func (p *fastPlan) collect(t reflect.Type, index []int) {
+func (p *fastPlan) collect(t reflect.Type, index []int, top bool) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -110,7 +119,10 @@ func (p *fastPlan) collect(t reflect.Type, index []int) {
 		name, opts, _ := strings.Cut(tag, ",")
 		idx := append(append([]int(nil), index...), i)
 		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			p.collect(f.Type, idx)
+			if top && !f.IsExported() {
+				p.ok = false
+			}
+			p.collect(f.Type, idx, top)
 			continue
 		}
 		if f.Anonymous && name == "" {
@@ -127,31 +139,36 @@ func (p *fastPlan) collect(t reflect.Type, index []int) {
 		}
 		required := f.Type.Kind() != reflect.Pointer && !strings.Contains(opts, "omitempty") &&
 			f.Tag.Get("stela") != "default"
+		if top {
+			required = f.Tag.Get("required") == "true"
+		}
 		p.fields = append(p.fields, fastField{name: name, index: idx, required: required})
 	}
 }
 
-// fastStruct decodes the object data into the zero struct sv.
-func fastStruct(data []byte, sv reflect.Value, tag string) bool {
-	plan := fastPlanFor(sv.Type())
+// fastStruct decodes the object data into the zero struct sv; top selects
+// the request-body rules (DecodeValidatedRequest).
+func fastStruct(data []byte, sv reflect.Value, tag string, top bool) bool {
+	plan := fastPlanFor(sv.Type(), top)
 	if !plan.ok {
 		return false
 	}
-	obj, ok := ParseJSONObject(data)
-	if !ok {
-		return false
-	}
 	var seen uint64
-	for _, m := range obj {
+	it := members{data: data}
+	for {
+		key, val, more := it.next()
+		if !more {
+			break
+		}
 		k := -1
 		for i := range plan.fields {
-			if plan.fields[i].name == string(m.Key) {
+			if plan.fields[i].name == string(key) {
 				k = i
 				break
 			}
 		}
 		if k < 0 {
-			if tag == "" || string(m.Key) != tag {
+			if tag == "" || string(key) != tag {
 				return false // unknown: the encoding/json path says so
 			}
 			for _, f := range plan.fields {
@@ -165,10 +182,16 @@ func fastStruct(data []byte, sv reflect.Value, tag string) bool {
 			return false // duplicate key: encoding/json merges
 		}
 		seen |= 1 << k
+		if top && plan.fields[k].required && val[0] == 'n' {
+			return false // null is missing to the request rules
+		}
 		fv := sv.FieldByIndex(plan.fields[k].index)
-		if !fv.CanSet() || !fastValue(m.Value, fv) {
+		if !fv.CanSet() || !fastValue(val, fv) {
 			return false
 		}
+	}
+	if !it.ok {
+		return false
 	}
 	for i, f := range plan.fields {
 		if f.required && seen&(1<<i) == 0 {
@@ -176,6 +199,111 @@ func fastStruct(data []byte, sv reflect.Value, tag string) bool {
 		}
 	}
 	return true
+}
+
+// members iterates over the members of the object text data (valid
+// JSON) as ParseJSONObject splits them, without collecting them: next
+// returns the next key and value, more false at the end; ok is then false
+// if data is not an object or has a key ParseJSONObject refuses (an
+// escape sequence, invalid UTF-8).
+type members struct {
+	data    []byte
+	i       int
+	started bool
+	ok      bool
+}
+
+func (m *members) next() (key, val []byte, more bool) {
+	data, i := m.data, m.i
+	if !m.started {
+		m.started = true
+		i = skipSpace(data, 0)
+		if i >= len(data) || data[i] != '{' {
+			return nil, nil, false
+		}
+		i = skipSpace(data, i+1)
+		if i < len(data) && data[i] == '}' {
+			m.ok = skipSpace(data, i+1) == len(data)
+			return nil, nil, false
+		}
+	} else {
+		if i >= len(data) {
+			return nil, nil, false
+		}
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case '}':
+			m.ok = skipSpace(data, i+1) == len(data)
+			return nil, nil, false
+		default:
+			return nil, nil, false
+		}
+	}
+	if i >= len(data) || data[i] != '"' {
+		return nil, nil, false
+	}
+	end, escaped := scanString(data, i)
+	if end < 0 || escaped {
+		return nil, nil, false
+	}
+	key = data[i+1 : end-1]
+	if !utf8.Valid(key) {
+		return nil, nil, false
+	}
+	i = skipSpace(data, end)
+	if i >= len(data) || data[i] != ':' {
+		return nil, nil, false
+	}
+	i = skipSpace(data, i+1)
+	vend := skipValue(data, i)
+	if vend < 0 {
+		return nil, nil, false
+	}
+	val = data[i:vend]
+	m.i = skipSpace(data, vend)
+	return key, val, true
+}
+
+// elements counts the elements of the array text data (valid JSON), -1
+// if it is not an array; eachElement then walks them.
+func countElements(data []byte) int {
+	n := 0
+	if !eachElement(data, func([]byte) bool { n++; return true }) {
+		return -1
+	}
+	return n
+}
+
+// eachElement calls f with each element of the array text data (valid
+// JSON) while f returns true; false if data is not an array or f stopped.
+func eachElement(data []byte, f func([]byte) bool) bool {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		return false
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		return skipSpace(data, i+1) == len(data)
+	}
+	for {
+		end := skipValue(data, i)
+		if end < 0 || !f(data[i:end]) {
+			return false
+		}
+		i = skipSpace(data, end)
+		if i >= len(data) {
+			return false
+		}
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case ']':
+			return skipSpace(data, i+1) == len(data)
+		default:
+			return false
+		}
+	}
 }
 
 // fastKind is how the fast path decodes a value of a type.
@@ -269,19 +397,23 @@ func fastValue(data []byte, fv reflect.Value) bool {
 		s, ok := plainJSONString(data)
 		return ok && fv.Addr().Interface().(interface{ UnmarshalText([]byte) error }).UnmarshalText(s) == nil
 	case fastPlainStruct:
-		return fastStruct(data, fv, "")
+		return fastStruct(data, fv, "", false)
 	case fastSlice:
-		items, ok := JSONArray(data)
-		if !ok {
+		n := countElements(data)
+		if n < 0 {
 			return false
 		}
-		s := reflect.MakeSlice(fv.Type(), len(items), len(items))
-		for i, it := range items {
+		s := reflect.MakeSlice(fv.Type(), n, n)
+		i := 0
+		ok := eachElement(data, func(it []byte) bool {
 			// A null element is nil or zero to encoding/json but
 			// "expected an object" to checkRequired: left to them.
-			if it[0] == 'n' || !fastValue(it, s.Index(i)) {
-				return false
-			}
+			ok := it[0] != 'n' && fastValue(it, s.Index(i))
+			i++
+			return ok
+		})
+		if !ok {
+			return false
 		}
 		fv.Set(s)
 		return true
