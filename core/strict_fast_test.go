@@ -353,3 +353,43 @@ func FuzzStrictFastPath(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckJSONTextKeyStack pins the duplicate-key check of CheckJSONText
+// with its one key stack shared by the open objects: keys of a nested or
+// a closed object are not the outer object's, and objects beyond the short
+// list (16 keys) still catch duplicates.
+func TestCheckJSONTextKeyStack(t *testing.T) {
+	many := func(n int, extra string) string {
+		var b strings.Builder
+		b.WriteByte('{')
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`"k` + strings.Repeat("x", i) + `":{"k":1,"kx":[{"k":2}]}`)
+		}
+		return b.String() + extra + "}"
+	}
+	for _, tc := range []struct{ in, reason string }{
+		{`{"a":{"x":1,"y":2},"x":3,"y":{"x":{}}}`, ""},
+		{`[{"a":1},{"a":2},{"b":[{"a":3}],"a":4}]`, ""},
+		{`{"a":{"x":1},"b":{"x":1,"x":2}}`, "duplicate key `x` at `b`"},
+		{`{"a":{"x":1},"x":2,"a":3}`, "duplicate key `a`"},
+		{`[{"a":1},{"b":{"c":1},"b":2}]`, "duplicate key `b` at `[1]`"},
+		{many(15, ""), ""},
+		{many(16, ""), ""},
+		{many(40, ""), ""},
+		{many(16, `,"k":1`), "duplicate key `k`"},
+		{many(40, `,"kxxxxx":1`), "duplicate key `kxxxxx`"},
+		{many(40, `,"z":{"a":1,"a":2}`), "duplicate key `a` at `z`"},
+	} {
+		err := CheckJSONText([]byte(tc.in))
+		got := ""
+		if err != nil {
+			got = err.(*ValidationError).Reason
+		}
+		if !strings.Contains(got, tc.reason) || (tc.reason == "") != (err == nil) {
+			t.Errorf("CheckJSONText(%.60s…) = %v, want %q", tc.in, err, tc.reason)
+		}
+	}
+}
