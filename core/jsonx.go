@@ -500,6 +500,24 @@ func marshalInternallyTagged(key, tag string, v any) ([]byte, error) {
 
 // readTag returns the string value of key in the object data.
 func readTag(data []byte, key, what string) (string, error) {
+	// The common case without collecting the members: the last member
+	// named key (as JSONObject.Get) of an object ParseJSONObject splits.
+	var last []byte
+	it := members{data: data}
+	for {
+		k, v, more := it.next()
+		if !more {
+			break
+		}
+		if string(k) == key {
+			last = v
+		}
+	}
+	if it.ok && last != nil {
+		if s, ok := plainString(last); ok {
+			return s, nil
+		}
+	}
 	obj, ok := rawObject(data)
 	if !ok {
 		return "", &ValidationError{Reason: fmt.Sprintf("%s: expected an object", what)}
@@ -541,6 +559,12 @@ func splitExternallyTagged(data []byte, what string) (tag string, inner json.Raw
 			return "", nil, false, &ValidationError{Reason: what + ": " + err.Error()}
 		}
 		return tag, nil, true, nil
+	}
+	it := members{data: data}
+	if k, v, more := it.next(); more {
+		if _, _, more := it.next(); !more && it.ok {
+			return string(k), v, false, nil
+		}
 	}
 	if o, ok := ParseJSONObject(data); ok && len(o) == 1 {
 		return string(o[0].Key), o[0].Value, false, nil
