@@ -1,10 +1,12 @@
 package core
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -12,9 +14,11 @@ import (
 // every object and then split it again to check its fields; since every
 // nested strict decoder did the same with its own part of the text, a
 // value n levels deep was validated and decoded n times by encoding/json.
-// fastDecodeStrict instead validates the text once with a plain byte loop
-// (validJSON, which accepts only what json.Valid accepts), splits the
-// object (ParseJSONObject) and decodes each member into its field
+// fastDecodeStrict instead validates the text with a plain byte loop
+// (validJSON, which accepts only what json.Valid accepts; a nested strict
+// decoder validates its part again, but with that loop, not encoding/json's
+// scanner), walks the object's members in place (members, as
+// ParseJSONObject splits them) and decodes each member into its field
 // directly, calling the field's own UnmarshalJSON or UnmarshalText itself
 // as encoding/json would. It handles only the common shapes and reports
 // false for anything else — an unknown, duplicate, escaped or
@@ -25,13 +29,13 @@ import (
 // So what the fast path accepts, the encoding/json path accepts with the
 // same value; strict_fast_test.go runs both over the corpora.
 
-// fastStrictEnabled switches the fast path (tests compare both paths).
-var fastStrictEnabled = true
+// fastStrictOff switches the fast paths off (tests compare both ways).
+var fastStrictOff atomic.Bool
 
 // fastDecodeStrict decodes data into v (a pointer to a struct) as
 // decodeStrictTag would, or reports false having left *v zero.
 func fastDecodeStrict(data []byte, v any, tag string) bool {
-	if !fastStrictEnabled {
+	if fastStrictOff.Load() {
 		return false
 	}
 	rv := reflect.ValueOf(v)
@@ -265,8 +269,8 @@ func (m *members) next() (key, val []byte, more bool) {
 	return key, val, true
 }
 
-// elements counts the elements of the array text data (valid JSON), -1
-// if it is not an array; eachElement then walks them.
+// countElements counts the elements of the array text data (valid
+// JSON), -1 if it is not an array; eachElement then walks them.
 func countElements(data []byte) int {
 	n := 0
 	if !eachElement(data, func([]byte) bool { n++; return true }) {
@@ -697,7 +701,7 @@ func ValidJSONDepth(b []byte) (depth int, ok bool) { return scanValidJSON(b) }
 // decodes the slow way, which answers errors as before. What it accepts,
 // that way accepts with the same value.
 func DecodeValidatedRequest(data []byte, v any) bool {
-	if !fastStrictEnabled {
+	if fastStrictOff.Load() {
 		return false
 	}
 	rv := reflect.ValueOf(v)
@@ -710,7 +714,9 @@ func DecodeValidatedRequest(data []byte, v any) bool {
 	}
 	switch fastKindOf(ev.Type()) {
 	case fastUnmarshaler: // decodes itself, as encoding/json would have it
-		if fastValue(data, ev) {
+		// encoding/json hands it the value without the white space
+		// around (valid JSON: TrimSpace trims just that).
+		if fastValue(bytes.TrimSpace(data), ev) {
 			return true
 		}
 	case fastPlainStruct:
@@ -726,9 +732,7 @@ func DecodeValidatedRequest(data []byte, v any) bool {
 
 // SetFastDecoding switches the fast paths of the strict decoders and of
 // DecodeValidatedRequest on or off and returns the previous setting; tests
-// use it to compare both ways. Not safe while decoding.
+// use it to compare both ways (decodes running meanwhile may take either).
 func SetFastDecoding(on bool) bool {
-	was := fastStrictEnabled
-	fastStrictEnabled = on
-	return was
+	return !fastStrictOff.Swap(!on)
 }

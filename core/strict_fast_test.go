@@ -51,9 +51,8 @@ func decodeAs[T any](b []byte) (any, error) {
 
 // withFastStrict runs f with the fast path on or off.
 func withFastStrict(on bool, f func()) {
-	was := fastStrictEnabled
-	fastStrictEnabled = on
-	defer func() { fastStrictEnabled = was }()
+	was := SetFastDecoding(on)
+	defer SetFastDecoding(was)
 	f()
 }
 

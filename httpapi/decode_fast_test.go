@@ -143,3 +143,20 @@ func TestDecodeFastPathsMatch(t *testing.T) {
 	}
 	t.Logf("%d mutations accepted", accepted)
 }
+
+// FuzzDecodeFastPaths compares decodeJSON with and without core's fast
+// paths on arbitrary bodies of the hot routes' types.
+func FuzzDecodeFastPaths(f *testing.F) {
+	bodies := hotRouteBodies(f)
+	for i, r := range bodies {
+		f.Add(uint8(i), r.body)
+		for j, m := range nestedMutations(r.body) {
+			if j%16 == 0 {
+				f.Add(uint8(i), m)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
+		compareDecodePaths(t, body, bodies[int(route)%len(bodies)].typ)
+	})
+}
