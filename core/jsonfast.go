@@ -43,8 +43,10 @@ func fastDecodeStrict(data []byte, v any, tag string) bool {
 		return false
 	}
 	ev := rv.Elem()
-	if ev.Kind() != reflect.Struct || !ev.IsZero() {
-		return false // encoding/json would merge into the present value
+	if fastKindOf(ev.Type()) != fastPlainStruct || !ev.IsZero() {
+		// A decoder promoted from an embedded field is what encoding/json
+		// would call; into a value present it would merge.
+		return false
 	}
 	if !validJSON(data) {
 		return false

@@ -392,3 +392,20 @@ func TestCheckJSONTextKeyStack(t *testing.T) {
 		}
 	}
 }
+
+// promotedDecoder embeds a type with its own UnmarshalJSON: encoding/json
+// calls that one for the whole value, so the fast path must not decode it
+// field by field.
+type promotedDecoder struct {
+	ComponentRetryConfig
+	Extra int `json:"extra"`
+}
+
+// TestStrictFastPathLeavesPromotedDecoders pins that the fast path refuses
+// a struct whose method set holds a promoted UnmarshalJSON.
+func TestStrictFastPathLeavesPromotedDecoders(t *testing.T) {
+	var v promotedDecoder
+	if fastDecodeStrict([]byte(`{"extra":1}`), &v, "") {
+		t.Fatal("fast path decoded a struct with a promoted UnmarshalJSON")
+	}
+}
