@@ -43,15 +43,21 @@ func fastDecodeStrict(data []byte, v any, tag string) bool {
 		return false
 	}
 	ev := rv.Elem()
-	if fastKindOf(ev.Type()) != fastPlainStruct || !ev.IsZero() {
-		// A decoder promoted from an embedded field is what encoding/json
-		// would call; into a value present it would merge.
-		return false
+	kind := fastKindOf(ev.Type())
+	if kind != fastPlainStruct && kind != fastUnmarshaler || !ev.IsZero() {
+		return false // into a value present, encoding/json would merge
 	}
 	if !validJSON(data) {
 		return false
 	}
-	if fastStruct(data, ev, tag, false) {
+	if kind == fastUnmarshaler {
+		// Its own decoder (or one promoted from an embedded field) is
+		// what json.Unmarshal calls, with the value without the white
+		// space around; checkRequired leaves its content to it.
+		if fastValue(bytes.TrimSpace(data), ev) {
+			return true
+		}
+	} else if fastStruct(data, ev, tag, false) {
 		return true
 	}
 	ev.SetZero()

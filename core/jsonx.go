@@ -555,10 +555,13 @@ func marshalExternallyTagged(tag string, v any, unit bool) ([]byte, error) {
 func splitExternallyTagged(data []byte, what string) (tag string, inner json.RawMessage, unit bool, err error) {
 	data = bytes.TrimSpace(data)
 	if len(data) > 0 && data[0] == '"' {
-		if err := json.Unmarshal(data, &tag); err != nil {
+		// A variable of this branch: decoding into the named result
+		// would move it to the heap on every call.
+		var s string
+		if err := json.Unmarshal(data, &s); err != nil {
 			return "", nil, false, &ValidationError{Reason: what + ": " + err.Error()}
 		}
-		return tag, nil, true, nil
+		return s, nil, true, nil
 	}
 	it := members{data: data}
 	if k, v, more := it.next(); more {

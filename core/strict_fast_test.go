@@ -401,11 +401,18 @@ type promotedDecoder struct {
 	Extra int `json:"extra"`
 }
 
-// TestStrictFastPathLeavesPromotedDecoders pins that the fast path refuses
-// a struct whose method set holds a promoted UnmarshalJSON.
+// TestStrictFastPathLeavesPromotedDecoders pins that the fast path calls
+// the UnmarshalJSON a struct's method set holds (here promoted) instead of
+// decoding its fields.
 func TestStrictFastPathLeavesPromotedDecoders(t *testing.T) {
-	var v promotedDecoder
-	if fastDecodeStrict([]byte(`{"extra":1}`), &v, "") {
-		t.Fatal("fast path decoded a struct with a promoted UnmarshalJSON")
+	var fastOn, w promotedDecoder
+	fastErr := decodeStrict([]byte(`{"extra":1}`), &fastOn)
+	var slowErr error
+	withFastStrict(false, func() { slowErr = decodeStrict([]byte(`{"extra":1}`), &w) })
+	if errText(fastErr) != errText(slowErr) || !reflect.DeepEqual(fastOn, w) {
+		t.Fatalf("fast path %v %+v, encoding/json path %v %+v", fastErr, fastOn, slowErr, w)
+	}
+	if slowErr == nil {
+		t.Fatal("the promoted decoder should refuse `extra`")
 	}
 }
