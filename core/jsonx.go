@@ -146,6 +146,9 @@ func decodeStrict(data []byte, v any) error { return decodeStrictTag(data, v, ""
 // (serde's #[serde(tag = "…")]): the object also holds the tag key, which is
 // not a field of v.
 func decodeStrictTag(data []byte, v any, tag string) error {
+	if fastDecodeStrict(data, v, tag) {
+		return nil
+	}
 	t := reflect.TypeOf(v).Elem()
 	if err := json.Unmarshal(data, v); err != nil {
 		if loc := LocateJSONError(data, t, tag); loc != nil {
@@ -497,6 +500,24 @@ func marshalInternallyTagged(key, tag string, v any) ([]byte, error) {
 
 // readTag returns the string value of key in the object data.
 func readTag(data []byte, key, what string) (string, error) {
+	// The common case without collecting the members: the last member
+	// named key (as JSONObject.Get) of an object ParseJSONObject splits.
+	var last []byte
+	it := members{data: data}
+	for {
+		k, v, more := it.next()
+		if !more {
+			break
+		}
+		if string(k) == key {
+			last = v
+		}
+	}
+	if it.ok && last != nil {
+		if s, ok := plainString(last); ok {
+			return s, nil
+		}
+	}
 	obj, ok := rawObject(data)
 	if !ok {
 		return "", &ValidationError{Reason: fmt.Sprintf("%s: expected an object", what)}
@@ -534,10 +555,19 @@ func marshalExternallyTagged(tag string, v any, unit bool) ([]byte, error) {
 func splitExternallyTagged(data []byte, what string) (tag string, inner json.RawMessage, unit bool, err error) {
 	data = bytes.TrimSpace(data)
 	if len(data) > 0 && data[0] == '"' {
-		if err := json.Unmarshal(data, &tag); err != nil {
+		// A variable of this branch: decoding into the named result
+		// would move it to the heap on every call.
+		var s string
+		if err := json.Unmarshal(data, &s); err != nil {
 			return "", nil, false, &ValidationError{Reason: what + ": " + err.Error()}
 		}
-		return tag, nil, true, nil
+		return s, nil, true, nil
+	}
+	it := members{data: data}
+	if k, v, more := it.next(); more {
+		if _, _, more := it.next(); !more && it.ok {
+			return string(k), v, false, nil
+		}
 	}
 	if o, ok := ParseJSONObject(data); ok && len(o) == 1 {
 		return string(o[0].Key), o[0].Value, false, nil

@@ -129,7 +129,11 @@ func CheckJSONText(b []byte) error {
 		}
 		return invalid(fmt.Sprintf("not valid UTF-8 (byte offset %d)", n))
 	}
-	var stack []jsonFrame
+	var stackBuf [16]jsonFrame
+	var keysBuf [64][]byte
+	// keys holds the keys seen by the open objects, each frame's from its
+	// start: one buffer for the whole scan instead of a list per object.
+	stack, keys := stackBuf[:0], keysBuf[:0]
 	path := func(upTo int) string {
 		p := ""
 		for _, f := range stack[:upTo] {
@@ -144,12 +148,15 @@ func CheckJSONText(b []byte) error {
 	for i := 0; i < len(b); i++ {
 		switch b[i] {
 		case '{':
-			stack = append(stack, jsonFrame{obj: true, wantKey: true})
+			stack = append(stack, jsonFrame{obj: true, wantKey: true, start: len(keys)})
 		case '[':
 			stack = append(stack, jsonFrame{})
 		case '}', ']':
-			if len(stack) > 0 {
-				stack = stack[:len(stack)-1]
+			if n := len(stack); n > 0 {
+				if stack[n-1].obj {
+					keys = keys[:stack[n-1].start]
+				}
+				stack = stack[:n-1]
 			}
 		case ',':
 			if n := len(stack); n > 0 {
@@ -195,7 +202,8 @@ func CheckJSONText(b []byte) error {
 					key = []byte(k)
 				}
 				f := &stack[n-1]
-				if f.seen(key) {
+				var dup bool
+				if keys, dup = f.seen(keys, key); dup {
 					return invalid(fmt.Sprintf("duplicate key `%s`%s", key, at(path(n-1))))
 				}
 				f.key, f.wantKey = key, false
@@ -229,38 +237,38 @@ type jsonFrame struct {
 	wantKey bool
 	key     []byte // the current key (objects)
 	index   int    // the current element (arrays)
-	// The keys seen so far: a short list (no allocation for small objects),
-	// then a set.
-	few  [][]byte
-	many map[string]struct{}
+	// The keys seen so far: a short list, keys[start:] of the scan's
+	// shared key stack (no allocation for small objects), then a set.
+	start int
+	many  map[string]struct{}
 }
 
-// seen records key and reports whether the object already had it.
-func (f *jsonFrame) seen(key []byte) bool {
+// seen records key in the object's keys (keys[f.start:], or f.many) and
+// reports whether the object already had it; it returns the key stack.
+func (f *jsonFrame) seen(keys [][]byte, key []byte) ([][]byte, bool) {
 	const maxFew = 16
 	if f.many != nil {
 		if _, dup := f.many[string(key)]; dup {
-			return true
+			return keys, true
 		}
 		f.many[string(key)] = struct{}{}
-		return false
+		return keys, false
 	}
-	for _, k := range f.few {
+	few := keys[f.start:]
+	for _, k := range few {
 		if bytes.Equal(k, key) {
-			return true
+			return keys, true
 		}
 	}
-	if len(f.few) < maxFew {
-		f.few = append(f.few, key)
-		return false
+	if len(few) < maxFew {
+		return append(keys, key), false
 	}
 	f.many = make(map[string]struct{}, 2*maxFew)
-	for _, k := range f.few {
+	for _, k := range few {
 		f.many[string(k)] = struct{}{}
 	}
 	f.many[string(key)] = struct{}{}
-	f.few = nil
-	return false
+	return keys[:f.start], false
 }
 
 // scanJSONString scans the string token starting at b[start] (a '"') and

@@ -69,16 +69,25 @@ func decodeJSON(body []byte, dst any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return badRequest("missing request body")
 	}
-	if !json.Valid(body) {
-		var v any
-		err := json.Unmarshal(body, &v)
-		return &apiError{status: http.StatusBadRequest, msg: "invalid JSON: " + errText(err), err: err}
+	// One cheap pass for well-formedness and depth; json.Valid and
+	// jsonDepth only when it refuses (for the error, or a text too deep for it).
+	depth, ok := core.ValidJSONDepth(body)
+	if !ok {
+		if !json.Valid(body) {
+			var v any
+			err := json.Unmarshal(body, &v)
+			return &apiError{status: http.StatusBadRequest, msg: "invalid JSON: " + errText(err), err: err}
+		}
+		depth = jsonDepth(body)
 	}
-	if jsonDepth(body) > maxJSONDepth {
+	if depth > maxJSONDepth {
 		return badRequest("invalid JSON: nesting deeper than %d levels", maxJSONDepth)
 	}
 	if err := core.CheckJSONText(body); err != nil {
 		return &apiError{status: http.StatusBadRequest, msg: "invalid JSON: " + errText(err), err: err}
+	}
+	if core.DecodeValidatedRequest(body, dst) {
+		return nil // what it accepts, the decode below accepts alike
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
