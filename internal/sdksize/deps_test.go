@@ -109,7 +109,10 @@ func TestPlainHTTPWorkerSize(t *testing.T) {
 	// (+11.6 kB) took it from 113.1% to 113.9% (sizes of sdkworker at each
 	// branch, go build, linux/amd64). Still far from the 125% that
 	// importing httpapi again gives, which is what this test guards.
-	const maxRatio = 1.145
+	// 1.145 → 1.15 when issue 23's fast path of core's strict decoders
+	// (core/jsonfast.go, +43 kB) took it from 114.4% to 114.9%: the worker
+	// decodes every answer through those decoders, so it gains the CPU too.
+	const maxRatio = 1.15
 	dir := t.TempDir()
 	size := func(name string) int64 {
 		bin := filepath.Join(dir, name)
