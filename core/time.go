@@ -52,7 +52,7 @@ func (ts Timestamp) String() string { return string(ts.AppendText(nil)) }
 // AppendText appends the AutoSi RFC 3339 form of ts to b.
 func (ts Timestamp) AppendText(b []byte) []byte {
 	t := ts.Time.UTC()
-	b = t.AppendFormat(b, "2006-01-02T15:04:05")
+	b = appendDateTime(b, t)
 	ns := t.Nanosecond()
 	switch {
 	case ns == 0:
@@ -64,6 +64,25 @@ func (ts Timestamp) AppendText(b []byte) []byte {
 		b = appendFrac(b, ns, 9)
 	}
 	return append(b, 'Z')
+}
+
+// appendDateTime appends t (UTC) as "2006-01-02T15:04:05". Years outside
+// 0000–9999 go through time.Time.AppendFormat; the others are written
+// digit by digit, which gives the same bytes without parsing the layout
+// (timestamps are in every event a worker sends).
+func appendDateTime(b []byte, t time.Time) []byte {
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, "2006-01-02T15:04:05")
+	}
+	hour, minute, sec := t.Clock()
+	two := func(b []byte, v int) []byte { return append(b, byte('0'+v/10), byte('0'+v%10)) }
+	b = two(two(b, year/100), year%100)
+	b = two(append(b, '-'), int(month))
+	b = two(append(b, '-'), day)
+	b = two(append(b, 'T'), hour)
+	b = two(append(b, ':'), minute)
+	return two(append(b, ':'), sec)
 }
 
 func appendFrac(b []byte, v, digits int) []byte {
@@ -303,11 +322,12 @@ func isJSONNull(b []byte) bool { return bytes.Equal(bytes.TrimSpace(b), []byte("
 
 // MarshalJSON shadows time.Time's RFC3339Nano encoding with the AutoSi form.
 func (ts Timestamp) MarshalJSON() ([]byte, error) {
-	b, err := ts.MarshalText()
-	if err != nil {
-		return nil, err
+	if y := ts.Time.UTC().Year(); y < 0 || y > 9999 {
+		return nil, fmt.Errorf("timestamp year %d out of range", y)
 	}
-	return append(append([]byte{'"'}, b...), '"'), nil
+	// MarshalText's checks and bytes, quoted, in one allocation.
+	b := ts.AppendText(append(make([]byte, 0, 40), '"'))
+	return append(b, '"'), nil
 }
 
 // UnmarshalJSON decodes a JSON string in RFC 3339 form.
