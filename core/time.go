@@ -3,7 +3,6 @@ package core
 import (
 	"bytes"
 	"fmt"
-	"strconv"
 	"time"
 )
 
@@ -85,13 +84,15 @@ func appendDateTime(b []byte, t time.Time) []byte {
 	return two(append(b, ':'), sec)
 }
 
+// appendFrac appends '.' and v zero-padded to digits digits (v < 10^digits),
+// in place: strconv.Itoa allocated on every timestamp.
 func appendFrac(b []byte, v, digits int) []byte {
-	b = append(b, '.')
-	s := strconv.Itoa(v)
-	for i := len(s); i < digits; i++ {
-		b = append(b, '0')
+	b = append(b, ".000000000"[:digits+1]...)
+	for i := len(b) - 1; v > 0; i-- {
+		b[i] = byte('0' + v%10)
+		v /= 10
 	}
-	return append(b, s...)
+	return b
 }
 
 // MarshalText implements encoding.TextMarshaler.
