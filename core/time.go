@@ -3,7 +3,6 @@ package core
 import (
 	"bytes"
 	"fmt"
-	"strconv"
 	"time"
 )
 
@@ -52,7 +51,7 @@ func (ts Timestamp) String() string { return string(ts.AppendText(nil)) }
 // AppendText appends the AutoSi RFC 3339 form of ts to b.
 func (ts Timestamp) AppendText(b []byte) []byte {
 	t := ts.Time.UTC()
-	b = t.AppendFormat(b, "2006-01-02T15:04:05")
+	b = appendDateTime(b, t)
 	ns := t.Nanosecond()
 	switch {
 	case ns == 0:
@@ -66,13 +65,34 @@ func (ts Timestamp) AppendText(b []byte) []byte {
 	return append(b, 'Z')
 }
 
-func appendFrac(b []byte, v, digits int) []byte {
-	b = append(b, '.')
-	s := strconv.Itoa(v)
-	for i := len(s); i < digits; i++ {
-		b = append(b, '0')
+// appendDateTime appends t (UTC) as "2006-01-02T15:04:05". Years outside
+// 0000–9999 go through time.Time.AppendFormat; the others are written
+// digit by digit, which gives the same bytes without parsing the layout
+// (timestamps are in every event a worker sends).
+func appendDateTime(b []byte, t time.Time) []byte {
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, "2006-01-02T15:04:05")
 	}
-	return append(b, s...)
+	hour, minute, sec := t.Clock()
+	two := func(b []byte, v int) []byte { return append(b, byte('0'+v/10), byte('0'+v%10)) }
+	b = two(two(b, year/100), year%100)
+	b = two(append(b, '-'), int(month))
+	b = two(append(b, '-'), day)
+	b = two(append(b, 'T'), hour)
+	b = two(append(b, ':'), minute)
+	return two(append(b, ':'), sec)
+}
+
+// appendFrac appends '.' and v zero-padded to digits digits (v < 10^digits),
+// in place: strconv.Itoa allocated on every timestamp.
+func appendFrac(b []byte, v, digits int) []byte {
+	b = append(b, ".000000000"[:digits+1]...)
+	for i := len(b) - 1; v > 0; i-- {
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return b
 }
 
 // MarshalText implements encoding.TextMarshaler.
@@ -303,11 +323,12 @@ func isJSONNull(b []byte) bool { return bytes.Equal(bytes.TrimSpace(b), []byte("
 
 // MarshalJSON shadows time.Time's RFC3339Nano encoding with the AutoSi form.
 func (ts Timestamp) MarshalJSON() ([]byte, error) {
-	b, err := ts.MarshalText()
-	if err != nil {
-		return nil, err
+	if y := ts.Time.UTC().Year(); y < 0 || y > 9999 {
+		return nil, fmt.Errorf("timestamp year %d out of range", y)
 	}
-	return append(append([]byte{'"'}, b...), '"'), nil
+	// MarshalText's checks and bytes, quoted, in one allocation.
+	b := ts.AppendText(append(make([]byte, 0, 40), '"'))
+	return append(b, '"'), nil
 }
 
 // UnmarshalJSON decodes a JSON string in RFC 3339 form.
