@@ -167,7 +167,8 @@
 // # Retention (retention.go)
 //
 // The service records each finish (RecordFinished: finished_recorded_at, by
-// its clock, in the finishing commit). A tree — a top-level execution and
+// its clock, in the finishing commit; written by the head's own UPDATE when
+// the fn writes the head, as it does on every finish). A tree — a top-level execution and
 // every execution whose id starts with "<root>." — is purged once all its
 // executions are finished and the period has passed since the last finish
 // (an execution finished before version 4 counts from its finished_at):
