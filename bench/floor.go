@@ -201,21 +201,32 @@ func (f *floorFixture) create(id core.ExecutionId, ffqn core.FunctionFqn, l core
 // floorActivity is an activity created locked, then finished: W1's
 // activity step.
 func floorActivity(ctx context.Context, f *floorFixture) error {
+	id, le, _, err := f.createLocked(ctx, core.ComponentTypeActivity, f.activity)
+	if err != nil {
+		return err
+	}
+	_, err = f.svc.Append(ctx, id, le.NextVersion, finishedOK(now()))
+	return err
+}
+
+// createLocked creates a new top-level execution of ffqn (a component of
+// type ct) locked, as a Submit on an idle worker does, and returns its id,
+// its lock and the lock's expiry.
+func (f *floorFixture) createLocked(ctx context.Context, ct core.ComponentType, ffqn core.FunctionFqn) (core.ExecutionId, core.LockedExecution, core.Timestamp, error) {
 	id, err := newID()
 	if err != nil {
-		return err
+		return id, core.LockedExecution{}, core.Timestamp{}, err
 	}
 	t := now()
-	l := f.lock(core.ComponentTypeActivity, f.activity, t)
-	_, locked, err := f.svc.CreateLocked(ctx, f.create(id, f.activity, l, t, nil), l)
+	l := f.lock(ct, ffqn, t)
+	_, locked, err := f.svc.CreateLocked(ctx, f.create(id, ffqn, l, t, nil), l)
+	if err == nil && len(locked) != 1 {
+		err = fmt.Errorf("floor: created %s unlocked", id)
+	}
 	if err != nil {
-		return err
+		return id, core.LockedExecution{}, core.Timestamp{}, err
 	}
-	if len(locked) != 1 {
-		return fmt.Errorf("floor: created %s unlocked", id)
-	}
-	_, err = f.svc.Append(ctx, id, locked[0].NextVersion, finishedOK(now()))
-	return err
+	return id, locked[0], l.Request.LockExpiresAt, nil
 }
 
 // floorWorkflow is a workflow calling one activity as the SDK writes it on
@@ -224,33 +235,24 @@ func floorActivity(ctx context.Context, f *floorFixture) error {
 // commit; the child's finish with its response to the parent; the
 // workflow's finish.
 func floorWorkflow(ctx context.Context, f *floorFixture) error {
-	parent, err := newID()
+	parent, locked, expires, err := f.createLocked(ctx, core.ComponentTypeWorkflow, f.workflow)
 	if err != nil {
 		return err
-	}
-	t := now()
-	wl := f.lock(core.ComponentTypeWorkflow, f.workflow, t)
-	_, locked, err := f.svc.CreateLocked(ctx, f.create(parent, f.workflow, wl, t, nil), wl)
-	if err != nil {
-		return err
-	}
-	if len(locked) != 1 {
-		return fmt.Errorf("floor: created %s unlocked", parent)
 	}
 	js, err := core.NewJoinSetId(core.JoinSetKindOneOff, "1")
 	if err != nil {
 		return err
 	}
 	child := parent.NextLevel(js)
-	t = now()
+	t := now()
 	al := f.lock(core.ComponentTypeActivity, f.activity, t)
 	batch := []core.AppendRequest{
 		historyEvent(t, &core.JoinSetCreate{JoinSetID: js}),
 		historyEvent(t, &core.JoinSetRequestEvent{JoinSetID: js, Request: &core.ChildExecutionRequest{
 			ChildExecutionID: core.ExecutionIdDerived{ExecutionId: child}, TargetFFQN: f.activity, Params: core.Params{}}}),
-		historyEvent(t, &core.JoinNext{JoinSetID: js, RunExpiresAt: wl.Request.LockExpiresAt}),
+		historyEvent(t, &core.JoinNext{JoinSetID: js, RunExpiresAt: expires}),
 	}
-	next, kids, err := f.svc.AppendBatchCreateNewExecutionLocked(ctx, t, batch, parent, locked[0].NextVersion,
+	next, kids, err := f.svc.AppendBatchCreateNewExecutionLocked(ctx, t, batch, parent, locked.NextVersion,
 		[]core.CreateRequest{f.create(child, f.activity, al, t, &core.Parent{ExecutionID: parent, JoinSetID: js})}, nil, []core.EagerLock{al})
 	if err != nil {
 		return err

@@ -35,17 +35,13 @@ var fastStrictOff atomic.Bool
 // fastDecodeStrict decodes data into v (a pointer to a struct) as
 // decodeStrictTag would, or reports false having left *v zero.
 func fastDecodeStrict(data []byte, v any, tag string) bool {
-	if fastStrictOff.Load() {
+	ev, ok := fastTarget(v)
+	if !ok {
 		return false
 	}
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return false
-	}
-	ev := rv.Elem()
 	kind := fastKindOf(ev.Type())
-	if kind != fastPlainStruct && kind != fastUnmarshaler || !ev.IsZero() {
-		return false // into a value present, encoding/json would merge
+	if kind != fastPlainStruct && kind != fastUnmarshaler {
+		return false
 	}
 	if !validJSON(data) {
 		return false
@@ -62,6 +58,21 @@ func fastDecodeStrict(data []byte, v any, tag string) bool {
 	}
 	ev.SetZero()
 	return false
+}
+
+// fastTarget is the value v points to, when a fast path may decode into
+// it: the fast paths are on, v is a non-nil pointer and its value is zero
+// (into a value present, encoding/json would merge).
+func fastTarget(v any) (reflect.Value, bool) {
+	if fastStrictOff.Load() {
+		return reflect.Value{}, false
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return reflect.Value{}, false
+	}
+	ev := rv.Elem()
+	return ev, ev.IsZero()
 }
 
 // fastField is a JSON field of a struct decoded by the fast path.
@@ -709,15 +720,8 @@ func ValidJSONDepth(b []byte) (depth int, ok bool) { return scanValidJSON(b) }
 // decodes the slow way, which answers errors as before. What it accepts,
 // that way accepts with the same value.
 func DecodeValidatedRequest(data []byte, v any) bool {
-	if fastStrictOff.Load() {
-		return false
-	}
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return false
-	}
-	ev := rv.Elem()
-	if ev.Kind() != reflect.Struct || !ev.IsZero() {
+	ev, ok := fastTarget(v)
+	if !ok || ev.Kind() != reflect.Struct {
 		return false
 	}
 	switch fastKindOf(ev.Type()) {
