@@ -435,12 +435,38 @@ func (c *Client) call(ctx context.Context, r *request, out any) (*Response, erro
 		return resp, errorOf(r, resp)
 	}
 	if out != nil && len(resp.Body) > 0 {
-		if err := json.Unmarshal(resp.Body, out); err != nil {
+		if err := decodeAnswer(resp.Body, out); err != nil {
 			return resp, fmt.Errorf("client: decode %s %s: %w", r.method, r.path, err)
 		}
 	}
 	return resp, nil
 }
+
+// decodeAnswer decodes a JSON answer into out (a pointer to a zero value)
+// as json.Unmarshal does. An answer that is valid JSON and that core's
+// fast decoder decides alone — no unknown, duplicate, escaped or
+// case-folded key, nothing it does not parse exactly as encoding/json —
+// is decoded member by member in one pass (core.DecodeValidatedAnswer,
+// which gives json.Unmarshal's value); anything else, an answer of a newer
+// server with a field this client does not know among them, goes to
+// json.Unmarshal, which answers it as before.
+func decodeAnswer(body []byte, out any) error {
+	if _, ok := core.ValidJSONDepth(body); ok && core.DecodeValidatedAnswer(body, out) {
+		if answerHook != nil {
+			answerHook(body, out, true)
+		}
+		return nil
+	}
+	err := json.Unmarshal(body, out)
+	if answerHook != nil && err == nil {
+		answerHook(body, out, false)
+	}
+	return err
+}
+
+// answerHook, set only by tests (export_test.go), sees every answer
+// decoded: its body, the value and whether the fast decoder took it.
+var answerHook func(body []byte, out any, fast bool)
 
 // get calls a GET route (idempotent) and decodes its JSON answer.
 func (c *Client) get(ctx context.Context, path string, query url.Values, out any) error {

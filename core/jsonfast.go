@@ -742,6 +742,26 @@ func DecodeValidatedRequest(data []byte, v any) bool {
 	return false
 }
 
+// DecodeValidatedAnswer is DecodeValidatedRequest for an answer of the
+// HTTP API, which may also be an array: v may point to a zero slice, whose
+// elements are decoded as nested values are. It reports false — leaving
+// *v zero — for anything it does not decide alone; the caller then takes
+// json.Unmarshal, which gives the same value where this accepts.
+func DecodeValidatedAnswer(data []byte, v any) bool {
+	ev, ok := fastTarget(v)
+	if !ok {
+		return false
+	}
+	if ev.Kind() != reflect.Slice {
+		return DecodeValidatedRequest(data, v)
+	}
+	if fastKindOf(ev.Type()) == fastSlice && fastValue(bytes.TrimSpace(data), ev) {
+		return true
+	}
+	ev.SetZero()
+	return false
+}
+
 // SetFastDecoding switches the fast paths of the strict decoders and of
 // DecodeValidatedRequest on or off and returns the previous setting; tests
 // use it to compare both ways (decodes running meanwhile may take either).

@@ -418,3 +418,47 @@ func TestStrictFastPathLeavesPromotedDecoders(t *testing.T) {
 		t.Fatal("the promoted decoder should refuse `extra`")
 	}
 }
+
+// DecodeValidatedAnswer decodes an answer — an object or an array — only
+// to json.Unmarshal's value, and leaves what it refuses zero: every corpus
+// text and its mutations as an array of one and of two, decoded into
+// slices of the corpus types, plus the edge cases of arrays.
+func TestDecodeValidatedAnswerMatchesUnmarshal(t *testing.T) {
+	types := []reflect.Type{reflect.TypeFor[[]ExecutionWithState](), reflect.TypeFor[[]ResponseWithCursor](),
+		reflect.TypeFor[[]ReturnValue](), reflect.TypeFor[[]ExecutionId](), reflect.TypeFor[[]ComponentId](),
+		reflect.TypeFor[[]ListExecutionEventsResponse](), reflect.TypeFor[ListExecutionEventsResponse]()}
+	texts := []string{`null`, `[]`, ` [ ] `, `[null]`, `[{}]`, `[{"zz":1}]`, `[1]`, `["E_00000000000000000000000000"]`, `{}`}
+	for _, b := range strictCorpus(t) {
+		texts = append(texts, "["+string(b)+"]", "["+string(b)+","+string(b)+"]", string(b))
+		if !testing.Short() {
+			for _, m := range mutations(b) {
+				texts = append(texts, "["+string(m)+"]")
+			}
+		}
+	}
+	accepted := 0
+	for _, text := range texts {
+		if _, ok := ValidJSONDepth([]byte(text)); !ok {
+			continue
+		}
+		for _, typ := range types {
+			got, want := reflect.New(typ), reflect.New(typ)
+			if !DecodeValidatedAnswer([]byte(text), got.Interface()) {
+				if !got.Elem().IsZero() {
+					t.Fatalf("%s refused into %s left %+v", text, typ, got.Elem())
+				}
+				continue
+			}
+			accepted++
+			if err := json.Unmarshal([]byte(text), want.Interface()); err != nil {
+				t.Fatalf("%s accepted into %s; json.Unmarshal: %v", text, typ, err)
+			}
+			if !reflect.DeepEqual(got.Interface(), want.Interface()) {
+				t.Fatalf("%s into %s: %+v, json.Unmarshal %+v", text, typ, got.Elem(), want.Elem())
+			}
+		}
+	}
+	if accepted < 50 {
+		t.Fatalf("only %d decodes accepted: the texts do not reach the fast path", accepted)
+	}
+}
