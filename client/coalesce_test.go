@@ -21,6 +21,9 @@ type manyConn struct {
 	// execution whose item is answered with a version conflict.
 	manyErr  error
 	conflict core.ExecutionId
+	// manyGate, if set, holds every many-write (after recording it) until
+	// closed.
+	manyGate chan struct{}
 
 	mu      sync.Mutex
 	singles []core.ExecutionId
@@ -67,6 +70,9 @@ func (c *manyConn) AppendMany(_ context.Context, items []AppendItem) ([]AppendRe
 	c.mu.Lock()
 	c.manys = append(c.manys, ids)
 	c.mu.Unlock()
+	if c.manyGate != nil {
+		<-c.manyGate
+	}
 	if c.manyErr != nil {
 		return nil, c.manyErr
 	}
@@ -103,12 +109,12 @@ func queued(t *testing.T, c *coalescer, n int) {
 	}
 }
 
-// busy starts maxManyInFlight writes one after the other, each once the
+// busy starts minManyInFlight writes one after the other, each once the
 // previous one waits at conn's gate: then every sender is busy and the
 // queue is empty.
 func busy(c *coalescer, conn *manyConn, ids []core.ExecutionId) []chan writeOutcome {
 	var outs []chan writeOutcome
-	for _, id := range ids[:maxManyInFlight] {
+	for _, id := range ids[:minManyInFlight] {
 		outs = append(outs, startWrites(c, []core.ExecutionId{id})...)
 		<-conn.entered
 	}
@@ -135,15 +141,15 @@ func startWrites(c *coalescer, ids []core.ExecutionId) []chan writeOutcome {
 	return outs
 }
 
-// TestCoalescerSendsQueuedWritesTogether: while maxManyInFlight writes are
+// TestCoalescerSendsQueuedWritesTogether: while minManyInFlight writes are
 // on the wire, the next ones wait and go as one many-write; each caller
 // gets its own item's outcome (here one version conflict).
 func TestCoalescerSendsQueuedWritesTogether(t *testing.T) {
-	ids := testIDs(t, maxManyInFlight+5)
-	conn := &manyConn{gate: make(chan struct{}), entered: make(chan struct{}, maxManyInFlight+8), conflict: ids[4]}
+	ids := testIDs(t, minManyInFlight+5)
+	conn := &manyConn{gate: make(chan struct{}), entered: make(chan struct{}, minManyInFlight+8), conflict: ids[4]}
 	c := newCoalescer(conn)
 	first := busy(c, conn, ids)
-	rest := startWrites(c, ids[maxManyInFlight:])
+	rest := startWrites(c, ids[minManyInFlight:])
 	queued(t, c, 5)
 	close(conn.gate)
 	for i, ch := range append(first, rest...) {
@@ -157,7 +163,7 @@ func TestCoalescerSendsQueuedWritesTogether(t *testing.T) {
 			t.Errorf("write %d: next %d, %v", i, o.next, o.err)
 		}
 	}
-	if len(conn.singles) != maxManyInFlight || len(conn.manys) != 1 || len(conn.manys[0]) != 5 {
+	if len(conn.singles) != minManyInFlight || len(conn.manys) != 1 || len(conn.manys[0]) != 5 {
 		t.Fatalf("singles %d, many-writes %v: want the first ones alone and the 5 others together", len(conn.singles), conn.manys)
 	}
 }
@@ -170,11 +176,11 @@ func TestCoalescerFallsBackToSingleWrites(t *testing.T) {
 		status int
 		single bool
 	}{{http.StatusNotFound, true}, {http.StatusUnprocessableEntity, false}, {http.StatusRequestEntityTooLarge, false}} {
-		ids := testIDs(t, maxManyInFlight+3)
-		conn := &manyConn{gate: make(chan struct{}), entered: make(chan struct{}, maxManyInFlight+8), manyErr: &Error{Status: tc.status, Message: "refused"}}
+		ids := testIDs(t, minManyInFlight+3)
+		conn := &manyConn{gate: make(chan struct{}), entered: make(chan struct{}, minManyInFlight+8), manyErr: &Error{Status: tc.status, Message: "refused"}}
 		c := newCoalescer(conn)
 		outs := busy(c, conn, ids)
-		outs = append(outs, startWrites(c, ids[maxManyInFlight:])...)
+		outs = append(outs, startWrites(c, ids[minManyInFlight:])...)
 		queued(t, c, 3)
 		close(conn.gate)
 		for i, ch := range outs {
@@ -182,7 +188,7 @@ func TestCoalescerFallsBackToSingleWrites(t *testing.T) {
 				t.Errorf("%d: write %d: next %d, %v", tc.status, i, o.next, o.err)
 			}
 		}
-		if len(conn.singles) != maxManyInFlight+3 || len(conn.manys) != 1 || c.single.Load() != tc.single {
+		if len(conn.singles) != minManyInFlight+3 || len(conn.manys) != 1 || c.single.Load() != tc.single {
 			t.Errorf("%d: singles %d, many-writes %d, single %v", tc.status, len(conn.singles), len(conn.manys), c.single.Load())
 		}
 	}
@@ -191,14 +197,14 @@ func TestCoalescerFallsBackToSingleWrites(t *testing.T) {
 // TestCoalescerWithdrawsAWriteWhoseCallerGaveUp: a queued write whose
 // context ends is never sent.
 func TestCoalescerWithdrawsAWriteWhoseCallerGaveUp(t *testing.T) {
-	ids := testIDs(t, maxManyInFlight+1)
-	conn := &manyConn{gate: make(chan struct{}), entered: make(chan struct{}, maxManyInFlight+8)}
+	ids := testIDs(t, minManyInFlight+1)
+	conn := &manyConn{gate: make(chan struct{}), entered: make(chan struct{}, minManyInFlight+8)}
 	c := newCoalescer(conn)
 	outs := busy(c, conn, ids)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := c.write(ctx, &pendingWrite{item: AppendItem{ExecutionID: ids[maxManyInFlight], Version: 1, Batch: []core.AppendRequest{{}}}})
+		_, _, err := c.write(ctx, &pendingWrite{item: AppendItem{ExecutionID: ids[minManyInFlight], Version: 1, Batch: []core.AppendRequest{{}}}})
 		done <- err
 	}()
 	queued(t, c, 1)
@@ -210,7 +216,70 @@ func TestCoalescerWithdrawsAWriteWhoseCallerGaveUp(t *testing.T) {
 	for _, ch := range outs {
 		<-ch
 	}
-	if len(conn.singles) != maxManyInFlight || len(conn.manys) != 0 {
+	if len(conn.singles) != minManyInFlight || len(conn.manys) != 0 {
 		t.Fatalf("singles %v, many-writes %v: the withdrawn write was sent", conn.singles, conn.manys)
+	}
+}
+
+// TestCoalescerStartsARequestForAFullBatch: with minManyInFlight writes on
+// the wire, the writes after them queue while fewer than maxManyItems
+// wait; a full many-write starts a request of its own at once, without
+// waiting for the ones on the wire, and so on up to maxManyInFlight
+// requests; past that a full batch waits like any other.
+func TestCoalescerStartsARequestForAFullBatch(t *testing.T) {
+	extra := maxManyInFlight - minManyInFlight
+	ids := testIDs(t, minManyInFlight+(extra+1)*maxManyItems)
+	conn := &manyConn{gate: make(chan struct{}), entered: make(chan struct{}, len(ids)), manyGate: make(chan struct{})}
+	c := newCoalescer(conn)
+	manys := func() int {
+		conn.mu.Lock()
+		defer conn.mu.Unlock()
+		return len(conn.manys)
+	}
+	sent := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for manys() != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d many-writes sent, want %d", manys(), n)
+			}
+			runtime.Gosched()
+		}
+	}
+	outs := busy(c, conn, ids)
+	next := ids[minManyInFlight:]
+	outs = append(outs, startWrites(c, next[:maxManyItems-1])...)
+	queued(t, c, maxManyItems-1)
+	if n := manys(); n != 0 {
+		t.Fatalf("%d many-writes sent with %d writes queued, want none before a full batch", n, maxManyItems-1)
+	}
+	// The 8th write makes a full batch: sent while the first two still
+	// wait at the gate; then each full batch at once, up to the bound.
+	outs = append(outs, startWrites(c, next[maxManyItems-1:maxManyItems])...)
+	sent(1)
+	for i := 1; i <= extra; i++ {
+		outs = append(outs, startWrites(c, next[i*maxManyItems:(i+1)*maxManyItems])...)
+		if i < extra {
+			sent(i + 1)
+		}
+	}
+	queued(t, c, maxManyItems) // maxManyInFlight on the wire: the last batch waits
+	if n := manys(); n != extra {
+		t.Fatalf("%d many-writes sent, want %d", n, extra)
+	}
+	close(conn.gate)
+	close(conn.manyGate)
+	for i, ch := range outs {
+		if o := <-ch; o.err != nil || o.next != 12 {
+			t.Errorf("write %d: next %d, %v", i, o.next, o.err)
+		}
+	}
+	if len(conn.singles) != minManyInFlight || len(conn.manys) != extra+1 {
+		t.Fatalf("%d single writes and %d many-writes, want %d and %d", len(conn.singles), len(conn.manys), minManyInFlight, extra+1)
+	}
+	for _, m := range conn.manys {
+		if len(m) != maxManyItems {
+			t.Errorf("many-write of %d items, want full batches of %d", len(m), maxManyItems)
+		}
 	}
 }
