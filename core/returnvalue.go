@@ -139,6 +139,11 @@ func (r ReturnValue) ResultKind() ResultKind {
 // Equal compares two return values structurally (object key order ignored),
 // as the stub idempotency check requires.
 func (r ReturnValue) Equal(o ReturnValue) bool {
+	if r.identical(o) {
+		// The usual case (a child's response carries its finished
+		// event's value): the same fields encode to the same bytes.
+		return true
+	}
 	a, err1 := MarshalJSON(r)
 	b, err2 := MarshalJSON(o)
 	if err1 != nil || err2 != nil {
@@ -148,6 +153,38 @@ func (r ReturnValue) Equal(o ReturnValue) bool {
 	// bytes (a child's response carries its finished event's value): no
 	// need to decode them then.
 	return bytes.Equal(a, b) || jsonEqual(a, b)
+}
+
+// identical reports whether r and o have the same fields where their
+// encodings read them, and encode at all (a value's JSON is valid; a
+// failure has its details): then their encodings are the same bytes.
+func (r ReturnValue) identical(o ReturnValue) bool {
+	if r.Kind != o.Kind {
+		return false
+	}
+	switch r.Kind {
+	case ReturnOk, ReturnErr:
+		if r.Value == nil || o.Value == nil {
+			return r.Value == nil && o.Value == nil
+		}
+		if r.Value.Type != o.Value.Type || !bytes.Equal(r.Value.Value, o.Value.Value) {
+			return false
+		}
+		_, ok := ValidJSONDepth(r.Value.Value)
+		return ok
+	case ReturnExecutionFailure:
+		a, b := r.Failure, o.Failure
+		return a != nil && b != nil && a.Kind == b.Kind && sameString(a.Reason, b.Reason) && sameString(a.Detail, b.Detail)
+	}
+	return false
+}
+
+// sameString reports whether two optional strings are both absent or equal.
+func sameString(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
 }
 
 // StubRetValHash computes the hash of this typed stub return value.

@@ -26,6 +26,13 @@ func TestReturnValueEqual(t *testing.T) {
 		{"ok against err", RetOk(val("u32", `1`)), RetErr(val("u32", `1`)), false},
 		{"same failure", RetFailure(FailureUncategorized, &reason, nil), RetFailure(FailureUncategorized, &reason, nil), true},
 		{"another reason", RetFailure(FailureUncategorized, &reason, nil), RetFailure(FailureUncategorized, &other, nil), false},
+		{"reason against none", RetFailure(FailureUncategorized, &reason, nil), RetFailure(FailureUncategorized, nil, nil), false},
+		{"another detail", RetFailure(FailureUncategorized, &reason, &reason), RetFailure(FailureUncategorized, &reason, &other), false},
+		{"another failure kind", RetFailure(FailureUncategorized, nil, nil), RetFailure(FailureCancelled, nil, nil), false},
+		{"same detail", RetFailure(FailureTimedOut, nil, &other), RetFailure(FailureTimedOut, nil, &other), true},
+		{"failure without details", ReturnValue{Kind: ReturnExecutionFailure}, ReturnValue{Kind: ReturnExecutionFailure}, false},
+		{"the same invalid JSON", RetOk(val("u32", `{`)), RetOk(val("u32", `{`)), false},
+		{"an invalid kind", ReturnValue{Kind: 99}, ReturnValue{Kind: 99}, false},
 	} {
 		if got := c.a.Equal(c.b); got != c.want {
 			t.Errorf("%s: Equal = %v, want %v", c.name, got, c.want)
