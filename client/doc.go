@@ -24,9 +24,10 @@
 //
 // The version-guarded writes Append, AppendBatch and
 // AppendBatchRespondToParent go alone, by their own route, while fewer than
-// 8 of the client's write requests are on the wire; the ones that arrive
+// 2 of the client's write requests are on the wire; the ones that arrive
 // meanwhile queue, and each request that returns takes the queue along (up
-// to 8 writes) as one POST /v1/worker/append-batch/many (AppendMany). A
+// to 8 writes) as one POST /v1/worker/append-batch/many (AppendMany); 8
+// queued writes start a request of their own, up to 8 in flight. A
 // busy worker thus pays one request for many executions' writes; each
 // caller still gets the outcome its own route would have answered (a server
 // without the many route is asked one write at a time). A write on the wire
