@@ -1,7 +1,10 @@
 package core
 
 import (
+	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -111,7 +114,10 @@ func JSONArray(data []byte) (elems [][]byte, ok bool) {
 
 // rawObject is ParseJSONObject with encoding/json's map as the fallback:
 // ok is false when json.Unmarshal into a map fails (null is an empty
-// object, as there).
+// object, as there). The fallback's members come in the order their keys
+// first appear in data, each with the value json.Unmarshal keeps (a
+// repeated key's last), so that what a check names first — the first
+// unknown field — is the same on every run, not the map's order.
 func rawObject(data []byte) (JSONObject, bool) {
 	if o, ok := ParseJSONObject(data); ok {
 		return o, true
@@ -121,10 +127,41 @@ func rawObject(data []byte) (JSONObject, bool) {
 		return nil, false
 	}
 	o := make(JSONObject, 0, len(m))
-	for k, v := range m {
-		o = append(o, JSONMember{Key: []byte(k), Value: v})
+	for _, k := range objectKeys(data, len(m)) {
+		if v, ok := m[k]; ok {
+			o = append(o, JSONMember{Key: []byte(k), Value: v})
+			delete(m, k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) { // none: objectKeys saw every key
+		o = append(o, JSONMember{Key: []byte(k), Value: m[k]})
 	}
 	return o, true
+}
+
+// objectKeys returns the keys of the object data in document order,
+// repeats included, decoded as json.Unmarshal decodes them (escape
+// sequences resolved, bytes that are not UTF-8 replaced); what it read
+// before a fault, if any.
+func objectKeys(data []byte, n int) []string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	keys := make([]string, 0, n)
+	for dec.More() {
+		t, err := dec.Token()
+		k, ok := t.(string)
+		if err != nil || !ok {
+			return keys
+		}
+		keys = append(keys, k)
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return keys
+		}
+	}
+	return keys
 }
 
 func skipSpace(data []byte, i int) int {
