@@ -82,8 +82,11 @@
 //	             retry_exp_backoff_millis, join_set_id, join_set_closing,
 //	             result_kind (compact JSON), intermittent_event_count,
 //	             max_cursor, finished_recorded_at (when the service recorded
-//	             the finish, for retention; NULL before). PutHead rewrites
-//	             only the mutable columns.
+//	             the finish, for retention; NULL before). PutHead sets
+//	             only the mutable columns whose values change (the
+//	             writer's head cache knows the stored row; the full
+//	             statement when it does not), so an index none of whose
+//	             columns change is left alone.
 //	t_event      (execution_id, version) PRIMARY KEY, created_at, variant,
 //	             join_set_id, history_event_type, json (the ExecutionRequest
 //	             as core.EncodeExecutionRequest writes it).

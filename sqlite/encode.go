@@ -1,9 +1,11 @@
 package sqlite
 
 import (
+	"bytes"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -101,6 +103,86 @@ const sqlUpdateHeadFinished = `UPDATE t_state SET component_digest = ?, deployme
 	max_retries = ?, retry_exp_backoff_millis = ?, join_set_id = ?, join_set_closing = ?, result_kind = ?,
 	intermittent_event_count = ?, max_cursor = ?, finished_recorded_at = ?
 	WHERE execution_id = ?`
+
+// updateCols are the columns sqlUpdateHeadFinished sets, in its order (the
+// first len-1 are sqlUpdateHead's).
+var updateCols = []string{"component_digest", "deployment_id", "incompatible_digest", "version", "state",
+	"lifecycle", "at", "executor_id", "run_id", "last_lock_version", "max_retries", "retry_exp_backoff_millis",
+	"join_set_id", "join_set_closing", "result_kind", "intermittent_event_count", "max_cursor", "finished_recorded_at"}
+
+// maxNarrowUpdates bounds the narrow UPDATE statements a connection
+// prepares (one per set of changed columns; a handful occur).
+const maxNarrowUpdates = 64
+
+// changedColumns returns the UPDATE of a head from prev (as the database
+// holds it) to args (updateArgs, or updateFinishedArgs with the finish
+// time) that sets only the columns whose values differ (a finish time
+// always), and its arguments; ok is false when the full statement should
+// run instead (prev does not encode, every column changes, or too many
+// statement shapes). SQLite leaves alone an index none of whose columns an
+// UPDATE sets: a head whose state, lifecycle, time and deployment stay
+// (a response to a waiting parent, a lease extension) no longer rewrites
+// its entries in the pending, locked, deployment and retention indexes.
+func (c *conn) changedColumns(prev *core.ExecutionState, args []any) (string, []any, bool) {
+	old, err := encodeHead(prev)
+	if err != nil {
+		return "", nil, false
+	}
+	before := old.updateArgs()
+	n := len(args) - 1 // the last argument is the id
+	var mask uint32
+	for i := range n {
+		if i >= len(before)-1 || !sameArg(before[i], args[i]) { // finished_recorded_at: always set
+			mask |= 1 << i
+		}
+	}
+	if mask == 1<<n-1 {
+		return "", nil, false // every column changes: the full statement
+	}
+	q, ok := c.narrow[mask]
+	if !ok {
+		if len(c.narrow) >= maxNarrowUpdates {
+			return "", nil, false
+		}
+		var b strings.Builder
+		b.WriteString("UPDATE t_state SET ")
+		sep := ""
+		for i := range n {
+			if mask&(1<<i) != 0 {
+				b.WriteString(sep + updateCols[i] + " = ?")
+				sep = ", "
+			}
+		}
+		if mask == 0 { // nothing changed: still check that the row is there
+			b.WriteString("version = version")
+		}
+		b.WriteString(" WHERE execution_id = ?")
+		q = b.String()
+		if c.narrow == nil {
+			c.narrow = map[uint32]string{}
+		}
+		c.narrow[mask] = q
+	}
+	out := make([]any, 0, n+1)
+	for i := range n {
+		if mask&(1<<i) != 0 {
+			out = append(out, args[i])
+		}
+	}
+	return q, append(out, args[n]), true
+}
+
+// sameArg reports whether two column values of updateArgs are equal.
+func sameArg(a, b any) bool {
+	if x, ok := a.([]byte); ok {
+		y, ok := b.([]byte)
+		return ok && bytes.Equal(x, y)
+	}
+	if _, ok := b.([]byte); ok {
+		return false
+	}
+	return a == b
+}
 
 // headRow holds the column values of a head, in headCols order.
 type headRow struct {

@@ -892,6 +892,9 @@ func (b *Backend) withReader(ctx context.Context, fn func(c *conn) error) error 
 type conn struct {
 	c     *sql.Conn
 	stmts map[string]*sql.Stmt
+	// narrow holds the text of each narrow head UPDATE by its columns'
+	// mask (changedColumns).
+	narrow map[uint32]string
 }
 
 func newConn(c *sql.Conn) *conn { return &conn{c: c, stmts: map[string]*sql.Stmt{}} }

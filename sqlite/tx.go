@@ -416,8 +416,14 @@ func (t *writeTx) PutHead(st core.ExecutionState) error {
 		return t.fail(fmt.Errorf("sqlite: put head %s: %w", st.ExecutionID, err))
 	}
 	q, args := sqlUpdateHead, row.updateArgs()
-	if at, ok := t.finishedAt[st.ExecutionID]; ok {
+	at, finished := t.finishedAt[st.ExecutionID]
+	if finished {
 		q, args = sqlUpdateHeadFinished, row.updateFinishedArgs(at)
+	}
+	if prev, ok := t.knownHead(st.ExecutionID); ok {
+		if pq, pargs, ok := t.c.changedColumns(&prev, args); ok {
+			q, args = pq, pargs
+		}
 	}
 	res, err := t.execResult(q, args...)
 	if err != nil {
@@ -431,6 +437,16 @@ func (t *writeTx) PutHead(st core.ExecutionState) error {
 	delete(t.finishedAt, st.ExecutionID)
 	t.stage(st)
 	return nil
+}
+
+// knownHead is the head of id as the database holds it now, when the
+// writer knows it without reading: written by this fn, or in its cache
+// (exactly the committed heads and those of the batch's earlier fns).
+func (t *writeTx) knownHead(id core.ExecutionId) (core.ExecutionState, bool) {
+	if st, ok := t.staged[id]; ok {
+		return st, true
+	}
+	return t.cache.get(id)
 }
 
 // AppendEvents implements store.Tx.
