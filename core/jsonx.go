@@ -56,7 +56,11 @@ func mustMarshal(v any) []byte {
 // serdeStrings rewrites every JSON string token of b that contains an escape
 // sequence into serde_json's escaping. b must be valid JSON.
 func serdeStrings(b []byte) []byte {
-	if !bytes.Contains(b, []byte(`\`)) {
+	first := bytes.IndexByte(b, '\\')
+	if first < 0 || canonicalEscapes(b[first:]) && utf8.Valid(b) {
+		// No escape sequence, or only those serde_json writes as they
+		// are (a JSON text holding JSON, as `"{\"k\":1}"`, is the usual
+		// case): every token would be rewritten to itself.
 		return b
 	}
 	out := make([]byte, 0, len(b))
@@ -94,6 +98,27 @@ func serdeStrings(b []byte) []byte {
 		i = j + 1
 	}
 	return out
+}
+
+// canonicalEscapes reports whether every escape sequence in b (valid JSON
+// text from a backslash on) is one appendSerdeString writes: \" \\ \n \r
+// \t \b \f. Any other (\/, \u…) is rewritten by serdeStrings.
+func canonicalEscapes(b []byte) bool {
+	for {
+		i := bytes.IndexByte(b, '\\')
+		if i < 0 {
+			return true
+		}
+		if i+1 >= len(b) {
+			return false
+		}
+		switch b[i+1] {
+		case '"', '\\', 'n', 'r', 't', 'b', 'f':
+		default:
+			return false
+		}
+		b = b[i+2:]
+	}
 }
 
 func appendSerdeString(b []byte, s string) []byte {
