@@ -756,3 +756,82 @@ func TestAppendEventsAcrossInsertChunks(t *testing.T) {
 		}
 	}
 }
+
+// CreateHeads writes 1…40 heads with their events across INSERT chunks:
+// each head and event reads back (from a reader, and through the
+// pending index), and a duplicate id anywhere — an existing execution, or
+// twice in the call — fails the call with core.ErrConflict and writes none.
+func TestCreateHeadsAcrossInsertChunks(t *testing.T) {
+	be := MustOpen(t)
+	ctx := context.Background()
+	for _, n := range []int{1, 2, 15, 16, 17, 33, 40} {
+		heads := make([]store.NewHead, n)
+		for i := range heads {
+			h := pendingHead(newID(), ffqnA, t0, t0.Add(time.Duration(i)*time.Millisecond))
+			evs := []core.ExecutionEvent{createdEvent(h)}
+			if i%3 == 0 { // some with a second event, so that chunks of events and heads differ
+				h.Version = 2
+				evs = append(evs, core.ExecutionEvent{CreatedAt: t0, Version: 1, Event: &core.Paused{}})
+				h.Lifecycle = core.LifecyclePaused
+			}
+			heads[i] = store.NewHead{State: h, Events: evs}
+		}
+		if err := be.Update(ctx, func(tx store.Tx) error { return tx.(store.HeadsCreator).CreateHeads(heads) }); err != nil {
+			t.Fatalf("%d heads: %v", n, err)
+		}
+		if err := be.View(ctx, func(tx store.ReadTx) error {
+			for _, h := range heads {
+				got, err := tx.Head(h.State.ExecutionID)
+				if err != nil {
+					return err
+				}
+				if got.Version != h.State.Version || got.Lifecycle != h.State.Lifecycle || !got.At.Equal(h.State.At) {
+					t.Errorf("%d heads: %s read back as %+v, want %+v", n, h.State.ExecutionID, got, h.State)
+				}
+				evs, err := tx.Events(h.State.ExecutionID, 0, core.Version(len(h.Events)))
+				if err != nil {
+					return err
+				}
+				if len(evs) != len(h.Events) {
+					t.Errorf("%d heads: %s has %d events, want %d", n, h.State.ExecutionID, len(evs), len(h.Events))
+				}
+				for i := range evs {
+					a, _ := core.MarshalJSON(evs[i])
+					b, _ := core.MarshalJSON(h.Events[i])
+					if !bytes.Equal(a, b) {
+						t.Errorf("%d heads: %s #%d read back as %s, want %s", n, h.State.ExecutionID, i, a, b)
+					}
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for _, dupAt := range []string{"existing", "repeated"} {
+			more := make([]store.NewHead, n+1)
+			for i := range more {
+				h := pendingHead(newID(), ffqnA, t0, t0)
+				more[i] = store.NewHead{State: h, Events: []core.ExecutionEvent{createdEvent(h)}}
+			}
+			if dupAt == "existing" {
+				more[n] = heads[n-1] // in the last chunk
+			} else {
+				more[n] = more[0]
+			}
+			err := be.Update(ctx, func(tx store.Tx) error { return tx.(store.HeadsCreator).CreateHeads(more) })
+			if !errors.Is(err, core.ErrConflict) {
+				t.Fatalf("%d heads with an %s id: %v, want a conflict", n+1, dupAt, err)
+			}
+			if err := be.View(ctx, func(tx store.ReadTx) error {
+				for _, h := range more[:n] {
+					if _, err := tx.Head(h.State.ExecutionID); !errors.Is(err, core.ErrNotFound) {
+						t.Errorf("%d heads with an %s id: %s written (%v)", n+1, dupAt, h.State.ExecutionID, err)
+					}
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

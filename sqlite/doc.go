@@ -46,6 +46,10 @@
 // (only reads, or only failures) is rolled back instead of committed: nothing
 // reaches the WAL, nothing is fsynced. Stats counts acknowledged commits and
 // the write transactions (fsyncs) that carried them.
+// An fn's writes go in few statements: an append's events in multi-row
+// INSERTs of up to 16, a fan-out's children (store.HeadsCreator, which
+// the Service uses for create-children) in INSERTs of up to 16 heads and
+// their events, a head's UPDATE with only the columns that change.
 // fns therefore run one at a time in queue order (serializable; no retries),
 // each sees the writes of the fns before it, and a batch costs one commit.
 // Writes go straight to the writer connection, so an fn also reads its own

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/stela-dev/stela/core"
 	"github.com/stela-dev/stela/store"
@@ -405,6 +406,68 @@ func (t *writeTx) CreateHead(st core.ExecutionState, events []core.ExecutionEven
 	return t.appendEvents(st.ExecutionID, events)
 }
 
+// CreateHeads implements store.HeadsCreator: CreateHead of each head, in
+// order, with one INSERT per maxHeadRows heads and one per maxEventRows
+// events (a fan-out's children: one statement each cost a round through
+// database/sql and the driver). A uniqueness violation fails the call
+// (core.ErrConflict) naming the heads of its statement.
+func (t *writeTx) CreateHeads(heads []store.NewHead) error {
+	if err := t.check(); err != nil {
+		return err
+	}
+	for len(heads) > 0 {
+		chunk := heads[:min(len(heads), maxHeadRows)]
+		heads = heads[len(chunk):]
+		args := make([]any, 0, headInsertCols*len(chunk))
+		for i := range chunk {
+			st := &chunk[i].State
+			row, err := encodeHead(st)
+			if err != nil {
+				return t.fail(fmt.Errorf("sqlite: create %s: %w", st.ExecutionID, err))
+			}
+			seq, err := t.seq.next(t.ctx, t.c)
+			if err != nil {
+				return t.fail(fmt.Errorf("sqlite: create %s: %w", st.ExecutionID, err))
+			}
+			args = append(args, row.insertArgs(seq)...)
+		}
+		if err := t.exec(sqlInsertHeads(len(chunk)), args...); err != nil {
+			first, last := chunk[0].State.ExecutionID, chunk[len(chunk)-1].State.ExecutionID
+			if len(chunk) == 1 {
+				return t.fail(writeErr(err, "create %s", first))
+			}
+			return t.fail(writeErr(err, "create %s…%s", first, last))
+		}
+		for i := range chunk {
+			t.stage(chunk[i].State)
+		}
+		if err := t.appendEventsOf(chunk); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// headInsertCols is the number of columns sqlInsertHead writes per head.
+const headInsertCols = 24
+
+// maxHeadRows bounds the heads one INSERT writes (CreateHeads).
+const maxHeadRows = 16
+
+// insertHeads holds the INSERT statements of 1…maxHeadRows heads.
+var insertHeads = func() [maxHeadRows + 1]string {
+	var qs [maxHeadRows + 1]string
+	qs[1] = sqlInsertHead
+	row := ", (?" + strings.Repeat(", ?", headInsertCols-1) + ")"
+	for n := 2; n <= maxHeadRows; n++ {
+		qs[n] = qs[n-1] + row
+	}
+	return qs
+}()
+
+// sqlInsertHeads is the INSERT of n heads (1 ≤ n ≤ maxHeadRows).
+func sqlInsertHeads(n int) string { return insertHeads[n] }
+
 // PutHead implements store.Tx. The writer is the only one writing, so the
 // head cannot have changed since fn read it.
 func (t *writeTx) PutHead(st core.ExecutionState) error {
@@ -458,33 +521,58 @@ func (t *writeTx) AppendEvents(id core.ExecutionId, events []core.ExecutionEvent
 }
 
 func (t *writeTx) appendEvents(id core.ExecutionId, events []core.ExecutionEvent) error {
-	sid := id.String()
-	var args []any
-	for i, ev := range events {
-		if ev.Event == nil {
-			return t.fail(fmt.Errorf("sqlite: append %s@%d: nil event", id, ev.Version))
-		}
-		body, err := core.EncodeExecutionRequest(ev.Event)
-		if err != nil {
-			return t.fail(fmt.Errorf("sqlite: append %s@%d: %w", id, ev.Version, err))
-		}
-		variant, js, ht := eventColumns(ev.Event)
-		if args == nil {
-			args = make([]any, 0, eventCols*min(len(events), maxEventRows))
-		}
-		args = append(args, sid, int64(ev.Version), tsText(ev.CreatedAt), variant, js, ht, string(body))
-		if _, ok := ev.Event.(*core.Created); ok && ev.Version == 0 && t.createds != nil {
-			t.created = append(t.created, &createdEntry{id: id, createdAt: ev.CreatedAt.Sortable(), body: body, size: len(body)})
-		}
-		if n := len(args) / eventCols; n == maxEventRows || i == len(events)-1 {
-			if err := t.exec(sqlInsertEvents(n), args...); err != nil {
-				if n == 1 {
-					return t.fail(writeErr(err, "append %s@%d", id, ev.Version))
-				}
-				return t.fail(writeErr(err, "append %s@%d…%d", id, events[i+1-n].Version, ev.Version))
+	return t.appendEventsOf([]store.NewHead{{State: core.ExecutionState{ExecutionID: id}, Events: events}})
+}
+
+// appendEventsOf appends the events of every head of heads, maxEventRows
+// to a statement across heads.
+func (t *writeTx) appendEventsOf(heads []store.NewHead) error {
+	total := 0
+	for i := range heads {
+		total += len(heads[i].Events)
+	}
+	args := make([]any, 0, eventCols*min(total, maxEventRows))
+	k := 0 // events encoded so far
+	for h := range heads {
+		id := heads[h].State.ExecutionID
+		sid := id.String()
+		events := heads[h].Events
+		for i, ev := range events {
+			k++
+			if err := t.appendEventRow(&args, id, sid, ev); err != nil {
+				return err
 			}
-			args = args[:0]
+			if n := len(args) / eventCols; n == maxEventRows || k == total {
+				if err := t.exec(sqlInsertEvents(n), args...); err != nil {
+					if n == 1 {
+						return t.fail(writeErr(err, "append %s@%d", id, ev.Version))
+					}
+					if len(heads) == 1 {
+						return t.fail(writeErr(err, "append %s@%d…%d", id, events[i+1-n].Version, ev.Version))
+					}
+					return t.fail(writeErr(err, "append %d events ending %s@%d", n, id, ev.Version))
+				}
+				args = args[:0]
+			}
 		}
+	}
+	return nil
+}
+
+// appendEventRow adds the columns of ev, an event of id (sid its text),
+// to args.
+func (t *writeTx) appendEventRow(args *[]any, id core.ExecutionId, sid string, ev core.ExecutionEvent) error {
+	if ev.Event == nil {
+		return t.fail(fmt.Errorf("sqlite: append %s@%d: nil event", id, ev.Version))
+	}
+	body, err := core.EncodeExecutionRequest(ev.Event)
+	if err != nil {
+		return t.fail(fmt.Errorf("sqlite: append %s@%d: %w", id, ev.Version, err))
+	}
+	variant, js, ht := eventColumns(ev.Event)
+	*args = append(*args, sid, int64(ev.Version), tsText(ev.CreatedAt), variant, js, ht, string(body))
+	if _, ok := ev.Event.(*core.Created); ok && ev.Version == 0 && t.createds != nil {
+		t.created = append(t.created, &createdEntry{id: id, createdAt: ev.CreatedAt.Sortable(), body: body, size: len(body)})
 	}
 	return nil
 }

@@ -565,6 +565,10 @@ func (s *Service) createChildrenOnce(ctx context.Context, currentTime core.Times
 				}
 			}
 		}
+		// The children are written together at the end of the loop
+		// where the backend can (HeadsCreator): their reads in the loop
+		// (a signal stub's) are served by t.heads.
+		_, t.deferCreates = t.tx.(HeadsCreator)
 		for _, c := range children {
 			if core.IsSignalStub(c) {
 				// A sender may have created the stub already (core.SendSignal).
@@ -588,7 +592,7 @@ func (s *Service) createChildrenOnce(ctx context.Context, currentTime core.Times
 				return err
 			}
 		}
-		return nil
+		return t.flushCreates()
 	})
 	if err != nil && errors.Is(err, core.ErrConflict) && hasSignalStub(children) && !retried {
 		// A sender created a signal stub between the read and the commit:
@@ -611,7 +615,7 @@ func (s *Service) createIn(t *txn, req core.CreateRequest) error {
 	if err != nil {
 		return err
 	}
-	if err := t.tx.CreateHead(st, events); err != nil {
+	if err := t.createHead(st, events); err != nil {
 		return err
 	}
 	t.created[st.ExecutionID] = true

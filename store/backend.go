@@ -71,6 +71,21 @@ type ReadTx interface {
 	DeploymentReadTx
 }
 
+// NewHead is an execution to create: its head and first events (see
+// Tx.CreateHead).
+type NewHead struct {
+	State  core.ExecutionState
+	Events []core.ExecutionEvent
+}
+
+// HeadsCreator is a Tx that creates several executions with fewer writes
+// than one CreateHead each (SQLite: multi-row INSERTs). CreateHeads is
+// CreateHead of each head, in order; a conflict fails the call, naming
+// some of heads. The Service creates a fan-out's children with it.
+type HeadsCreator interface {
+	CreateHeads(heads []NewHead) error
+}
+
 // Tx reads and buffers writes. Writes become visible only when Update commits.
 type Tx interface {
 	ReadTx

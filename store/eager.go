@@ -123,7 +123,7 @@ func (s *Service) createLockedIn(t *txn, c core.CreateRequest, req *core.LockReq
 		}
 		return core.LockedExecution{}, err
 	}
-	if err := t.tx.CreateHead(res.State, append(events, res.Events...)); err != nil {
+	if err := t.createHead(res.State, append(events, res.Events...)); err != nil {
 		return core.LockedExecution{}, err
 	}
 	t.created[st.ExecutionID] = true

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -111,6 +112,37 @@ type txn struct {
 	// cursor is the cursor of the response respondIn recorded last; 0 when
 	// it deferred it (the inbox numbers it later).
 	cursor core.ResponseCursor
+	// creates holds the executions createHead deferred (deferCreates, a
+	// HeadsCreator) until flushCreates writes them together.
+	creates      []NewHead
+	deferCreates bool
+}
+
+// createHead creates st with events now, or defers it to flushCreates
+// while deferCreates is set. Either way t.heads and t.created know it at
+// once, so that the fn's reads of it never reach the backend.
+func (t *txn) createHead(st core.ExecutionState, events []core.ExecutionEvent) error {
+	if t.deferCreates {
+		t.creates = append(t.creates, NewHead{State: st, Events: events})
+		return nil
+	}
+	return t.tx.CreateHead(st, events)
+}
+
+// flushCreates writes the deferred creates (one CreateHeads) and stops
+// deferring.
+func (t *txn) flushCreates() error {
+	t.deferCreates = false
+	if len(t.creates) == 0 {
+		return nil
+	}
+	hc, ok := t.tx.(HeadsCreator)
+	if !ok {
+		return fmt.Errorf("store: %d creates deferred by a backend without CreateHeads", len(t.creates))
+	}
+	err := hc.CreateHeads(t.creates)
+	t.creates = nil
+	return err
 }
 
 func newTxn(tx Tx) *txn {
