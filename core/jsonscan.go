@@ -1,7 +1,6 @@
 package core
 
 import (
-	"bytes"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -144,22 +143,31 @@ func rawObject(data []byte) (JSONObject, bool) {
 // sequences resolved, bytes that are not UTF-8 replaced); what it read
 // before a fault, if any.
 func objectKeys(data []byte, n int) []string {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
 		return nil
 	}
 	keys := make([]string, 0, n)
-	for dec.More() {
-		t, err := dec.Token()
-		k, ok := t.(string)
-		if err != nil || !ok {
+	for i = skipSpace(data, i+1); i < len(data) && data[i] == '"'; {
+		end, _ := scanString(data, i)
+		if end < 0 {
+			return keys
+		}
+		var k string
+		if json.Unmarshal(data[i:end], &k) != nil {
 			return keys
 		}
 		keys = append(keys, k)
-		var skip json.RawMessage
-		if dec.Decode(&skip) != nil {
+		if i = skipSpace(data, end); i >= len(data) || data[i] != ':' {
 			return keys
 		}
+		if i = skipValue(data, skipSpace(data, i+1)); i < 0 {
+			return keys
+		}
+		if i = skipSpace(data, i); i >= len(data) || data[i] != ',' {
+			return keys
+		}
+		i = skipSpace(data, i+1)
 	}
 	return keys
 }
