@@ -215,11 +215,17 @@ func generateWit(exports []core.PersistedFunctionMetadata) string {
 			lastPkg = pkg
 		}
 		fmt.Fprintf(&b, "\ninterface %s {\n", name)
-		fns := byIfc[ifc]
-		slices.SortFunc(fns, func(x, y core.PersistedFunctionMetadata) int {
-			return strings.Compare(x.FFQN.FunctionName, y.FFQN.FunctionName)
-		})
-		for _, f := range fns {
+		// Sorted through their names: a slices.SortFunc over the metadata
+		// struct would link a sort instantiation of its own (≈15 kB).
+		byName := map[string]core.PersistedFunctionMetadata{}
+		var names []string
+		for _, f := range byIfc[ifc] {
+			byName[f.FFQN.FunctionName] = f
+			names = append(names, f.FFQN.FunctionName)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			f := byName[name]
 			params := make([]string, len(f.ParameterTypes))
 			for i, p := range f.ParameterTypes {
 				params[i] = p.Name + ": " + p.WitType

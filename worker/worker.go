@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -503,12 +502,17 @@ func (w *Worker) groups() []*lockGroup {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []*lockGroup
-	ffqns := make([]core.FunctionFqn, 0, len(w.funcs))
+	// Sorted by name as strings: a slices.SortFunc over FunctionFqn would
+	// link a sort instantiation of its own (≈10 kB) into every worker.
+	byName := make(map[string]core.FunctionFqn, len(w.funcs))
+	names := make([]string, 0, len(w.funcs))
 	for f := range w.funcs {
-		ffqns = append(ffqns, f)
+		byName[f.String()] = f
+		names = append(names, f.String())
 	}
-	slices.SortFunc(ffqns, func(a, b core.FunctionFqn) int { return strings.Compare(a.String(), b.String()) })
-	for _, ff := range ffqns {
+	slices.Sort(names)
+	for _, name := range names {
+		ff := byName[name]
 		f := w.funcs[ff]
 		var g *lockGroup
 		for _, c := range out {
