@@ -60,7 +60,9 @@ func TestLockBurstFollowsABacklog(t *testing.T) {
 	conn := &lockRecorder{Service: env.Store, longPollNew: make(chan struct{}, 1)}
 	pollWait := 200 * time.Millisecond
 	finished := make(chan core.ExecutionId, n)
-	w := env.NewWorker(conn, worker.Options{Concurrency: conc, PollWait: pollWait,
+	// Without prefetch (TestPrefetchLocksAheadOfTheSlots covers it): a
+	// burst then asks for the free slots only.
+	w := env.NewWorker(conn, worker.Options{Concurrency: conc, PollWait: pollWait, NoPrefetch: true,
 		OnFinished: func(id core.ExecutionId, _ core.ReturnValue) { finished <- id }})
 	var running, most atomic.Int32
 	blk := newBlocking()

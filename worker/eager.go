@@ -45,6 +45,7 @@ type eagerPlan struct {
 	locks  []core.EagerLock
 	slots  int
 	borrow bool
+	waits  int // places of Worker.startWaits taken (takeWaits)
 	lease  time.Duration
 }
 
@@ -92,14 +93,19 @@ func (w *Worker) planEager(children []core.CreateRequest, batch []core.AppendReq
 	}
 	n := w.slots.tryAcquire(want)
 	borrow := n < want && endsWithJoinNext(batch)
-	if n == 0 && !borrow {
-		return nil
-	}
-	p := &eagerPlan{ec: ec, slots: n, borrow: borrow}
 	left := n
 	if borrow {
 		left++
 	}
+	waits := 0
+	if !w.opts.NoPrefetch && left < want {
+		waits = w.takeWaits(want - left) // prefetched: they wait for a slot
+	}
+	left += waits
+	if left == 0 {
+		return nil
+	}
+	p := &eagerPlan{ec: ec, slots: n, borrow: borrow, waits: waits}
 	for _, sh := range shares {
 		k := min(sh.n, left)
 		if k == 0 {
@@ -142,14 +148,17 @@ func (w *Worker) startEager(p *eagerPlan, locked []core.LockedExecution) {
 	w.slots.release(p.slots - held)
 	extra := locked[held:]
 	locked = locked[:held]
-	if len(extra) > 0 {
-		if p.borrow {
-			w.startBorrowed(extra[0], p.lease)
-			extra = extra[1:]
-		}
-		for _, le := range extra { // never more than asked
-			w.release(le.ExecutionID, le.NextVersion, reasonNoSlot)
-		}
+	if len(extra) > 0 && p.borrow {
+		w.startBorrowed(extra[0], p.lease)
+		extra = extra[1:]
+	}
+	k := min(len(extra), p.waits)
+	w.giveWaits(p.waits - k)
+	for _, le := range extra[:k] {
+		w.startWaiting(le, p.lease, true, true)
+	}
+	for _, le := range extra[k:] { // never more than asked
+		w.release(le.ExecutionID, le.NextVersion, reasonNoSlot)
 	}
 	for _, le := range locked {
 		if w.stopping.Err() != nil {
@@ -171,6 +180,13 @@ const reasonNoSlot = "no free slot"
 // does not end), for at most half the lease; if none frees, or the worker
 // stops, the lock is released so that any worker takes the child.
 func (w *Worker) startBorrowed(le core.LockedExecution, lease time.Duration) {
+	w.startWaiting(le, lease, false, true)
+}
+
+// startWaiting is startBorrowed; with counted, le holds one of the places
+// of Worker.startWaits (takeWaits), given back once it has a slot or is
+// released; eager counts its run in Stats.Eager.
+func (w *Worker) startWaiting(le core.LockedExecution, lease time.Duration, counted, eager bool) {
 	w.inflight.Add(1)
 	w.wg.Add(1)
 	w.adopt(le) // its parent may wait for it in memory meanwhile (inbox.go)
@@ -182,6 +198,9 @@ func (w *Worker) startBorrowed(le core.LockedExecution, lease time.Duration) {
 		ctx, cancel := context.WithTimeout(w.stopping, max(lease/2, time.Millisecond))
 		_, err := w.slots.acquire(ctx, 1)
 		cancel()
+		if counted {
+			w.startWaits.Add(-1)
+		}
 		if err != nil {
 			reason := reasonNoSlot
 			if w.stopping.Err() != nil {
@@ -197,7 +216,9 @@ func (w *Worker) startBorrowed(le core.LockedExecution, lease time.Duration) {
 			w.release(le.ExecutionID, le.NextVersion, reasonExecutorClose)
 			return
 		}
-		w.eagerRuns.Add(1)
+		if eager {
+			w.eagerRuns.Add(1)
+		}
 		w.start(le)
 	}()
 }
@@ -263,5 +284,28 @@ func (w *Worker) planEagerStart(ctx context.Context, req *core.CreateRequest) *e
 			p.waits = true
 			return p
 		}
+	}
+}
+
+// takeWaits takes up to k of the places of Worker.startWaits (at most
+// Options.Concurrency locked executions waiting for a slot) and returns
+// how many it took; giveWaits gives places back.
+func (w *Worker) takeWaits(k int) int {
+	for k > 0 {
+		n := w.startWaits.Load()
+		t := min(int64(k), int64(w.opts.Concurrency)-n)
+		if t <= 0 {
+			return 0
+		}
+		if w.startWaits.CompareAndSwap(n, n+t) {
+			return int(t)
+		}
+	}
+	return 0
+}
+
+func (w *Worker) giveWaits(n int) {
+	if n > 0 {
+		w.startWaits.Add(int64(-n))
 	}
 }

@@ -157,6 +157,16 @@ type Options struct {
 	// free, is created locked to it (eager start). Off, every child and
 	// submission waits in the store for a worker's lock request.
 	NoEagerDispatch bool
+	// NoPrefetch turns prefetching off. On (the default), while a backlog
+	// lasts (a lock request came back full) each lock request also asks
+	// for as many executions again as it has free slots for, up to
+	// Options.Concurrency locked executions waiting for a slot in all:
+	// they start as slots free, with no lock round trip in between, and
+	// one that waits half its lease is released for any worker to take.
+	// Off, a worker locks only what its free slots can run at once (what
+	// a fleet of workers with long activities may prefer, so that an idle
+	// worker is never left without work another one holds).
+	NoPrefetch bool
 	// OnFinished, if set, is called once the Finished event of an execution
 	// this worker ran is stored (e.g. for metrics). It must not block.
 	// Decode turns result into the function's typed value or error.
@@ -826,10 +836,16 @@ func (w *Worker) lockLoop(ctx context.Context, g *lockGroup, share int) {
 				<-tokens
 				return
 			}
+			// Prefetch: as many more as the request reserved slots
+			// for, if places to wait for a slot are left.
+			waits := 0
+			if !w.opts.NoPrefetch {
+				waits = w.takeWaits(min(n, w.opts.LockBatch-n))
+			}
 			st.inflight.Add(1)
 			inflight.Go(func() {
 				defer func() { <-tokens }()
-				if err := w.lockOnce(ctx, g, n, n, 0, st, nil); err != nil {
+				if err := w.lockOnce(ctx, g, n+waits, n, waits, 0, st, nil); err != nil {
 					w.log.Warn("lock failed", "ffqns", len(g.ffqns), "err", err)
 				}
 			})
@@ -839,7 +855,7 @@ func (w *Worker) lockLoop(ctx context.Context, g *lockGroup, share int) {
 		if err != nil {
 			return
 		}
-		if err := w.lockOnce(ctx, g, n, 0, w.opts.PollWait, st, &checked); err != nil {
+		if err := w.lockOnce(ctx, g, n, 0, 0, w.opts.PollWait, st, &checked); err != nil {
 			w.log.Warn("lock failed", "ffqns", len(g.ffqns), "err", err)
 			sleepCtx(ctx, backoff)
 			backoff = min(2*backoff, 5*time.Second)
@@ -856,7 +872,7 @@ func (w *Worker) lockLoop(ctx context.Context, g *lockGroup, share int) {
 // whether the request came back full. With checked (the idle poll only,
 // never the burst's concurrent requests) it first looks for upgrade checks
 // of g's digest when they are due (lockUpgradeChecks).
-func (w *Worker) lockOnce(ctx context.Context, g *lockGroup, n, reserved int, wait time.Duration, st *lockState, checked *time.Time) error {
+func (w *Worker) lockOnce(ctx context.Context, g *lockGroup, n, reserved, waits int, wait time.Duration, st *lockState, checked *time.Time) error {
 	var locked []core.LockedExecution
 	var err error
 	if checked != nil {
@@ -871,6 +887,7 @@ func (w *Worker) lockOnce(ctx context.Context, g *lockGroup, n, reserved int, wa
 	if ctx.Err() != nil {
 		// Stopping: another worker takes these at once.
 		w.slots.unreserve(reserved)
+		w.giveWaits(waits)
 		for _, le := range locked {
 			w.release(le.ExecutionID, le.NextVersion, reasonExecutorClose)
 		}
@@ -879,15 +896,25 @@ func (w *Worker) lockOnce(ctx context.Context, g *lockGroup, n, reserved int, wa
 	if err != nil {
 		st.burst.Store(false)
 		w.slots.unreserve(reserved)
+		w.giveWaits(waits)
 		return err
 	}
 	st.burst.Store(len(locked) >= n)
-	got := w.slots.claim(reserved, len(locked))
-	for i, le := range locked {
+	// The executions beyond the slots the request was sized by wait for
+	// one (prefetched, at most waits of them).
+	direct := min(len(locked), n-waits)
+	prefetched := locked[direct:]
+	w.giveWaits(waits - len(prefetched))
+	got := w.slots.claim(reserved, direct)
+	for i, le := range locked[:direct] {
 		if i >= got {
 			_, _ = w.slots.acquire(context.Background(), 1)
 		}
 		w.start(le)
+	}
+	lease := g.lease(w.opts.LockExpiry)
+	for _, le := range prefetched {
+		w.startWaiting(le, lease, true, false)
 	}
 	return nil
 }
