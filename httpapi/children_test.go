@@ -144,6 +144,40 @@ func testCreateChildrenChecks(t *testing.T, e *env) {
 		}
 		e.do("GET", "/v1/executions/"+c1.String()+"/status", nil).want(http.StatusOK)
 	})
+
+	// The later chunks of a large fan-out: the join set was created (or
+	// closed) by an earlier append, the batch holds only the requests.
+	t.Run("JoinSetCreatedEarlierInTheLogIsAccepted", func(t *testing.T) {
+		r := e.submit(ffqnWorkflow, core.ComponentTypeWorkflow, "[]")
+		e.lock(r, core.ComponentTypeWorkflow)
+		g3, g4 := mustJS("g:3"), mustJS("g:4")
+		next := e.appendBatch(r, 2, jscEvent(g3).Event, jscEvent(g4).Event, creqEvent(g3, r.NextLevel(g3), ffqnActivity).Event)
+		c3, c4 := r.NextLevel(g3).Incremented(), r.NextLevel(g4)
+		var out wire.NextVersionJSON
+		e.do("POST", path, map[string]any{"execution_id": r, "version": next,
+			"batch":    []core.AppendRequest{creqEvent(g3, c3, ffqnActivity), creqEvent(g4, c4, ffqnActivity)},
+			"children": []core.CreateRequest{childReq(r, g3, c3, ffqnActivity), childReq(r, g4, c4, ffqnActivity)}}).
+			want(http.StatusOK).decode(&out)
+		if out.NextVersion != next+2 {
+			t.Fatalf("next_version %d, want %d", out.NextVersion, next+2)
+		}
+		for _, c := range []core.ExecutionId{c3, c4} {
+			e.do("GET", "/v1/executions/"+c.String()+"/status", nil).want(http.StatusOK)
+		}
+	})
+	t.Run("JoinSetClosedEarlierInTheLogIs422", func(t *testing.T) {
+		r := e.submit(ffqnWorkflow, core.ComponentTypeWorkflow, "[]")
+		e.lock(r, core.ComponentTypeWorkflow)
+		g5, g6 := mustJS("g:5"), mustJS("g:6")
+		next := e.appendBatch(r, 2, jscEvent(g5).Event, jscEvent(g6).Event,
+			hist(&core.JoinNext{JoinSetID: g5, RunExpiresAt: t0, Closing: true}))
+		c5, c6 := r.NextLevel(g5), r.NextLevel(g6)
+		e.rejectAll(t, []badReq{{name: "ClosedInTheLog", method: "POST", path: path,
+			body: map[string]any{"execution_id": r, "version": next,
+				"batch":    []core.AppendRequest{creqEvent(g6, c6, ffqnActivity), creqEvent(g5, c5, ffqnActivity)},
+				"children": []core.CreateRequest{childReq(r, g6, c6, ffqnActivity), childReq(r, g5, c5, ffqnActivity)}},
+			status: 422, msg: "join set g:5 of " + r.String() + " is closed"}})
+	})
 }
 
 func testRespondToParentChecks(t *testing.T, e *env) {

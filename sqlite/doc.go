@@ -115,6 +115,10 @@
 //	Head, PutHead                t_state primary key
 //	Event, Events                t_event primary key (range on version)
 //	Responses                    t_response primary key (range on cursor)
+//	JoinSetEvents                t_event primary key (range on version), the
+//	                             join_set_id and history_event_type columns
+//	                             filtering: only JoinSetCreate and JoinNext rows
+//	                             are decoded (a fan-out's later chunks)
 //	JoinNextCount                idx_event_join_next (execution_id, join_set_id)
 //	                             WHERE history_event_type = 'join_next'
 //	NthResponse                  idx_response_join_set (execution_id, join_set_id, js_ordinal)

@@ -1,10 +1,12 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/stela-dev/stela/core"
@@ -143,10 +145,12 @@ var (
 )
 
 const (
-	sqlHead        = `SELECT ` + headCols + ` FROM t_state WHERE execution_id = ?`
-	sqlEvent       = `SELECT version, created_at, json FROM t_event WHERE execution_id = ? AND version = ?`
-	sqlEvents      = `SELECT version, created_at, json FROM t_event WHERE execution_id = ? AND version >= ? AND version < ? ORDER BY version`
-	sqlResponses   = `SELECT cursor, created_at, json FROM t_response WHERE execution_id = ? AND cursor >= ? AND cursor < ? ORDER BY cursor`
+	sqlHead          = `SELECT ` + headCols + ` FROM t_state WHERE execution_id = ?`
+	sqlEvent         = `SELECT version, created_at, json FROM t_event WHERE execution_id = ? AND version = ?`
+	sqlEvents        = `SELECT version, created_at, json FROM t_event WHERE execution_id = ? AND version >= ? AND version < ? ORDER BY version`
+	sqlResponses     = `SELECT cursor, created_at, json FROM t_response WHERE execution_id = ? AND cursor >= ? AND cursor < ? ORDER BY cursor`
+	sqlJoinSetEvents = `SELECT version, created_at, json FROM t_event WHERE execution_id = ? AND version >= 1 AND version < ?
+		AND join_set_id = ? AND history_event_type IN ('join_set_create', 'join_next') ORDER BY version`
 	sqlJoinNexts   = `SELECT count(*) FROM t_event WHERE execution_id = ? AND join_set_id = ? AND history_event_type = 'join_next'`
 	sqlNthResponse = `SELECT cursor, created_at, json FROM t_response WHERE execution_id = ? AND join_set_id = ? AND js_ordinal = ?`
 	sqlDelayResult = `SELECT delay_success FROM t_response WHERE delay_id = ?`
@@ -247,6 +251,39 @@ func (t *readTx) Events(id core.ExecutionId, from, to core.Version) ([]core.Exec
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: events %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// JoinSetEvents implements store.JoinSetEventsReader: one query per join
+// set over the execution's event rows, decoding only the JoinSetCreate and
+// JoinNext rows of that join set.
+func (t *readTx) JoinSetEvents(id core.ExecutionId, joinSets []core.JoinSetId, before core.Version) ([]core.ExecutionEvent, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	var out []core.ExecutionEvent
+	for _, js := range joinSets {
+		rows, err := t.c.query(t.ctx, sqlJoinSetEvents, id.String(), int64(before), js.String())
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: join set events %s %s: %w", id, js, err)
+		}
+		for rows.Next() {
+			ev, err := scanEvent(rows)
+			if err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("sqlite: join set events %s: %w", id, err)
+			}
+			out = append(out, ev)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: join set events %s: %w", id, err)
+		}
+	}
+	if len(joinSets) > 1 {
+		slices.SortFunc(out, func(a, b core.ExecutionEvent) int { return cmp.Compare(a.Version, b.Version) })
 	}
 	return out, nil
 }

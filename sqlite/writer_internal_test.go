@@ -341,6 +341,7 @@ func TestQueryPlans(t *testing.T) {
 		{"head", sqlHead, []any{"E_X"}, "SEARCH t_state USING PRIMARY KEY"},
 		{"events", sqlEvents, []any{"E_X", 0, 5}, "SEARCH t_event USING PRIMARY KEY"},
 		{"responses", sqlResponses, []any{"E_X", 0, 5}, "SEARCH t_response USING PRIMARY KEY"},
+		{"join set events", sqlJoinSetEvents, []any{"E_X", 5, "o:a"}, "SEARCH t_event USING PRIMARY KEY"},
 		{"join next count", sqlJoinNexts, []any{"E_X", "o:a"}, "idx_event_join_next"},
 		{"nth response", sqlNthResponse, []any{"E_X", "o:a", 1}, "idx_response_join_set"},
 		{"delay outcome", sqlDelayResult, []any{"Delay_X"}, "idx_response_delay"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/stela-dev/stela/core"
 )
@@ -556,11 +557,7 @@ func (s *Service) createChildrenOnce(ctx context.Context, currentTime core.Times
 			// log already closed — only affects the worker's own execution,
 			// whose version it holds; the children stay derived from it.
 			if core.CheckCreateChildren(id, nil, batch, children) != nil {
-				history, err := t.tx.Events(id, 1, version)
-				if err != nil {
-					return err
-				}
-				if err := core.CheckCreateChildren(id, history, batch, children); err != nil {
+				if err := checkChildrenAgainstLog(t, id, version, batch, children); err != nil {
 					return err
 				}
 			}
@@ -608,6 +605,40 @@ func (s *Service) createChildrenOnce(ctx context.Context, currentTime core.Times
 		}
 	}
 	return next, locked, nil
+}
+
+// checkChildrenAgainstLog checks children against id's log before version
+// (events 1 … version-1) and batch. Where the backend reads join-set
+// events alone (JoinSetEventsReader), it first checks against those: they
+// give the exact open or closed state of the children's join sets, so an
+// acceptance there is the whole log's; anything else (a child whose request
+// is not in batch, say) is decided on the whole log.
+func checkChildrenAgainstLog(t *txn, id core.ExecutionId, version core.Version, batch []core.AppendRequest, children []core.CreateRequest) error {
+	if r, ok := t.tx.(JoinSetEventsReader); ok {
+		events, err := r.JoinSetEvents(id, childJoinSets(children), version)
+		if err != nil {
+			return err
+		}
+		if core.CheckCreateChildren(id, events, batch, children) == nil {
+			return nil
+		}
+	}
+	history, err := t.tx.Events(id, 1, version)
+	if err != nil {
+		return err
+	}
+	return core.CheckCreateChildren(id, history, batch, children)
+}
+
+// childJoinSets lists the join sets the derived children's ids name, once each.
+func childJoinSets(children []core.CreateRequest) []core.JoinSetId {
+	var out []core.JoinSetId
+	for i := range children {
+		if _, js, ok := children[i].ExecutionID.SplitToParts(); ok && !slices.Contains(out, js) {
+			out = append(out, js)
+		}
+	}
+	return out
 }
 
 func (s *Service) createIn(t *txn, req core.CreateRequest) error {

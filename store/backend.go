@@ -86,6 +86,18 @@ type HeadsCreator interface {
 	CreateHeads(heads []NewHead) error
 }
 
+// JoinSetEventsReader is a ReadTx that reads only the events that open and
+// close join sets (JoinSetCreate and JoinNext) of the given join sets of
+// an execution, at versions 1 … before-1, ascending: what
+// core.CheckCreateChildren needs of a log to accept children whose join set
+// an earlier append created (the later chunks of a large fan-out). The
+// Service tries it before reading the whole log (SQLite: a filter on the
+// event rows' join_set_id and history_event_type columns, decoding only
+// the rows it returns).
+type JoinSetEventsReader interface {
+	JoinSetEvents(id core.ExecutionId, joinSets []core.JoinSetId, before core.Version) ([]core.ExecutionEvent, error)
+}
+
 // Tx reads and buffers writes. Writes become visible only when Update commits.
 type Tx interface {
 	ReadTx
