@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,10 +18,9 @@ import (
 // next lock replays it.
 func TestCacheTTLIsEnforcedByATimer(t *testing.T) {
 	env := workertest.New(t, worker.Options{CacheTTL: time.Minute})
-	runs := 0
+	var runs atomic.Int32 // the two workflows run at once
 	worker.Workflow(env.Worker, "demo:test/workflow.nap", func(wf *worker.Context, _ worker.Unit) (int, error) {
-		runs++
-		return runs, wf.Sleep(time.Hour)
+		return int(runs.Add(1)), wf.Sleep(time.Hour)
 	})
 	ids := []core.ExecutionId{env.Submit("demo:test/workflow.nap", nil), env.Submit("demo:test/workflow.nap", nil)}
 	env.Run()
@@ -41,8 +41,8 @@ func TestCacheTTLIsEnforcedByATimer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if runs != 4 {
-		t.Fatalf("the function ran %d times, want 4 (twice each: the first runs were dropped)", runs)
+	if n := runs.Load(); n != 4 {
+		t.Fatalf("the function ran %d times, want 4 (twice each: the first runs were dropped)", n)
 	}
 }
 
