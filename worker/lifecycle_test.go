@@ -85,7 +85,10 @@ func TestKilledWorkerWorkIsCompletedOnceByAnother(t *testing.T) {
 
 	connA.cut.Store(false) // A comes back and tries to record its result
 	close(blockA.release)
-	if err := waitFor(t, aDone, "A to stop"); err != nil {
+	// A's pass may have sent its next lock request while the connection
+	// was cut (a dead worker's pass fails so); its late result is written
+	// or fenced either way.
+	if err := waitFor(t, aDone, "A to stop"); err != nil && !errors.Is(err, errCut) {
 		t.Fatal(err)
 	}
 	log := env.Log(id)
