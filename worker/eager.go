@@ -199,7 +199,7 @@ func (w *Worker) startWaiting(le core.LockedExecution, lease time.Duration, coun
 		_, err := w.slots.acquire(ctx, 1)
 		cancel()
 		if counted {
-			w.startWaits.Add(-1)
+			w.giveWaits(1)
 		}
 		if err != nil {
 			reason := reasonNoSlot
@@ -275,16 +275,11 @@ func (w *Worker) planEagerStart(ctx context.Context, req *core.CreateRequest) *e
 	if w.slots.tryAcquire(1) == 1 {
 		return p
 	}
-	for {
-		n := w.startWaits.Load()
-		if n >= int64(w.opts.Concurrency) {
-			return nil
-		}
-		if w.startWaits.CompareAndSwap(n, n+1) {
-			p.waits = true
-			return p
-		}
+	if w.takeWaits(1) == 0 {
+		return nil
 	}
+	p.waits = true
+	return p
 }
 
 // takeWaits takes up to k of the places of Worker.startWaits (at most

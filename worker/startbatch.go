@@ -116,7 +116,7 @@ func (w *Worker) submitLocked(ctx context.Context, p *eagerStart, req core.Creat
 // place among the submissions waiting for one.
 func (w *Worker) unplanStart(p *eagerStart) {
 	if p.waits {
-		w.startWaits.Add(-1)
+		w.giveWaits(1)
 	} else {
 		w.slots.release(1)
 	}
@@ -131,7 +131,7 @@ func (w *Worker) startedOne(p *eagerStart, locked []core.LockedExecution, err er
 		return
 	}
 	if p.waits {
-		w.startWaits.Add(-1)
+		w.giveWaits(1)
 		w.startEager(&eagerPlan{borrow: true, lease: p.lease}, locked)
 		return
 	}
