@@ -194,6 +194,12 @@ func (w *Worker) startWaiting(le core.LockedExecution, lease time.Duration, coun
 		defer func() {
 			w.inflight.Add(-1)
 			w.wg.Done()
+			// A RunUntilIdle pass that saw it in flight waits for this
+			// (a release with no run would otherwise never wake it).
+			select {
+			case w.finished <- struct{}{}:
+			default:
+			}
 		}()
 		ctx, cancel := context.WithTimeout(w.stopping, max(lease/2, time.Millisecond))
 		_, err := w.slots.acquire(ctx, 1)
