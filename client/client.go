@@ -71,6 +71,10 @@ type Client struct {
 	// /v1/worker/delays/{id}/fire with 404 or 405 (it predates the route):
 	// FireDelay then answers not_due at once and the sweep fires delays.
 	noFireDelay atomic.Bool
+	// noFireAppend is set once the server answered POST
+	// /v1/worker/append-batch/fire-delay with 404 or 405 (it predates the
+	// route): AppendBatchFiringDelay then fires and appends in two requests.
+	noFireAppend atomic.Bool
 }
 
 // Option configures New.

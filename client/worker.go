@@ -574,6 +574,66 @@ func (c *Client) createLockedEach(ctx context.Context, reqs []core.CreateRequest
 	return results
 }
 
+// AppendBatchFiringDelay implements core.DelayFireAppender (POST
+// /v1/worker/append-batch/fire-delay): the delay's fire and the batch in
+// one commit. Retried after an ambiguous failure: the retry of a write that
+// committed finds the delay fired, and its 409 is resolved by reading the
+// batch back (outcome answered). A server that predates the route (405,
+// or 404 "not found": the route answers an unknown execution or delay
+// with 404 "execution or delay not found") gets FireDelay and then AppendBatch, from then on; such a server
+// cannot tell a delay fired by its sweep from a cancelled one, so its
+// "answered" is reported as DelayFireCancelled (the caller gives the run
+// up and the next run replays the response, whichever it is).
+func (c *Client) AppendBatchFiringDelay(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, delay core.DelayId) (core.FireAppendAnswer, error) {
+	if !c.noFireAppend.Load() {
+		var out wire.FireAppendAnswer
+		resp, err := c.post(ctx, http.MethodPost, wire.PathWorkerFireAppend, wire.FireAppendBody{
+			AppendBatchBody: batchBody(currentTime, batch, id, version), DelayID: delay}, idempotent, &out)
+		var ae *Error
+		switch {
+		case err == nil:
+			o, ok := core.ParseDelayFireOutcome(out.Outcome)
+			if !ok {
+				return core.FireAppendAnswer{}, fmt.Errorf("client: fire delay %s and append: unknown outcome %q", delay, out.Outcome)
+			}
+			ans := core.FireAppendAnswer{DelayFireAnswer: core.DelayFireAnswer{Outcome: o}}
+			if out.NextVersion != nil {
+				ans.NextVersion = *out.NextVersion
+			}
+			if out.FiredAt != nil && out.ResponseCursor != nil {
+				ans.FiredAt, ans.Cursor = *out.FiredAt, *out.ResponseCursor
+			}
+			return ans, nil
+		case errors.As(err, &ae) && (ae.Status == http.StatusNotFound && ae.Message == "not found" || ae.Status == http.StatusMethodNotAllowed):
+			c.noFireAppend.Store(true)
+		case resp != nil && resp.Ambiguous && resp.Status == http.StatusConflict:
+			if next, ok := c.committed(ctx, id, version, batch); ok {
+				return core.FireAppendAnswer{DelayFireAnswer: core.DelayFireAnswer{Outcome: core.DelayFireAnswered}, NextVersion: next}, nil
+			}
+			return core.FireAppendAnswer{}, err
+		default:
+			return core.FireAppendAnswer{}, err
+		}
+	}
+	fired, err := c.FireDelay(ctx, delay)
+	if err != nil {
+		return core.FireAppendAnswer{}, err
+	}
+	switch fired.Outcome {
+	case core.DelayFireNotDue:
+		return core.FireAppendAnswer{DelayFireAnswer: fired}, nil
+	case core.DelayFireAnswered:
+		return core.FireAppendAnswer{DelayFireAnswer: core.DelayFireAnswer{Outcome: core.DelayFireCancelled}}, nil
+	}
+	next, err := c.appendBatchRoute(ctx, currentTime, batch, id, version)
+	if err != nil {
+		return core.FireAppendAnswer{}, err
+	}
+	return core.FireAppendAnswer{DelayFireAnswer: fired, NextVersion: next}, nil
+}
+
+var _ core.DelayFireAppender = (*Client)(nil)
+
 // FireDelay implements core.DelayFirer (POST
 // /v1/worker/delays/{delay_id}/fire): the server fires delay when it is
 // due at its clock and unpaused. Idempotent (a retry of a fire that

@@ -117,9 +117,13 @@ const (
 	// DelayFireNotDue: the delay's expiry is after the store's time, or the
 	// delay is paused; nothing was written, the sweep fires it when due.
 	DelayFireNotDue
+	// DelayFireCancelled (DelayFireAppender only): the delay's response is
+	// a cancellation (DelayFinished(Err)); nothing was written.
+	DelayFireCancelled
 )
 
-// String is the outcome's wire name: "fired", "answered", "not_due".
+// String is the outcome's wire name: "fired", "answered", "not_due",
+// "cancelled".
 func (o DelayFireOutcome) String() string {
 	switch o {
 	case DelayFired:
@@ -128,13 +132,15 @@ func (o DelayFireOutcome) String() string {
 		return "answered"
 	case DelayFireNotDue:
 		return "not_due"
+	case DelayFireCancelled:
+		return "cancelled"
 	}
 	return "unknown"
 }
 
 // ParseDelayFireOutcome is the inverse of DelayFireOutcome.String.
 func ParseDelayFireOutcome(s string) (DelayFireOutcome, bool) {
-	for _, o := range []DelayFireOutcome{DelayFired, DelayFireAnswered, DelayFireNotDue} {
+	for _, o := range []DelayFireOutcome{DelayFired, DelayFireAnswered, DelayFireNotDue, DelayFireCancelled} {
 		if o.String() == s {
 			return o, true
 		}
@@ -167,4 +173,37 @@ type DelayFireAnswer struct {
 	Outcome DelayFireOutcome
 	FiredAt Timestamp
 	Cursor  ResponseCursor
+}
+
+// DelayFireAppender is implemented by connections that fire a due delay and
+// append the events that follow its response in one commit (store.Service;
+// client.Client against a server that knows POST
+// /v1/worker/append-batch/fire-delay). A run that awaited a sleep in memory
+// goes on at the expiry as if the delay had fired, and its next write
+// carries the fire: one commit instead of the fire's and then the next
+// write's (fire-and-continue).
+type DelayFireAppender interface {
+	// AppendBatchFiringDelay fires delay, a delay of id, as
+	// DelayFirer.FireDelay does (at the store's time, when due and
+	// unpaused), and appends batch at version in the same commit. The
+	// outcome tells what was written:
+	//   - DelayFired: the DelayFinished(Ok) response (FiredAt, Cursor) and
+	//     the batch (NextVersion);
+	//   - DelayFireAnswered: the delay had fired already (a sweep, or the
+	//     first attempt of a retried call); the batch alone;
+	//   - DelayFireNotDue: nothing (not due at the store's time, or paused);
+	//   - DelayFireCancelled: nothing (the delay was cancelled: the run's
+	//     assumption that it fired is wrong).
+	// A batch the store refuses (a version conflict, an illegal event) is
+	// the error AppendBatch would return, and nothing is written either;
+	// ErrNotFound when neither the delay's timer nor its response exists.
+	AppendBatchFiringDelay(ctx context.Context, currentTime Timestamp, batch []AppendRequest, id ExecutionId, version Version, delay DelayId) (FireAppendAnswer, error)
+}
+
+// FireAppendAnswer is what DelayFireAppender.AppendBatchFiringDelay did:
+// the fire's outcome and, when the batch was appended (DelayFired,
+// DelayFireAnswered), the version after it.
+type FireAppendAnswer struct {
+	DelayFireAnswer
+	NextVersion Version
 }

@@ -14,7 +14,7 @@ import (
 // requestTypes are the body types the routes decode with decodeBody.
 var requestTypes = []reflect.Type{
 	reflect.TypeFor[wire.LockPendingBody](), reflect.TypeFor[wire.LockOneBody](), reflect.TypeFor[wire.AppendBody](),
-	reflect.TypeFor[wire.AppendBatchBody](), reflect.TypeFor[wire.CreateChildrenBody](), reflect.TypeFor[wire.DelayResponseBody](),
+	reflect.TypeFor[wire.AppendBatchBody](), reflect.TypeFor[wire.CreateChildrenBody](), reflect.TypeFor[wire.DelayResponseBody](), reflect.TypeFor[wire.FireAppendBody](),
 	reflect.TypeFor[wire.RespondToParentBody](), reflect.TypeFor[wire.AppendManyBody](), reflect.TypeFor[wire.StubResponseBody](),
 	reflect.TypeFor[wire.CreateLockedBody](), reflect.TypeFor[wire.AppendLogsBody](), reflect.TypeFor[wire.AppendBacktracesBody](),
 	reflect.TypeFor[wire.SweepBody](), reflect.TypeFor[wire.SignalBody](), reflect.TypeFor[submitBody](), reflect.TypeFor[upgradeBody](),

@@ -369,6 +369,15 @@ func schemas() map[string]any {
 			"next_version": ref("Version"),
 			"locked":       desc("the children created locked (only when the body asked for eager locks)", arr(ref("LockedExecution"))),
 		}),
+		"FireAppendBody": closedObj([]string{"batch", "execution_id", "version", "delay_id"}, with(batchProps, map[string]any{
+			"delay_id": desc("a delay of execution_id: fired with the batch, or nothing is written", ref("DelayId")),
+		})),
+		"FireAppendAnswer": closedObj([]string{"outcome"}, map[string]any{
+			"outcome":         map[string]any{"type": "string", "enum": []string{"fired", "answered", "not_due", "cancelled"}, "description": "fired or answered (it had fired already): the batch was appended; not_due (not due at the store's time, or paused) or cancelled: nothing written"},
+			"next_version":    desc("outcome fired or answered: the version after the batch", ref("Version")),
+			"fired_at":        desc("outcome fired: the created_at of the DelayFinished response recorded (the store's time)", ref("Timestamp")),
+			"response_cursor": uint("outcome fired: that response's cursor among the owner's responses"),
+		}),
 		"DelayResponseBody": closedObj([]string{"batch", "execution_id", "version", "join_set_id", "delay_id"}, with(batchProps, map[string]any{
 			"join_set_id": ref("JoinSetId"), "delay_id": ref("DelayId"),
 		})),

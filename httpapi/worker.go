@@ -307,6 +307,47 @@ func (s *server) workerDelayResponse(c *call) error {
 	return c.json(http.StatusOK, wire.NextVersionJSON{NextVersion: next})
 }
 
+// POST /v1/worker/append-batch/fire-delay (core.DelayFireAppender): a store
+// that cannot fire and append in one commit answers not_due, and the
+// worker's fire goes by the sweep.
+func (s *server) workerFireAppend(c *call) error {
+	var b wire.FireAppendBody
+	if err := c.decodeBody(&b); err != nil {
+		return err
+	}
+	if err := s.timeBound().appendBatch("", &b.AppendBatchBody); err != nil {
+		return err
+	}
+	setExecutionID(c.r, b.ExecutionID)
+	if err := checkBatch("batch", len(b.Batch), 1, wire.MaxAppendBatch); err != nil {
+		return err
+	}
+	if owner, _ := b.DelayID.SplitToParts(); owner != b.ExecutionID {
+		return httpErr(http.StatusBadRequest, "delay_id: "+b.DelayID.String()+" is not a delay of execution_id "+b.ExecutionID.String())
+	}
+	f, ok := s.db.(core.DelayFireAppender)
+	if !ok {
+		return c.json(http.StatusOK, wire.FireAppendAnswer{Outcome: core.DelayFireNotDue.String()})
+	}
+	out, err := f.AppendBatchFiringDelay(c.ctx(), s.timeOr(b.CurrentTime), b.Batch, b.ExecutionID, b.Version, b.DelayID)
+	if errors.Is(err, core.ErrNotFound) {
+		// Named, so that a client tells it from the 404 of a server
+		// that predates the route ("not found").
+		return httpErr(http.StatusNotFound, "execution or delay not found")
+	}
+	if err != nil {
+		return err
+	}
+	ans := wire.FireAppendAnswer{Outcome: out.Outcome.String()}
+	if out.Outcome == core.DelayFired || out.Outcome == core.DelayFireAnswered {
+		ans.NextVersion = &out.NextVersion
+	}
+	if out.Outcome == core.DelayFired && out.Cursor != 0 {
+		ans.FiredAt, ans.ResponseCursor = &out.FiredAt, &out.Cursor
+	}
+	return c.json(http.StatusOK, ans)
+}
+
 // POST /v1/worker/append-batch/respond-to-parent
 func (s *server) workerRespondToParent(c *call) error {
 	var b wire.RespondToParentBody

@@ -383,34 +383,18 @@ func (s *Service) FireDelay(ctx context.Context, delay core.DelayId) (core.Delay
 	}
 	var ans core.DelayFireAnswer
 	err := s.updateAs(ctx, OpRespond, func(t *txn) error {
-		ans = core.DelayFireAnswer{Outcome: core.DelayFired}
-		d, ok, err := t.tx.Delay(owner, js, delay)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			_, found, err := t.tx.DelayOutcome(delay)
-			switch {
-			case err != nil:
-				return err
-			case found:
-				ans.Outcome = core.DelayFireAnswered
-				return errDelayNotDue
-			}
-			return fmt.Errorf("%w: delay %s", core.ErrNotFound, delay)
-		}
-		now := s.clock.Now()
-		if d.Paused || d.ExpiresAt.After(now) {
-			ans.Outcome = core.DelayFireNotDue
+		var err error
+		ans, err = s.fireIn(t, owner, js, delay)
+		if err == nil && ans.Outcome != core.DelayFired {
 			return errDelayNotDue
 		}
-		err = s.respondIn(t, owner, now, core.JoinSetResponseEvent{JoinSetID: js,
-			Event: &core.DelayFinished{DelayID: delay, Result: true}}, now)
-		ans.FiredAt, ans.Cursor = now, t.cursor
 		return err
 	})
 	switch {
 	case errors.Is(err, errDelayNotDue):
+		if ans.Outcome == core.DelayFireCancelled {
+			ans.Outcome = core.DelayFireAnswered // FireDelay's callers do not tell the two apart
+		}
 		return core.DelayFireAnswer{Outcome: ans.Outcome}, nil
 	case errors.Is(err, core.ErrConflict):
 		// Answered between the read and the commit (the guard of the response).
@@ -420,6 +404,82 @@ func (s *Service) FireDelay(ctx context.Context, delay core.DelayId) (core.Delay
 	}
 	return ans, nil
 }
+
+// fireIn fires delay (of owner's join set js) inside t when its timer row
+// is due and unpaused at the store's clock (DelayFired, with the response's
+// time and cursor). Otherwise it writes nothing and answers
+// DelayFireNotDue, DelayFireAnswered (the delay fired already) or
+// DelayFireCancelled (it was cancelled); core.ErrNotFound when neither the
+// timer row nor a response exists.
+func (s *Service) fireIn(t *txn, owner core.ExecutionId, js core.JoinSetId, delay core.DelayId) (core.DelayFireAnswer, error) {
+	d, ok, err := t.tx.Delay(owner, js, delay)
+	if err != nil {
+		return core.DelayFireAnswer{}, err
+	}
+	if !ok {
+		fired, found, err := t.tx.DelayOutcome(delay)
+		switch {
+		case err != nil:
+			return core.DelayFireAnswer{}, err
+		case !found:
+			return core.DelayFireAnswer{}, fmt.Errorf("%w: delay %s", core.ErrNotFound, delay)
+		case fired:
+			return core.DelayFireAnswer{Outcome: core.DelayFireAnswered}, nil
+		}
+		return core.DelayFireAnswer{Outcome: core.DelayFireCancelled}, nil
+	}
+	now := s.clock.Now()
+	if d.Paused || d.ExpiresAt.After(now) {
+		return core.DelayFireAnswer{Outcome: core.DelayFireNotDue}, nil
+	}
+	if err := s.respondIn(t, owner, now, core.JoinSetResponseEvent{JoinSetID: js,
+		Event: &core.DelayFinished{DelayID: delay, Result: true}}, now); err != nil {
+		return core.DelayFireAnswer{}, err
+	}
+	return core.DelayFireAnswer{Outcome: core.DelayFired, FiredAt: now, Cursor: t.cursor}, nil
+}
+
+// AppendBatchFiringDelay implements core.DelayFireAppender: fireIn and
+// appendIn in one transaction, so the events that follow the delay's
+// response are never stored without it, and a refused batch leaves the
+// delay unfired. A conflict at the commit (a sweep or a cancellation
+// answered the delay between the read and the commit) runs the
+// transaction again, which then finds the response.
+func (s *Service) AppendBatchFiringDelay(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, delay core.DelayId) (core.FireAppendAnswer, error) {
+	owner, js := delay.SplitToParts()
+	if owner.IsZero() || owner != id {
+		return core.FireAppendAnswer{}, &core.ValidationError{Reason: "delay " + delay.String() + " is not a delay of execution " + id.String()}
+	}
+	var ans core.FireAppendAnswer
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		err = s.updateAs(ctx, OpAppend, func(t *txn) error {
+			fire, err := s.fireIn(t, owner, js, delay)
+			if err != nil {
+				return err
+			}
+			ans = core.FireAppendAnswer{DelayFireAnswer: fire}
+			if fire.Outcome != core.DelayFired && fire.Outcome != core.DelayFireAnswered {
+				return errDelayNotDue
+			}
+			res, err := s.appendIn(t, id, version, batch, currentTime, core.AppendOptions{})
+			ans.NextVersion = res.NextVersion
+			return err
+		})
+		if !errors.Is(err, core.ErrConflict) || ans.Outcome != core.DelayFired {
+			break
+		}
+	}
+	switch {
+	case errors.Is(err, errDelayNotDue):
+		return core.FireAppendAnswer{DelayFireAnswer: core.DelayFireAnswer{Outcome: ans.Outcome}}, nil
+	case err != nil:
+		return core.FireAppendAnswer{}, err
+	}
+	return ans, nil
+}
+
+var _ core.DelayFireAppender = (*Service)(nil)
 
 var _ core.DelayFirer = (*Service)(nil)
 

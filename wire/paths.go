@@ -53,6 +53,7 @@ const (
 	PathWorkerRespondToParent              = "/v1/worker/append-batch/respond-to-parent"
 	PathWorkerAppendMany                   = "/v1/worker/append-batch/many"
 	PathWorkerDelayResponse                = "/v1/worker/append-batch/delay-response"
+	PathWorkerFireAppend                   = "/v1/worker/append-batch/fire-delay"
 	PathWorkerStubResponse                 = "/v1/worker/stub-response"
 	PathWorkerExecutionLog                 = "/v1/worker/executions/{execution_id}/log"
 	PathWorkerNextResponses                = "/v1/worker/executions/{execution_id}/next-responses"

@@ -246,6 +246,28 @@ type DelayResponseBody struct {
 	DelayID   core.DelayId   `json:"delay_id" required:"true"`
 }
 
+// FireAppendBody is the body of POST /v1/worker/append-batch/fire-delay
+// (core.DelayFireAppender): the batch is appended only together with the
+// fire of delay_id, a delay of execution_id.
+type FireAppendBody struct {
+	AppendBatchBody
+	DelayID core.DelayId `json:"delay_id" required:"true"`
+}
+
+// FireAppendAnswer answers POST /v1/worker/append-batch/fire-delay: outcome
+// is "fired" (the delay's response and the batch were recorded),
+// "answered" (the delay had fired already: the batch alone), "not_due" or
+// "cancelled" (nothing written).
+type FireAppendAnswer struct {
+	Outcome string `json:"outcome"`
+	// NextVersion is the version after the batch, when it was appended.
+	NextVersion *core.Version `json:"next_version,omitempty"`
+	// FiredAt and ResponseCursor tell, when outcome is "fired", the
+	// DelayFinished response recorded (as in FireDelayAnswer).
+	FiredAt        *core.Timestamp      `json:"fired_at,omitempty"`
+	ResponseCursor *core.ResponseCursor `json:"response_cursor,omitempty"`
+}
+
 // RespondToParentBody is the body of POST /v1/worker/append-batch/respond-to-parent.
 type RespondToParentBody struct {
 	Events   core.AppendEventsToExecution   `json:"events" required:"true"`
