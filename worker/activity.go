@@ -18,6 +18,10 @@ const (
 	// reasonAwaitWindow is Stela's: a workflow stopped waiting for a
 	// response in memory (Options.AwaitWindow) and gave its execution back.
 	reasonAwaitWindow = "await window ended"
+	// reasonDelayNotFired is Stela's: a run went on after a sleep it was to
+	// fire with its next write (fire-and-continue), but the delay did not
+	// fire (cancelled, or paused); the execution is given back unwritten.
+	reasonDelayNotFired = "awaited delay did not fire"
 )
 
 // runActivity runs one locked activity execution and appends its outcome.

@@ -291,6 +291,9 @@ func (wf *Context) awaitDueDelay(js *joinSetState, delay core.DelayId, expires c
 	if wf.replaying() || expires.After(now) {
 		return Response{}, false
 	}
+	if err := wf.settleFire(); err != nil { // the delay-response route cannot carry it
+		wf.check(err)
+	}
 	js.joinNexts++
 	wf.record(&core.JoinNext{JoinSetID: js.id, RunExpiresAt: wf.l.locked.LockExpiresAt}, nil)
 	batch := wf.buf

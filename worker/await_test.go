@@ -136,57 +136,76 @@ func (c *subscribeTimes) SubscribeToNextResponses(ctx context.Context, id core.E
 
 // TestSleepInMemorySubscribesNearItsEnd: a workflow sleeping in memory
 // does not hold a response subscription (a long poll, re-checked by the
-// server) for the whole sleep: nothing but the timer answers it; the
+// server) for the whole sleep: nothing but the timer answers it. With
+// fire-and-continue (the default) the run goes on at the expiry and its
+// Finished write fires the delay: no subscription at all. Without it the
 // worker fires the delay at its expiry and is handed the response in
-// memory, so it subscribes not at all (and never long before the expiry),
-// and still continues without a new lock.
+// memory, so it subscribes not at all (and never long before the expiry).
+// Both continue without a new lock.
 func TestSleepInMemorySubscribesNearItsEnd(t *testing.T) {
-	svc := backendtest.SQLite(t)
-	backendtest.Timers(t, svc, 20*time.Millisecond)
-	conn := &subscribeTimes{Service: svc}
-	w := worker.New(conn, worker.Options{LockExpiry: 20 * time.Second, PollWait: 200 * time.Millisecond})
-	const nap = 300 * time.Millisecond
-	worker.Workflow(w, "demo:test/workflow.nap", func(wf *worker.Context, _ worker.Unit) (worker.Unit, error) {
-		return worker.Unit{}, wf.Sleep(nap)
-	})
-	runFor(t, w)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	id, err := w.Submit(ctx, "demo:test/workflow.nap", nil)
-	if err != nil {
-		t.Fatal(err)
+	for _, goOn := range []bool{true, false} {
+		t.Run(map[bool]string{true: "fire-and-continue", false: "fire-then-continue"}[goOn], func(t *testing.T) {
+			svc := backendtest.SQLite(t)
+			backendtest.Timers(t, svc, 20*time.Millisecond)
+			conn := &subscribeTimes{Service: svc}
+			w := worker.New(conn, worker.Options{LockExpiry: 20 * time.Second, PollWait: 200 * time.Millisecond, NoFireAndContinue: !goOn})
+			const nap = 300 * time.Millisecond
+			worker.Workflow(w, "demo:test/workflow.nap", func(wf *worker.Context, _ worker.Unit) (worker.Unit, error) {
+				return worker.Unit{}, wf.Sleep(nap)
+			})
+			runFor(t, w)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			id, err := w.Submit(ctx, "demo:test/workflow.nap", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := worker.Await[worker.Unit](ctx, w, id); err != nil {
+				t.Fatal(err)
+			}
+			log, err := svc.Get(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := countLocks(log); n != 1 {
+				t.Errorf("locked %d times, want once (the sleep is awaited in memory)", n)
+			}
+			var expires core.Timestamp
+			for _, h := range log.EventHistory() {
+				if r, ok := h.Event.(*core.JoinSetRequestEvent); ok {
+					expires = r.Request.(*core.DelayRequest).ExpiresAt
+				}
+			}
+			if len(log.Responses) != 1 || !isFired(log.Responses[0]) {
+				t.Fatalf("responses %+v, want the delay's DelayFinished(Ok)", log.Responses)
+			}
+			conn.mu.Lock()
+			defer conn.mu.Unlock()
+			// (The test's timers sweep may fire the delay first: the run
+			// then subscribes once, near the expiry, or its Finished write
+			// finds the delay fired.)
+			inMemory := int(w.Stats().ResponsesInMemory)
+			switch {
+			case goOn && len(conn.times) != 0:
+				t.Errorf("%d subscriptions; want none (the Finished write fires the delay)", len(conn.times))
+			case !goOn && inMemory+len(conn.times) != 1:
+				// The fire tells the cursor: the response is handed over.
+				t.Errorf("%d responses handed in memory, %d subscriptions; want one of them", inMemory, len(conn.times))
+			}
+			// The lead is a few ms; a subscription started earlier waited for the timer.
+			for _, at := range conn.times {
+				if at.Before(expires.Add(-50 * time.Millisecond).Time) {
+					t.Errorf("subscribed %s before the delay expired at %s", expires.Sub(at), expires)
+				}
+			}
+		})
 	}
-	if _, err := worker.Await[worker.Unit](ctx, w, id); err != nil {
-		t.Fatal(err)
-	}
-	log, err := svc.Get(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := countLocks(log); n != 1 {
-		t.Errorf("locked %d times, want once (the sleep is awaited in memory)", n)
-	}
-	var expires core.Timestamp
-	for _, h := range log.EventHistory() {
-		if r, ok := h.Event.(*core.JoinSetRequestEvent); ok {
-			expires = r.Request.(*core.DelayRequest).ExpiresAt
-		}
-	}
-	conn.mu.Lock()
-	defer conn.mu.Unlock()
-	// The worker fires the delay itself and is handed its response in
-	// memory (the fire tells the cursor): no subscription is needed at all.
-	// (The test's timers sweep may fire it first: the run then subscribes
-	// once, near the expiry.)
-	if n := w.Stats().ResponsesInMemory; int(n)+len(conn.times) != 1 {
-		t.Errorf("%d responses handed in memory, %d subscriptions; want one of them", n, len(conn.times))
-	}
-	// The lead is a few ms; a subscription started earlier waited for the timer.
-	for _, at := range conn.times {
-		if at.Before(expires.Add(-50 * time.Millisecond).Time) {
-			t.Errorf("subscribed %s before the delay expired at %s", expires.Sub(at), expires)
-		}
-	}
+}
+
+// isFired reports whether r is a DelayFinished(Ok).
+func isFired(r core.ResponseWithCursor) bool {
+	d, ok := r.Event.Event.Event.(*core.DelayFinished)
+	return ok && bool(d.Result)
 }
 
 // TestAwaitedSleepIsFiredByItsWorker: with no timers sweep running at all

@@ -167,6 +167,15 @@ type Options struct {
 	// a fleet of workers with long activities may prefer, so that an idle
 	// worker is never left without work another one holds).
 	NoPrefetch bool
+	// NoFireAndContinue turns fire-and-continue off. On (the default), a
+	// sleep awaited in memory goes on at its expiry as if its delay had
+	// fired, and the run's next write fires the delay in the same commit
+	// (core.DelayFireAppender): one commit and round trip fewer per sleep.
+	// A delay cancelled or paused meanwhile makes that write refuse the
+	// events after the sleep; the execution is then given back and
+	// replayed (see docs/worker.md "Fire-and-continue"). Off, the run
+	// fires the delay and waits for that commit before it goes on.
+	NoFireAndContinue bool
 	// OnFinished, if set, is called once the Finished event of an execution
 	// this worker ran is stored (e.g. for metrics). It must not block.
 	// Decode turns result into the function's typed value or error.

@@ -84,6 +84,15 @@ type Context struct {
 	resumeCh chan bool // true: resume; false: unwind
 	yieldCh  chan yieldKind
 
+	// fire is the delay a run awaited in memory and went on after at its
+	// expiry, as if it had fired (fire-and-continue, fire.go): the next
+	// write of the run's events fires it in the same commit. Zero when
+	// none is pending.
+	fire core.DelayId
+	// fireLost is set when that delay did not fire (fire.go): the events
+	// after it are never written, and the execution was given back.
+	fireLost bool
+
 	// inbox receives the responses this worker hands the run in memory
 	// while it is active (inbox.go); nil when parked, or when the
 	// connection cannot tell cursors.
@@ -112,6 +121,10 @@ type joinSetState struct {
 	// members are the submitted children and delays whose response was
 	// not consumed yet, in creation order.
 	members []member
+	// goOn is set on the set of a sleep whose delay the run's next write
+	// fires (Context.fire): the JoinNext takes its response as fired
+	// without waiting for it.
+	goOn bool
 }
 
 type member struct {
@@ -333,7 +346,7 @@ func (wf *Context) extendLease() error {
 	case err == nil:
 		wf.l.locked = *ext.Event.(*core.Locked)
 		return nil
-	case isFenced(err):
+	case isFenced(err), errors.Is(err, errFireLost):
 		return err
 	case isRefused(err):
 		wf.refuse(err)
@@ -576,6 +589,17 @@ func (wf *Context) flush() {
 // writeBatch appends batch at l.next, creating children in the same
 // transaction, and clears the buffer on success.
 func (wf *Context) writeBatch(batch []core.AppendRequest, children []core.CreateRequest) error {
+	if wf.fireLost {
+		return errFireLost
+	}
+	if !wf.fire.IsZero() {
+		if len(children) == 0 {
+			return wf.writeFiring(batch) // fire.go
+		}
+		if err := wf.settleFire(); err != nil {
+			return err
+		}
+	}
 	var eager *eagerPlan
 	var locked []core.LockedExecution
 	if len(children) > 0 {
@@ -622,6 +646,8 @@ func (wf *Context) check(err error) {
 		return
 	}
 	switch {
+	case errors.Is(err, errFireLost):
+		// Given back already (fire.go); the next run replays the store's.
 	case isFenced(err):
 		if wf.w.executionCancelled(wf.id) {
 			wf.setCancelled()
@@ -640,6 +666,7 @@ func (wf *Context) check(err error) {
 func (wf *Context) setCancelled() {
 	wf.cancelled = true
 	wf.buf, wf.children = wf.buf[:0], nil
+	wf.fire = core.DelayId{} // the cancellation driver answers the delay
 }
 
 // isCancelled reports whether the run knows the execution is cancelled.
@@ -790,10 +817,19 @@ func (wf *Context) awaitNext(js *joinSetState, requested *core.FunctionFqn, clos
 			wf.park()
 		}
 	}
-	for js.consumed >= len(js.arrived) {
-		wf.waitResponses()
+	var r core.ResponseWithCursor
+	if js.goOn {
+		// Fire-and-continue: the run's next write fires the delay (fire.go);
+		// its response reaches the run later, as this set's only one.
+		js.goOn = false
+		r = core.ResponseWithCursor{Event: core.JoinSetResponseEventOuter{CreatedAt: wf.w.clock.Now(),
+			Event: core.JoinSetResponseEvent{JoinSetID: js.id, Event: &core.DelayFinished{DelayID: wf.fire, Result: true}}}}
+	} else {
+		for js.consumed >= len(js.arrived) {
+			wf.waitResponses()
+		}
+		r = wf.resps[js.arrived[js.consumed]]
 	}
-	r := wf.resps[js.arrived[js.consumed]]
 	js.consumed++
 	if !closing && !wf.cancelled && cancelledResponse(r) && wf.w.executionCancelled(wf.id) {
 		// The store's cancellation driver cancelled this member: from now
@@ -916,6 +952,12 @@ func (wf *Context) awaitInMemory(js *joinSetState, until core.Timestamp) bool {
 			wf.l.mu.Lock()
 		}
 		if firer != nil && w.stopping.Err() == nil && !until.After(w.clock.Now()) {
+			if wf.mayGoOn(js, delay) { // fire.go
+				wf.l.mu.Unlock()
+				wf.slot.reacquire()
+				wf.l.mu.Lock()
+				return true
+			}
 			wf.l.mu.Unlock()
 			w.fireOwnDelay(firer, wf.id, delay)
 			wf.l.mu.Lock()
@@ -1067,7 +1109,7 @@ func (wf *Context) writeFinished(rv core.ReturnValue) {
 	defer wf.l.mu.Unlock()
 	err := wf.finishLocked(rv)
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, errFireLost):
 	case isRefused(err):
 		wf.refuse(err)
 	default:
@@ -1090,6 +1132,9 @@ func (wf *Context) finishLocked(rv core.ReturnValue) error {
 	} else {
 		if len(wf.children) > 0 || len(wf.buf)+1 > MaxAppendItems {
 			err = wf.writeBatch(wf.buf, wf.children)
+		}
+		if err == nil {
+			err = wf.settleFire() // respond-to-parent cannot carry it
 		}
 		if err == nil {
 			batch := append(wf.buf, fin)
