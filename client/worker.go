@@ -580,10 +580,13 @@ func (c *Client) createLockedEach(ctx context.Context, reqs []core.CreateRequest
 // committed finds the delay fired, and its 409 is resolved by reading the
 // batch back (outcome answered). A server that predates the route (405,
 // or 404 "not found": the route answers an unknown execution or delay
-// with 404 "execution or delay not found") gets FireDelay and then AppendBatch, from then on; such a server
-// cannot tell a delay fired by its sweep from a cancelled one, so its
-// "answered" is reported as DelayFireCancelled (the caller gives the run
-// up and the next run replays the response, whichever it is).
+// with 404 "execution or delay not found") gets FireDelay and then
+// AppendBatch, from then on. That is not atomic: a batch such a server
+// refuses leaves the delay fired (it was due: the sweep would have fired
+// it too). Such a server cannot tell a delay fired by its sweep from a
+// cancelled one either, so its "answered" is reported as
+// DelayFireCancelled (the caller gives the run up and the next run
+// replays the response, whichever it is).
 func (c *Client) AppendBatchFiringDelay(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, delay core.DelayId) (core.FireAppendAnswer, error) {
 	if !c.noFireAppend.Load() {
 		var out wire.FireAppendAnswer

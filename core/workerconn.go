@@ -197,6 +197,9 @@ type DelayFireAppender interface {
 	// A batch the store refuses (a version conflict, an illegal event) is
 	// the error AppendBatch would return, and nothing is written either;
 	// ErrNotFound when neither the delay's timer nor its response exists.
+	// The batch may not hold a JoinNext of the delay's join set (the
+	// JoinNext awaiting the delay is written before it fires): a
+	// ValidationError.
 	AppendBatchFiringDelay(ctx context.Context, currentTime Timestamp, batch []AppendRequest, id ExecutionId, version Version, delay DelayId) (FireAppendAnswer, error)
 }
 

@@ -1171,6 +1171,67 @@ func testWorkerAppend(t *testing.T, e *env) {
 			t.Fatalf("responses %+v", page)
 		}
 	})
+	t.Run("FireAppendFiresTheDelayWithTheBatch", func(t *testing.T) {
+		// A workflow blocked on a sleep due at the store's time (t0), as a
+		// run that awaited it in memory leaves it, then writes what follows.
+		wf := e.submit(ffqnWorkflow, core.ComponentTypeWorkflow, "[]")
+		e.lock(wf, core.ComponentTypeWorkflow)
+		js := mustJS("o:3")
+		delay := core.NewDelayId(wf, js, 1)
+		e.appendBatch(wf, 2,
+			hist(&core.JoinSetCreate{JoinSetID: js}),
+			hist(&core.JoinSetRequestEvent{JoinSetID: js, Request: &core.DelayRequest{DelayID: delay, ExpiresAt: t0, ScheduleAt: core.ScheduleAt{Kind: "now"}}}),
+			hist(&core.JoinNext{JoinSetID: js, RunExpiresAt: t0.Add(time.Minute)}),
+		)
+		persist := core.AppendRequest{CreatedAt: t0, Event: hist(&core.Persist{Value: core.Bytes{1}, Kind: core.PersistKind{Type: "execution_id"}})}
+		body := func(v core.Version) map[string]any {
+			return map[string]any{"execution_id": wf, "version": v, "delay_id": delay, "batch": []core.AppendRequest{persist}}
+		}
+		var fired map[string]json.RawMessage
+		e.do("POST", wire.PathWorkerFireAppend, body(5)).want(http.StatusOK).decode(&fired)
+		if len(fired) != 4 || string(fired["outcome"]) != `"fired"` || string(fired["next_version"]) != "6" ||
+			string(fired["fired_at"]) != `"`+t0.String()+`"` || string(fired["response_cursor"]) != "1" {
+			t.Fatalf("fired: %v", fired)
+		}
+		var page core.ListResponsesResponse
+		e.do("GET", "/v1/executions/"+wf.String()+"/responses", nil).want(http.StatusOK).decode(&page)
+		if len(page.Responses) != 1 || page.Responses[0].Cursor != 1 || !page.Responses[0].Event.CreatedAt.Equal(t0) {
+			t.Fatalf("responses %+v", page)
+		}
+		if d, ok := page.Responses[0].Event.Event.Event.(*core.DelayFinished); !ok || d.DelayID != delay || !bool(d.Result) {
+			t.Fatalf("response %+v, want DelayFinished(Ok) of %s", page.Responses[0].Event.Event.Event, delay)
+		}
+		var ev core.ListExecutionEventsResponse
+		e.do("GET", "/v1/executions/"+wf.String()+"/events?version=5&including_cursor=true", nil).want(http.StatusOK).decode(&ev)
+		if len(ev.Events) != 1 || ev.Events[0].Version != 5 {
+			t.Fatalf("events from version 5: %+v", ev.Events)
+		}
+		// Fired already (the same delay, the next write): the batch alone.
+		var answered map[string]json.RawMessage
+		e.do("POST", wire.PathWorkerFireAppend, body(6)).want(http.StatusOK).decode(&answered)
+		if len(answered) != 2 || string(answered["outcome"]) != `"answered"` || string(answered["next_version"]) != "7" {
+			t.Fatalf("answered: %v", answered)
+		}
+	})
+	t.Run("FireAppendWritesNothingWhenTheDelayDidNotFire", func(t *testing.T) {
+		wf, delay := e.workflowWithDelay() // expires at t0+1h, the store's time is t0
+		persist := core.AppendRequest{CreatedAt: t0, Event: hist(&core.Persist{Value: core.Bytes{2}, Kind: core.PersistKind{Type: "execution_id"}})}
+		body := map[string]any{"execution_id": wf, "version": 5, "delay_id": delay, "batch": []core.AppendRequest{persist}}
+		for _, c := range []struct{ name, want string }{{"NotDue", "not_due"}, {"Cancelled", "cancelled"}} {
+			if c.want == "cancelled" {
+				e.do("PUT", "/v1/delays/"+delay.String()+"/cancel", nil).want(http.StatusOK)
+			}
+			before := e.snapshot()
+			var ans map[string]json.RawMessage
+			e.do("POST", wire.PathWorkerFireAppend, body).want(http.StatusOK).decode(&ans)
+			if len(ans) != 1 || string(ans["outcome"]) != `"`+c.want+`"` {
+				t.Fatalf("%s: %v, want only outcome %q", c.name, ans, c.want)
+			}
+			if after := e.snapshot(); after != before {
+				t.Fatalf("%s: the store changed:\nbefore %s\nafter  %s", c.name, before, after)
+			}
+		}
+	})
 	t.Run("StubResponseIsIdempotent", func(t *testing.T) {
 		parent, child := e.workflowWithChild(core.ComponentTypeActivityStub)
 		body := func(rv core.ReturnValue) map[string]any {
@@ -1192,6 +1253,20 @@ func testWorkerAppend(t *testing.T, e *env) {
 	}
 	unknown, _ := core.NewExecutionId(12, nil)
 	parentJS := mustJS("g:1")
+	// due is blocked on a delay due at the store's time: a refused
+	// fire-append leaves it unfired (rejectAll's snapshot has the timers).
+	due := e.submit(ffqnWorkflow, core.ComponentTypeWorkflow, "[]")
+	e.lock(due, core.ComponentTypeWorkflow)
+	dueJS := mustJS("o:4")
+	dueDelay := core.NewDelayId(due, dueJS, 1)
+	e.appendBatch(due, 2,
+		hist(&core.JoinSetCreate{JoinSetID: dueJS}),
+		hist(&core.JoinSetRequestEvent{JoinSetID: dueJS, Request: &core.DelayRequest{DelayID: dueDelay, ExpiresAt: t0, ScheduleAt: core.ScheduleAt{Kind: "now"}}}),
+		hist(&core.JoinNext{JoinSetID: dueJS, RunExpiresAt: t0.Add(time.Minute)}),
+	)
+	fireAppend := func(id core.ExecutionId, v core.Version, delay core.DelayId, batch []core.AppendRequest) map[string]any {
+		return map[string]any{"execution_id": id, "version": v, "delay_id": delay, "batch": batch}
+	}
 	e.rejectAll(t, []badReq{
 		{name: "StaleVersionIs409", method: "POST", path: "/v1/worker/append", body: map[string]any{"execution_id": wf, "version": 1, "req": ev(&core.Unlocked{UnlockedAt: t0, Reason: "x"})},
 			status: 409, msg: "version conflict: expected: 2, got: 1"},
@@ -1230,6 +1305,37 @@ func testWorkerAppend(t *testing.T, e *env) {
 		{name: "StubTopLevelIs422", method: "POST", path: "/v1/worker/stub-response", body: `{"execution_id":"` + wf.String() + `"}`, status: 422, msg: "invalid request body: …"},
 		{name: "DelayResponseMissingDelayIs422", method: "POST", path: "/v1/worker/append-batch/delay-response",
 			body: map[string]any{"execution_id": wf, "version": 2, "batch": many[:1], "join_set_id": parentJS}, status: 422, msg: "invalid request body: missing field `delay_id`"},
+		{name: "FireAppendMissingDelayIs422", method: "POST", path: wire.PathWorkerFireAppend,
+			body: map[string]any{"execution_id": due, "version": 5, "batch": many[:1]}, status: 422, msg: "invalid request body: missing field `delay_id`"},
+		{name: "FireAppendJoinSetIDIs422", method: "POST", path: wire.PathWorkerFireAppend,
+			body:   map[string]any{"execution_id": due, "version": 5, "batch": many[:1], "delay_id": dueDelay, "join_set_id": dueJS},
+			status: 422, msg: "invalid request body: unknown field `join_set_id`"},
+		{name: "FireAppendNotADelayIDIs422", method: "POST", path: wire.PathWorkerFireAppend,
+			body: map[string]any{"execution_id": due, "version": 5, "batch": many[:1], "delay_id": due.String()}, status: 422,
+			msg: `invalid request body: invalid delay id "` + due.String() + "\": first delimiter not found at `delay_id`"},
+		{name: "FireAppendDelayOfAnotherExecutionIs400", method: "POST", path: wire.PathWorkerFireAppend, body: fireAppend(wf, 2, dueDelay, many[:1]),
+			status: 400, msg: "delay_id: " + dueDelay.String() + " is not a delay of execution_id " + wf.String()},
+		{name: "FireAppendUnknownExecutionIs404", method: "POST", path: wire.PathWorkerFireAppend, body: fireAppend(unknown, 2, core.NewDelayId(unknown, dueJS, 1), many[:1]),
+			status: 404, msg: "execution or delay not found"},
+		{name: "FireAppendUnknownDelayIs404", method: "POST", path: wire.PathWorkerFireAppend, body: fireAppend(due, 5, core.NewDelayId(due, dueJS, 9), many[:1]),
+			status: 404, msg: "execution or delay not found"},
+		{name: "FireAppendStaleVersionIs409AndDoesNotFire", method: "POST", path: wire.PathWorkerFireAppend, body: fireAppend(due, 2, dueDelay, many[:1]),
+			status: 409, msg: "version conflict: expected: 5, got: 2"},
+		{name: "FireAppendIllegalBatchIs422AndDoesNotFire", method: "POST", path: wire.PathWorkerFireAppend,
+			body: fireAppend(due, 5, dueDelay, []core.AppendRequest{ev(&core.Unpaused{})}), status: 422, msg: "cannot unpause, execution is not paused"},
+		{name: "FireAppendEmptyBatchIs400", method: "POST", path: wire.PathWorkerFireAppend, body: fireAppend(due, 5, dueDelay, []core.AppendRequest{}),
+			status: 400, msg: "`batch` must have between 1 and 90 entries, got 0"},
+		{name: "FireAppendHugeBatchIs400", method: "POST", path: wire.PathWorkerFireAppend, body: fireAppend(due, 5, dueDelay, many),
+			status: 400, msg: "`batch` must have between 1 and 90 entries, got 91"},
+		{name: "FireAppendNotJSONIs415", method: "POST", path: wire.PathWorkerFireAppend, body: []byte(`{}`), status: 415, msg: "expected request with `Content-Type: application/json`"},
+	})
+	t.Run("FireAppendAfterTheRefusedOnesFires", func(t *testing.T) {
+		var ans wire.FireAppendAnswer
+		e.do("POST", wire.PathWorkerFireAppend, fireAppend(due, 5, dueDelay, many[:1])).want(http.StatusOK).decode(&ans)
+		if ans.Outcome != "fired" || ans.NextVersion == nil || *ans.NextVersion != 6 || ans.ResponseCursor == nil || *ans.ResponseCursor != 1 ||
+			ans.FiredAt == nil || !ans.FiredAt.Equal(t0) {
+			t.Fatalf("answer %+v", ans)
+		}
 	})
 }
 

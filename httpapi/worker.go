@@ -308,8 +308,9 @@ func (s *server) workerDelayResponse(c *call) error {
 }
 
 // POST /v1/worker/append-batch/fire-delay (core.DelayFireAppender): a store
-// that cannot fire and append in one commit answers not_due, and the
-// worker's fire goes by the sweep.
+// that cannot fire and append in one commit answers not_due (the worker
+// then gives the execution back, and the run that replays it after the
+// sweep's fire writes the events).
 func (s *server) workerFireAppend(c *call) error {
 	var b wire.FireAppendBody
 	if err := c.decodeBody(&b); err != nil {

@@ -444,15 +444,27 @@ func (s *Service) fireIn(t *txn, owner core.ExecutionId, js core.JoinSetId, dela
 // response are never stored without it, and a refused batch leaves the
 // delay unfired. A conflict at the commit (a sweep or a cancellation
 // answered the delay between the read and the commit) runs the
-// transaction again, which then finds the response.
+// transaction again, which then finds the response. The batch may not
+// hold a JoinNext of the delay's join set (a ValidationError): the
+// JoinNext awaiting a delay is written before the delay fires.
 func (s *Service) AppendBatchFiringDelay(ctx context.Context, currentTime core.Timestamp, batch []core.AppendRequest, id core.ExecutionId, version core.Version, delay core.DelayId) (core.FireAppendAnswer, error) {
 	owner, js := delay.SplitToParts()
 	if owner.IsZero() || owner != id {
 		return core.FireAppendAnswer{}, &core.ValidationError{Reason: "delay " + delay.String() + " is not a delay of execution " + id.String()}
 	}
+	for _, r := range batch {
+		if h, ok := r.Event.(*core.HistoryEventRequest); ok {
+			if j, ok := h.Event.(*core.JoinNext); ok && j.JoinSetID == js {
+				// The JoinNext awaiting the delay precedes its response; one
+				// in the batch would be checked against responses the
+				// transaction is still writing, which backends see differently.
+				return core.FireAppendAnswer{}, &core.ValidationError{Reason: "batch: a JoinNext of the delay's join set " + js.String() + " must be written before the fire"}
+			}
+		}
+	}
 	var ans core.FireAppendAnswer
 	var err error
-	for attempt := 0; attempt < 2; attempt++ {
+	for attempt := 0; attempt < 3; attempt++ {
 		err = s.updateAs(ctx, OpAppend, func(t *txn) error {
 			fire, err := s.fireIn(t, owner, js, delay)
 			if err != nil {

@@ -241,6 +241,7 @@ func TestAwaitedSleepIsFiredByItsWorker(t *testing.T) {
 			if _, err := worker.Await[worker.Unit](ctx, w, id); err != nil {
 				t.Fatal(err)
 			}
+			w.WaitRuns() // the Finished write fires the delay: its answer may follow Await's read
 			if n := w.Stats().DelaysFired; n != 1 {
 				t.Errorf("Stats().DelaysFired = %d, want 1", n)
 			}

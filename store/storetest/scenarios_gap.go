@@ -23,6 +23,7 @@ func gapScenarios() []contractTest {
 		{"Gap06_AppendBatchWithDelayResponse", gapBatchWithDelayResponse},
 		{"Gap06_AppendDelayResponseReportsStoredOutcome", gapDelayResponseOutcomes},
 		{"Gap06_FireDelayOnlyWhenDueAtTheStoresClock", gapFireDelay},
+		{"Gap06_AppendBatchFiringDelay", gapAppendBatchFiringDelay},
 		{"Gap07_RespondToParentTellsTheResponsesCursor", gapRespondCursor},
 		{"Gap04_SubscribeToNextResponsesWaitsAndTimesOut", gapSubscribe},
 		{"Gap04_WaitForFinishedResult", gapWaitFinished},
@@ -259,6 +260,245 @@ func gapFireDelay(h *harness) {
 
 	_, err := f.FireDelay(h.ctx, core.NewDelayId(newExecID(), js, 1))
 	h.wantErr("fire of an unknown delay", err, core.ErrNotFound)
+}
+
+// gapAppendBatchFiringDelay (core.DelayFireAppender: fire-and-continue, a
+// run that awaited a sleep in memory goes on at the expiry, and its next
+// write carries the fire): the fire is FireDelay's (the store's clock,
+// unpaused) and the batch is appended in the same commit, or nothing is.
+// Not due, or paused: not_due, nothing written. Due: the DelayFinished(Ok)
+// response (the answer's time and cursor), which unblocks the JoinNext,
+// and the batch. A refused batch (version conflict, illegal event) is the
+// error and leaves the delay unfired. Fired already (by the call itself,
+// FireDelay or the sweep's AppendDelayResponse): answered, the batch
+// alone, as FireDelay then AppendBatch would leave it. Cancelled:
+// cancelled, nothing written. Neither timer nor response: ErrNotFound; a
+// delay of another execution, or a batch with a JoinNext of the delay's
+// join set: a validation error.
+func gapAppendBatchFiringDelay(h *harness) {
+	f, ok := h.db.(core.DelayFireAppender)
+	if !ok {
+		h.t.Fatalf("%T does not implement core.DelayFireAppender", h.db)
+	}
+	// sleeping is delayedExecution (X locked until t0+1h, D expiring at
+	// t0+100ms) with the JoinNext a run writes before it awaits the sleep
+	// in memory: X is blocked on js until the lease's end, at version 5.
+	sleeping := func() (core.ExecutionId, core.JoinSetId, core.DelayId) {
+		h.t.Helper()
+		x, js, d := delayedExecution(h, false)
+		h.mustAppend(x, 4, jnFor(js, t0.Add(time.Hour), nil))
+		h.wantStatus(x, core.StateBlockedByJoinSet, core.LifecycleActive)
+		return x, js, d
+	}
+	// after is the batch the run writes after the sleep.
+	after := func(v byte) []core.AppendRequest {
+		return []core.AppendRequest{{CreatedAt: h.now(), Event: persist(v)}, {CreatedAt: h.now(), Event: persist(v + 1)}}
+	}
+	call := func(x core.ExecutionId, v core.Version, d core.DelayId, batch []core.AppendRequest) (core.FireAppendAnswer, error) {
+		return f.AppendBatchFiringDelay(h.ctx, h.now(), batch, x, v, d)
+	}
+	fire := func(what string, x core.ExecutionId, v core.Version, d core.DelayId, batch []core.AppendRequest, want core.DelayFireOutcome) core.FireAppendAnswer {
+		h.t.Helper()
+		out, err := call(x, v, d, batch)
+		h.wantNoErr(what, err)
+		if out.Outcome != want {
+			h.t.Fatalf("%s: %s, want %s", what, out.Outcome, want)
+		}
+		if want != core.DelayFired && (out.Cursor != 0 || !out.FiredAt.IsZero()) {
+			h.t.Fatalf("%s: %s with a response %+v", what, out.Outcome, out)
+		}
+		appended := want == core.DelayFired || want == core.DelayFireAnswered
+		if wantNext := v + core.Version(len(batch)); appended && out.NextVersion != wantNext {
+			h.t.Fatalf("%s: next_version %d, want %d", what, out.NextVersion, wantNext)
+		}
+		if !appended && out.NextVersion != 0 {
+			h.t.Fatalf("%s: %s with next_version %d", what, out.Outcome, out.NextVersion)
+		}
+		return out
+	}
+	// hasTimer reports whether d has an unpaused timer row.
+	hasTimer := func(d core.DelayId) bool {
+		h.t.Helper()
+		for _, tm := range h.expiredTimers(t0.Add(30 * time.Minute)) { // the delays are due, the locks not
+			if tm.Delay != nil && tm.Delay.DelayID == d {
+				return true
+			}
+		}
+		return false
+	}
+	// snapshot is everything stored about x (events, responses, version,
+	// state) and whether its delay d has an unpaused timer row.
+	snapshot := func(x core.ExecutionId, d core.DelayId) string {
+		h.t.Helper()
+		return fmt.Sprintf("%s timer=%v", jsonOrErr(h.get(x)), hasTimer(d))
+	}
+	unchanged := func(what string, x core.ExecutionId, d core.DelayId, before string) {
+		h.t.Helper()
+		if after := snapshot(x, d); after != before {
+			h.t.Fatalf("%s wrote:\nbefore %s\nafter  %s", what, before, after)
+		}
+	}
+	// wantBatchAt checks that x's events from version v on are batch.
+	wantBatchAt := func(what string, x core.ExecutionId, v core.Version, batch []core.AppendRequest) {
+		h.t.Helper()
+		l := h.get(x)
+		if l.NextVersion != v+core.Version(len(batch)) || len(l.Events) != int(l.NextVersion) {
+			h.t.Fatalf("%s: next_version %d with %d events, want %d", what, l.NextVersion, len(l.Events), v+core.Version(len(batch)))
+		}
+		for i, r := range batch {
+			h.wantJSON(fmt.Sprintf("%s: event %d", what, v+core.Version(i)), l.Events[v+core.Version(i)],
+				core.ExecutionEvent{CreatedAt: r.CreatedAt, Event: r.Event, Version: v + core.Version(i)})
+		}
+	}
+	wantResponses := func(what string, x core.ExecutionId, want ...core.JoinSetResponseEvent) []core.ResponseWithCursor {
+		h.t.Helper()
+		rs := h.get(x).Responses
+		if len(rs) != len(want) {
+			h.t.Fatalf("%s: %d responses, want %d", what, len(rs), len(want))
+		}
+		for i, w := range want {
+			h.wantJSON(fmt.Sprintf("%s: response %d", what, i), rs[i].Event.Event, w)
+		}
+		return rs
+	}
+
+	// a. Not due at the store's clock, whatever the worker's time.
+	x, js, d := sleeping()
+	h.clock.Set(t0.Add(99 * time.Millisecond))
+	before := snapshot(x, d)
+	out, err := f.AppendBatchFiringDelay(h.ctx, t0.Add(time.Hour), after(1), x, 5, d)
+	h.wantNoErr("fire-append before the expiry", err)
+	if out.Outcome != core.DelayFireNotDue || out.NextVersion != 0 || out.Cursor != 0 || !out.FiredAt.IsZero() {
+		h.t.Fatalf("fire-append before the expiry (the worker's clock an hour ahead): %+v, want not_due", out)
+	}
+	unchanged("fire-append before the expiry", x, d, before)
+
+	// f. Due but paused: not_due, nothing written.
+	at := h.advance(50 * time.Millisecond)
+	h.wantNoErr("pause_delay", h.db.PauseDelay(h.ctx, d))
+	before = snapshot(x, d)
+	fire("fire-append of a paused delay", x, 5, d, after(1), core.DelayFireNotDue)
+	unchanged("fire-append of a paused delay", x, d, before)
+	h.wantNoErr("unpause_delay", h.db.UnpauseDelay(h.ctx, d))
+
+	// b. Due: the response, which unblocks X, and the batch; the timer row
+	// is gone.
+	batch := after(1)
+	fired := fire("fire-append when due", x, 5, d, batch, core.DelayFired)
+	rs := wantResponses("fire-append when due", x, delayResp(js, d, true))
+	if fired.Cursor != rs[0].Cursor || !fired.FiredAt.Equal(at) {
+		h.t.Fatalf("fire-append answered cursor %d at %s, stored cursor %d at %s", fired.Cursor, fired.FiredAt, rs[0].Cursor, at)
+	}
+	h.wantJSON("fired delay", rs[0], core.ResponseWithCursor{Cursor: fired.Cursor,
+		Event: core.JoinSetResponseEventOuter{CreatedAt: at, Event: delayResp(js, d, true)}})
+	wantBatchAt("fire-append when due", x, 5, batch)
+	h.wantStatus(x, core.StatePendingAt, core.LifecycleActive)
+	if hasTimer(d) {
+		h.t.Fatalf("the fired delay's timer row still exists")
+	}
+	h.wantErr("pause_delay of the fired delay", h.db.PauseDelay(h.ctx, d), core.ErrNotFound)
+	if _, delays := h.sweep(at.Add(time.Second)); delays != 0 {
+		h.t.Fatalf("sweep fired %d delays after the fire-append, want 0", delays)
+	}
+	// The same call again (its answer lost): the batch's versions are taken.
+	before = snapshot(x, d)
+	_, err = call(x, 5, d, batch)
+	h.wantVersionConflict("fire-append repeated", err, 7, 5)
+	unchanged("fire-append repeated", x, d, before)
+	// d. Fired already (by the call above): the batch alone.
+	next := []core.AppendRequest{{CreatedAt: h.now(), Event: persist(9)}}
+	fire("fire-append of the fired delay", x, 7, d, next, core.DelayFireAnswered)
+	wantBatchAt("fire-append of the fired delay", x, 7, next)
+	wantResponses("fire-append of the fired delay", x, delayResp(js, d, true))
+
+	// c. A refused batch with a due delay: the error, and the delay stays
+	// unfired (X stays blocked); a right call then fires it.
+	y, _, yd := sleeping() // due at the store's clock
+	before = snapshot(y, yd)
+	_, err = call(y, 4, yd, after(1))
+	h.wantVersionConflict("fire-append at a stale version", err, 5, 4)
+	unchanged("fire-append at a stale version", y, yd, before)
+	if !hasTimer(yd) {
+		h.t.Fatalf("the delay's timer row is gone after a refused fire-append")
+	}
+	_, err = call(y, 6, yd, after(1))
+	h.wantVersionConflict("fire-append at a version ahead", err, 5, 6)
+	unchanged("fire-append at a version ahead", y, yd, before)
+	illegal := []core.AppendRequest{{CreatedAt: h.now(), Event: persist(1)}, {CreatedAt: h.now(), Event: &core.Unpaused{}}}
+	_, err = call(y, 5, yd, illegal)
+	h.wantIllegal("fire-append of an illegal batch", err, "cannot unpause, execution is not paused")
+	unchanged("fire-append of an illegal batch", y, yd, before)
+	h.wantStatus(y, core.StateBlockedByJoinSet, core.LifecycleActive)
+	batch = after(3)
+	fired = fire("fire-append after the refused ones", y, 5, yd, batch, core.DelayFired)
+	rs = wantResponses("fire-append after the refused ones", y, delayResp(js, yd, true))
+	if fired.Cursor != rs[0].Cursor || !fired.FiredAt.Equal(h.now()) || !rs[0].Event.CreatedAt.Equal(h.now()) {
+		h.t.Fatalf("fire-append answered cursor %d at %s, stored %d at %s", fired.Cursor, fired.FiredAt, rs[0].Cursor, rs[0].Event.CreatedAt)
+	}
+	wantBatchAt("fire-append after the refused ones", y, 5, batch)
+
+	// d. Fired by FireDelay, and by the sweep's AppendDelayResponse: the
+	// batch alone, and the same state as the fire in one commit.
+	z, _, zd := sleeping()
+	fd, err := h.db.(core.DelayFirer).FireDelay(h.ctx, zd)
+	h.wantNoErr("fire_delay", err)
+	if fd.Outcome != core.DelayFired {
+		h.t.Fatalf("fire_delay: %s, want fired", fd.Outcome)
+	}
+	batch = after(4)
+	fire("fire-append of a delay FireDelay fired", z, 5, zd, batch, core.DelayFireAnswered)
+	wantBatchAt("fire-append of a delay FireDelay fired", z, 5, batch)
+	wantResponses("fire-append of a delay FireDelay fired", z, delayResp(js, zd, true))
+	if gy, gz := h.pendingState(y), h.pendingState(z); gy.State != core.StatePendingAt || gz.State != core.StatePendingAt ||
+		!gy.PendingAt.ScheduledAt.Equal(gz.PendingAt.ScheduledAt) || gy.Lifecycle != gz.Lifecycle {
+		h.t.Fatalf("fired with the batch: %s; fired, then the batch: %s", jsonOrErr(gy), jsonOrErr(gz))
+	}
+	w, _, wd := sleeping()
+	o, err := h.db.AppendDelayResponse(h.ctx, h.now(), w, js, wd, true)
+	h.wantNoErr("append_delay_response (the sweep's)", err)
+	if o != core.DelayResponseSuccess {
+		h.t.Fatalf("append_delay_response = %d, want success", o)
+	}
+	batch = after(5)
+	fire("fire-append of a delay the sweep fired", w, 5, wd, batch, core.DelayFireAnswered)
+	wantBatchAt("fire-append of a delay the sweep fired", w, 5, batch)
+	wantResponses("fire-append of a delay the sweep fired", w, delayResp(js, wd, true))
+
+	// e. Cancelled: nothing written.
+	c, _, cd := sleeping()
+	co, err := core.CancelDelay(h.ctx, h.db, cd, h.now())
+	h.wantNoErr("cancel_delay", err)
+	if co != core.DelayCancelled {
+		h.t.Fatalf("cancel_delay = %d, want cancelled", co)
+	}
+	before = snapshot(c, cd)
+	fire("fire-append of a cancelled delay", c, 5, cd, after(6), core.DelayFireCancelled)
+	unchanged("fire-append of a cancelled delay", c, cd, before)
+	wantResponses("fire-append of a cancelled delay", c, delayResp(js, cd, false))
+	h.wantNextVersion(c, 5)
+
+	// g. Neither timer nor response; a delay of another execution.
+	u := newExecID()
+	_, err = call(u, 1, core.NewDelayId(u, js, 1), after(7))
+	h.wantErr("fire-append to an unknown execution", err, core.ErrNotFound)
+	before = snapshot(x, d)
+	_, err = call(x, 8, core.NewDelayId(x, js, 9), after(7))
+	h.wantErr("fire-append of an unknown delay", err, core.ErrNotFound)
+	unchanged("fire-append of an unknown delay", x, d, before)
+	p, _, pd := sleeping()
+	beforeP := snapshot(p, pd)
+	_, err = call(x, 8, pd, after(7))
+	h.wantValidation("fire-append of another execution's delay", err, "")
+	unchanged("fire-append of another execution's delay", x, d, before)
+	unchanged("fire-append of another execution's delay", p, pd, beforeP)
+
+	// h. A JoinNext of the delay's own join set in the batch: refused on
+	// every backend (the JoinNext awaiting a delay precedes its fire).
+	q, qjs, qd := sleeping()
+	beforeQ := snapshot(q, qd)
+	_, err = call(q, 5, qd, []core.AppendRequest{{CreatedAt: h.now(), Event: jnFor(qjs, t0.Add(time.Hour), nil)}})
+	h.wantValidation("fire-append with a JoinNext of the delay's join set", err, "")
+	unchanged("fire-append with a JoinNext of the delay's join set", q, qd, beforeQ)
 }
 
 // gapRespondCursor (core.ResponseCursorReporter: a worker hands a child's
