@@ -287,17 +287,24 @@ func lockedAnswer(next core.Version, locked []core.LockedExecution) wire.CreateC
 // lock group of the worker).
 const maxEagerLocks = 8
 
+// decodeNonEmptyBatch decodes into body a request that embeds an append
+// batch (ab, a field of body), checks the batch's times and its size (at
+// least one event) and names the execution for the request's log.
+func (s *server) decodeNonEmptyBatch(c *call, body any, ab *wire.AppendBatchBody) error {
+	if err := c.decodeBody(body); err != nil {
+		return err
+	}
+	if err := s.timeBound().appendBatch("", ab); err != nil {
+		return err
+	}
+	setExecutionID(c.r, ab.ExecutionID)
+	return checkBatch("batch", len(ab.Batch), 1, wire.MaxAppendBatch)
+}
+
 // POST /v1/worker/append-batch/delay-response
 func (s *server) workerDelayResponse(c *call) error {
 	var b wire.DelayResponseBody
-	if err := c.decodeBody(&b); err != nil {
-		return err
-	}
-	if err := s.timeBound().appendBatch("", &b.AppendBatchBody); err != nil {
-		return err
-	}
-	setExecutionID(c.r, b.ExecutionID)
-	if err := checkBatch("batch", len(b.Batch), 1, wire.MaxAppendBatch); err != nil {
+	if err := s.decodeNonEmptyBatch(c, &b, &b.AppendBatchBody); err != nil {
 		return err
 	}
 	next, err := s.db.AppendBatchWithDelayResponse(c.ctx(), s.timeOr(b.CurrentTime), b.Batch, b.ExecutionID, b.Version, b.JoinSetID, b.DelayID)
@@ -313,14 +320,7 @@ func (s *server) workerDelayResponse(c *call) error {
 // sweep's fire writes the events).
 func (s *server) workerFireAppend(c *call) error {
 	var b wire.FireAppendBody
-	if err := c.decodeBody(&b); err != nil {
-		return err
-	}
-	if err := s.timeBound().appendBatch("", &b.AppendBatchBody); err != nil {
-		return err
-	}
-	setExecutionID(c.r, b.ExecutionID)
-	if err := checkBatch("batch", len(b.Batch), 1, wire.MaxAppendBatch); err != nil {
+	if err := s.decodeNonEmptyBatch(c, &b, &b.AppendBatchBody); err != nil {
 		return err
 	}
 	if owner, _ := b.DelayID.SplitToParts(); owner != b.ExecutionID {

@@ -170,12 +170,7 @@ func TestSleepInMemorySubscribesNearItsEnd(t *testing.T) {
 			if n := countLocks(log); n != 1 {
 				t.Errorf("locked %d times, want once (the sleep is awaited in memory)", n)
 			}
-			var expires core.Timestamp
-			for _, h := range log.EventHistory() {
-				if r, ok := h.Event.(*core.JoinSetRequestEvent); ok {
-					expires = r.Request.(*core.DelayRequest).ExpiresAt
-				}
-			}
+			expires := delayExpiry(log)
 			if len(log.Responses) != 1 || !isFired(log.Responses[0]) {
 				t.Fatalf("responses %+v, want the delay's DelayFinished(Ok)", log.Responses)
 			}
@@ -200,6 +195,17 @@ func TestSleepInMemorySubscribesNearItsEnd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// delayExpiry is the expiry of the last delay the log requested.
+func delayExpiry(log *core.ExecutionLog) core.Timestamp {
+	var expires core.Timestamp
+	for _, h := range log.EventHistory() {
+		if r, ok := h.Event.(*core.JoinSetRequestEvent); ok {
+			expires = r.Request.(*core.DelayRequest).ExpiresAt
+		}
+	}
+	return expires
 }
 
 // isFired reports whether r is a DelayFinished(Ok).
@@ -252,12 +258,7 @@ func TestAwaitedSleepIsFiredByItsWorker(t *testing.T) {
 			if n := countLocks(log); n != 1 {
 				t.Errorf("locked %d times, want once (the sleep is awaited in memory)", n)
 			}
-			var expires core.Timestamp
-			for _, h := range log.EventHistory() {
-				if r, ok := h.Event.(*core.JoinSetRequestEvent); ok {
-					expires = r.Request.(*core.DelayRequest).ExpiresAt
-				}
-			}
+			expires := delayExpiry(log)
 			if len(log.Responses) != 1 {
 				t.Fatalf("%d responses, want 1", len(log.Responses))
 			}

@@ -310,23 +310,28 @@ func TestPinnedWorkerNeverGetsEagerChildrenOfAnotherDigest(t *testing.T) {
 	}
 }
 
-// oldServer answers create-children bodies carrying `lock` as a server
-// that predates eager dispatch does (422 unknown field) and serves the
-// rest with h.
+// oldServer answers the requests to path (whose body holds match, when
+// match is set) as a server that predates a route or a field does, with
+// status and the JSON error answer, counting them, and serves the rest
+// with h.
 type oldServer struct {
 	h       http.Handler
+	path    string
+	match   []byte
+	status  int
+	answer  string
 	refused atomic.Int32
 }
 
 func (o *oldServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == wire.PathWorkerCreateChildren {
+	if r.URL.Path == o.path {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if bytes.Contains(body, []byte(`"lock":`)) {
+		if o.match == nil || bytes.Contains(body, o.match) {
 			o.refused.Add(1)
 			rw.Header().Set("Content-Type", "application/json")
-			rw.WriteHeader(http.StatusUnprocessableEntity)
-			_, _ = rw.Write([]byte(`{"err":"invalid request body: unknown field ` + "`lock`" + `"}`))
+			rw.WriteHeader(o.status)
+			_, _ = rw.Write([]byte(o.answer))
 			return
 		}
 	}
@@ -339,7 +344,10 @@ func (o *oldServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 // taken by polls).
 func TestEagerFallsBackOnAnOldServer(t *testing.T) {
 	svc := backendtest.SQLite(t)
-	old := &oldServer{h: httpapi.New(svc, nil, httpapi.Options{Authorizer: httpapi.AllowAll(), FollowWait: 2 * time.Second})}
+	// A server that predates eager dispatch refuses the `lock` field.
+	old := &oldServer{h: httpapi.New(svc, nil, httpapi.Options{Authorizer: httpapi.AllowAll(), FollowWait: 2 * time.Second}),
+		path: wire.PathWorkerCreateChildren, match: []byte(`"lock":`), status: http.StatusUnprocessableEntity,
+		answer: `{"err":"invalid request body: unknown field ` + "`lock`" + `"}`}
 	srv := httptest.NewServer(old)
 	t.Cleanup(srv.Close)
 	conn, err := client.New(srv.URL)

@@ -118,12 +118,7 @@ func TestFireAndContinueFiresWithTheNextWrite(t *testing.T) {
 			if r := unlockReasons(log); len(r) != 0 {
 				t.Errorf("unlocked %v, want never", r)
 			}
-			var expires core.Timestamp
-			for _, h := range log.EventHistory() {
-				if r, ok := h.Event.(*core.JoinSetRequestEvent); ok {
-					expires = r.Request.(*core.DelayRequest).ExpiresAt
-				}
-			}
+			expires := delayExpiry(log)
 			if len(log.Responses) != 1 || !isFired(log.Responses[0]) {
 				t.Fatalf("responses %+v, want one DelayFinished(Ok)", log.Responses)
 			}
@@ -282,31 +277,15 @@ func TestFireAndContinueBeforeAWriteThatCannotCarryIt(t *testing.T) {
 	}
 }
 
-// noFireAppendRoute answers the fire-and-append route as a server that
-// predates it does (404 "not found", the mux's answer), counting.
-type noFireAppendRoute struct {
-	h       http.Handler
-	refused atomic.Int32
-}
-
-func (o *noFireAppendRoute) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == wire.PathWorkerFireAppend {
-		o.refused.Add(1)
-		rw.Header().Set("Content-Type", "application/json")
-		rw.WriteHeader(http.StatusNotFound)
-		_, _ = rw.Write([]byte(`{"err":"not found"}`))
-		return
-	}
-	o.h.ServeHTTP(rw, r)
-}
-
 // TestFireAndContinueOnAServerWithoutTheRoute: against a server that does
 // not know the fire-and-append route, the client fires and then appends
 // (two requests) after the first refusal, and asks the route no more:
 // sleeps still end at their expiry, in one lock.
 func TestFireAndContinueOnAServerWithoutTheRoute(t *testing.T) {
 	svc := backendtest.SQLite(t)
-	old := &noFireAppendRoute{h: httpapi.New(svc, nil, httpapi.Options{Authorizer: httpapi.AllowAll(), FollowWait: 2 * time.Second})}
+	// A server that predates the route answers the mux's 404.
+	old := &oldServer{h: httpapi.New(svc, nil, httpapi.Options{Authorizer: httpapi.AllowAll(), FollowWait: 2 * time.Second}),
+		path: wire.PathWorkerFireAppend, status: http.StatusNotFound, answer: `{"err":"not found"}`}
 	srv := httptest.NewServer(old)
 	t.Cleanup(srv.Close)
 	conn, err := client.New(srv.URL)
