@@ -189,13 +189,13 @@ func (s *server) getRetval(c *call) error {
 // waitFinished long-polls for the result for at most FollowWait; done is
 // false when the bound elapsed first.
 func (s *server) waitFinished(ctx context.Context, id core.ExecutionId) (rv core.ReturnValue, done bool, err error) {
-	wctx, cancel := context.WithTimeout(ctx, s.followWait)
+	wctx, cancel := s.pollContext(ctx, s.followWait)
 	defer cancel()
 	rv, err = s.db.WaitForFinishedResult(wctx, id)
 	switch {
 	case err == nil:
 		return rv, true, nil
-	case ctx.Err() == nil && (errors.Is(err, core.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)):
+	case s.pollEnded(ctx, err):
 		return rv, false, nil
 	}
 	return rv, false, err

@@ -86,6 +86,13 @@ type Options struct {
 	// Observer, when set, sees every request (package obs: metrics by route
 	// pattern, status and latency; spans). Nil costs nothing.
 	Observer Observer
+	// Draining, when set, is closed as the server begins to shut down: the
+	// long polls in progress (a lock's or next-responses' wait_ms, a
+	// result's wait) and those that start later answer at once with what
+	// they have, as if their wait had elapsed, so that a graceful stop
+	// (http.Server.Shutdown) does not wait for them. Writes in flight are
+	// not affected.
+	Draining <-chan struct{}
 }
 
 // Observer receives every request the handler serves: RequestStarted before
@@ -107,6 +114,30 @@ const (
 	ReadyzPath  = "/readyz"
 )
 
+// pollContext is the context of one long poll of at most d under ctx (the
+// request's): done at d, or once the server drains (Options.Draining).
+func (s *server) pollContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	if s.drained == nil {
+		return wctx, cancel
+	}
+	stop := context.AfterFunc(s.drained, cancel)
+	return wctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// draining reports whether the server began to shut down (Options.Draining).
+func (s *server) draining() bool { return s.drained != nil && s.drained.Err() != nil }
+
+// pollEnded reports whether err, from a long poll under pollContext, is
+// its wait ending (its bound elapsed, or the server drains) rather than a
+// failure; ctx is the request's.
+func (s *server) pollEnded(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && (errors.Is(err, core.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || s.draining())
+}
+
 // readyTimeout bounds the store check of /readyz.
 const readyTimeout = 5 * time.Second
 
@@ -126,6 +157,7 @@ type server struct {
 	sweep       func(ctx context.Context, at core.Timestamp) (any, error)
 	ready       func(ctx context.Context) error
 	obs         Observer
+	drained     context.Context // done once Options.Draining is closed; nil without it
 	mux         *http.ServeMux
 	openapiDoc  []byte
 	console     http.Handler
@@ -140,6 +172,14 @@ func New(db core.DbExternalApi, cas core.Cas, opts Options) http.Handler {
 		maxBody: opts.MaxBodyBytes, followWait: opts.FollowWait, sweep: opts.Sweep,
 		ready: opts.Ready, obs: opts.Observer, maxSkew: opts.MaxClockSkew, maxEventAge: opts.MaxEventAge,
 		upgradeWait: opts.UpgradeCheckWait,
+	}
+	if opts.Draining != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			<-opts.Draining
+			cancel()
+		}()
+		s.drained = ctx
 	}
 	if s.upgradeWait <= 0 {
 		s.upgradeWait = DefaultUpgradeCheckWait

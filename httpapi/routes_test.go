@@ -54,6 +54,7 @@ func runRouteTests(t *testing.T, newDB func(t *testing.T) core.DbExternalApi) {
 	t.Run("Logging", func(t *testing.T) { testLogging(t, newDB) })
 	t.Run("BadInput", func(t *testing.T) { testBadInput(t, fresh) })
 	t.Run("SweepAtServerTime", func(t *testing.T) { testSweepAtServerTime(t, newDB) })
+	t.Run("DrainingEndsLongPolls", func(t *testing.T) { testDraining(t, fresh) })
 }
 
 func testExecutionID(t *testing.T, e *env) {

@@ -86,12 +86,12 @@ func (s *server) lockPending(c *call, kind lockKind) error {
 	// the client pinned pending_at_or_sooner), so executions that become due
 	// during the wait — by time or by a notification — are locked promptly.
 	deadline := time.Now().Add(time.Duration(s.clampWait(b.WaitMs)) * time.Millisecond)
-	for len(locked) == 0 && b.WaitMs > 0 {
+	for len(locked) == 0 && b.WaitMs > 0 && !s.draining() {
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
 			break
 		}
-		wctx, cancel := context.WithTimeout(c.ctx(), min(remaining, lockWaitSlice))
+		wctx, cancel := s.pollContext(c.ctx(), min(remaining, lockWaitSlice))
 		at := req.PendingAtOrSooner
 		if b.PendingAtOrSooner == nil {
 			at = s.now()
@@ -493,10 +493,10 @@ func (s *server) workerNextResponses(c *call) error {
 		}
 		rs = page.Responses
 	} else {
-		wctx, cancel := context.WithTimeout(c.ctx(), time.Duration(s.clampWait(*wait))*time.Millisecond)
+		wctx, cancel := s.pollContext(c.ctx(), time.Duration(s.clampWait(*wait))*time.Millisecond)
 		defer cancel()
 		rs, err = s.db.SubscribeToNextResponses(wctx, id, cursor)
-		if err != nil && (c.ctx().Err() != nil || !(errors.Is(err, core.ErrTimeout) || errors.Is(err, context.DeadlineExceeded))) {
+		if err != nil && !s.pollEnded(c.ctx(), err) {
 			return err
 		}
 	}

@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -203,13 +201,13 @@ func (s *server) workerResult(c *call) error {
 		return c.json(http.StatusOK, f.Retval)
 	}
 	if wait := q[0]; wait > 0 {
-		wctx, cancel := context.WithTimeout(c.ctx(), time.Duration(s.clampWait(wait))*time.Millisecond)
+		wctx, cancel := s.pollContext(c.ctx(), time.Duration(s.clampWait(wait))*time.Millisecond)
 		defer cancel()
 		rv, err := s.db.WaitForFinishedResult(wctx, id)
 		switch {
 		case err == nil:
 			return c.json(http.StatusOK, rv)
-		case c.ctx().Err() != nil || !(errors.Is(err, core.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)):
+		case !s.pollEnded(c.ctx(), err):
 			return err
 		}
 	}

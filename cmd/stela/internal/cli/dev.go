@@ -41,8 +41,9 @@ const (
 	defaultDevTable = "stela"
 )
 
-// Shutdown budget: in-flight requests get drainGrace to finish on their
-// own; then long polls are cancelled and the rest get drainForce more.
+// Shutdown budget: long polls answer at once (httpapi.Options.Draining);
+// the other in-flight requests get drainGrace to finish on their own, then
+// they are cancelled and get drainForce more.
 const (
 	drainGrace = 3 * time.Second
 	drainForce = 5 * time.Second
@@ -187,8 +188,9 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 		auth = httpapi.BearerToken(o.token)
 	}
 	clock := store.SystemClock{}
+	draining := make(chan struct{}) // closed at shutdown: long polls answer at once
 	handler := httpapi.New(st.svc, st.cas, httpapi.Options{Clock: clock, Logger: logger, Authorizer: auth,
-		Sweep: app.SweepFunc(st.svc), Ready: st.svc.Ready, Observer: tel.observer})
+		Sweep: app.SweepFunc(st.svc), Ready: st.svc.Ready, Observer: tel.observer, Draining: draining})
 	// Reading /metrics measures the sweep lag: a stopped sweep shows.
 	tel.metrics.SetLagProbe(func(ctx context.Context) (time.Duration, error) {
 		return store.TimerLag(ctx, st.svc, clock.Now())
@@ -238,6 +240,7 @@ func runDev(ctx context.Context, e *Env, o *devOptions) error {
 	case <-ctx.Done():
 	}
 	fmt.Fprintln(e.Stderr, "stela dev: shutting down (finishing in-flight requests)")
+	close(draining)
 	// ctx is done: the drain deadlines hang off an uncancelled copy of it.
 	shCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainGrace)
 	err = srv.Shutdown(shCtx)
