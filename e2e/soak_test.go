@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -34,7 +35,11 @@ var (
 	soakSigterms   = flag.Int("soak.sigterms", 10, "worker processes stopped with SIGTERM (and replaced) while work runs")
 	soakKills      = flag.Int("soak.kills", 3, "worker processes killed with SIGKILL (and replaced) while work runs")
 	soakWorkers    = flag.Int("soak.workers", 2, "worker processes running at once")
-	soakPeriod     = flag.Duration("soak.period", 24*time.Second, "how long work is submitted while workers are stopped and killed")
+	// The server's restarts: the `stela dev` process stopped with SIGTERM or
+	// killed with SIGKILL and started again on the same data and port.
+	soakServerSigterms = flag.Int("soak.server-sigterms", 2, "times the server is stopped with SIGTERM (and started again) while work runs")
+	soakServerKills    = flag.Int("soak.server-kills", 2, "times the server is killed with SIGKILL (and started again) while work runs")
+	soakPeriod         = flag.Duration("soak.period", 24*time.Second, "how long work is submitted while workers are stopped and killed")
 )
 
 // The soak workers' settings.
@@ -60,7 +65,13 @@ const (
 // than one lease past its last event; and that the server recorded no 5xx.
 // With -v it prints the counts and the continuation latency after a
 // response that arrived after the await window, measured from the
-// response's storage time.
+// response's storage time. The server itself is stopped with SIGTERM
+// soak.server-sigterms times and killed with SIGKILL soak.server-kills
+// times, each time started again on the same data directory and port: the
+// workers and the submitter ride over the outage (the client's retries,
+// the worker's write retries; a submitter retries a failed Submit as a
+// user would), and a lock may then expire only if it was live during an
+// outage; the wait bound allows the longest outage on top.
 func TestSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak: not in -short")
@@ -77,7 +88,9 @@ func TestSoak(t *testing.T) {
 	if err := build.Run(); err != nil {
 		t.Fatalf("go build soakworker: %v", err)
 	}
-	d := startDev(t, filepath.Join(dir, "data"), "--timers-interval", "200ms", "--log-level", "warn")
+	srv := &soakServer{t: t, data: filepath.Join(dir, "data"), addr: freeAddr(t)}
+	srv.start()
+	d := srv.d
 	runsFile, acksFile := filepath.Join(dir, "runs.txt"), filepath.Join(dir, "acks.txt")
 	fleet := &soakFleet{t: t, bin: bin, url: d.url, runs: runsFile, acks: acksFile, killed: map[string]bool{}, all: map[string]bool{}}
 	for range *soakWorkers {
@@ -105,12 +118,15 @@ func TestSoak(t *testing.T) {
 		next := time.Now()
 		wf := 0
 		for i := range total {
-			ffqn, param := soak.WorkFFQN, any(fmt.Sprintf("top/%d", i))
+			// Each attempt of a top-level activity has its own token: a
+			// Submit whose answer was lost still runs.
+			ffqn, param := soak.WorkFFQN, func(attempt int) any { return fmt.Sprintf("top/%d/%d", i, attempt) }
 			if wf < *soakWorkflows && i*(*soakWorkflows) >= wf*total { // spread the workflows evenly
-				ffqn, param = soak.FlowFFQN, wf
+				n := wf
+				ffqn, param = soak.FlowFFQN, func(int) any { return n }
 				wf++
 			}
-			id, err := sub.Submit(ctx, ffqn, param)
+			id, err := submitRetrying(ctx, sub, ffqn, param)
 			if err != nil {
 				submitted <- err
 				return
@@ -122,11 +138,20 @@ func TestSoak(t *testing.T) {
 		submitted <- nil
 	}()
 	ops := *soakSigterms + *soakKills
-	chaosEvery := *soakPeriod / time.Duration(ops+1)
-	for i := range ops {
-		time.Sleep(chaosEvery)                               // pacing the faults, not synchronising
-		kill := (i+1)*(*soakKills)/ops != i*(*soakKills)/ops // the kills spread among the stops
-		fleet.replace(i%len(fleet.procs), kill)
+	serverOps := *soakServerSigterms + *soakServerKills
+	chaosEvery := *soakPeriod / time.Duration(ops+serverOps+1)
+	for i, worker := 0, 0; i < ops+serverOps; i++ {
+		time.Sleep(chaosEvery) // pacing the faults, not synchronising
+		// The server's restarts spread among the workers' stops, and
+		// the kills among the stops of each.
+		if s := (i + 1) * serverOps / (ops + serverOps); s != i*serverOps/(ops+serverOps) {
+			k := s*(*soakServerKills)/serverOps != (s-1)*(*soakServerKills)/serverOps
+			srv.restart(k)
+			continue
+		}
+		kill := (worker+1)*(*soakKills)/ops != worker*(*soakKills)/ops
+		fleet.replace(worker%len(fleet.procs), kill)
+		worker++
 	}
 	if err := <-submitted; err != nil {
 		t.Fatalf("submit: %v", err)
@@ -146,12 +171,12 @@ func TestSoak(t *testing.T) {
 	doneAt := time.Since(start)
 	fleet.stopAll()
 
-	r := soakReport{runs: readLines(t, runsFile), acks: readAcks(t, acksFile), killed: fleet.killed}
+	r := soakReport{runs: readLines(t, runsFile), acks: readAcks(t, acksFile), killed: fleet.killed, outages: srv.outages}
 	for _, id := range top {
 		r.walk(t, ctx, conn, id)
 	}
 	r.check(t)
-	status5xx, status499 := httpStatuses(t, d)
+	status5xx, status499 := httpStatuses(t, srv.d)
 	if status5xx != "" {
 		t.Errorf("the server recorded 5xx answers:\n%s", status5xx)
 	}
@@ -160,9 +185,11 @@ func TestSoak(t *testing.T) {
 	pw := func(q float64) time.Duration { return percentile(r.write, q).Round(100 * time.Microsecond) }
 	t.Logf("soak: %d activities, %d workflows (%d top-level activities, %d top-level workflows); %d worker processes stopped with SIGTERM, %d killed with SIGKILL",
 		r.activities, r.workflows, topActivities, *soakWorkflows, fleet.sigterms, fleet.kills)
-	t.Logf("soak: activity bodies run %d times for %d locks granted to activities (max runs per lock 1: checked); %d locks expired (all the killed workers'), %d released by a stopping worker, %d given back after the await window",
-		r.bodyRuns, r.activityLocks, r.expired, r.closing, r.windowEnded)
-	t.Logf("soak: no execution waited longer than one lease past its last event: the longest wait beyond that bound %s (scheduling slack allowed %s); 5xx answers 0; 499 (client gone) %d",
+	t.Logf("soak: the server stopped with SIGTERM %d times and killed with SIGKILL %d times, each started again; outages %s (longest %s)",
+		srv.sigterms, srv.kills, srv.outageList(), srv.longest().Round(time.Millisecond))
+	t.Logf("soak: activity bodies run %d times for %d locks granted to activities (max runs per lock 1: checked); %d locks expired (%d the killed workers', %d live during a server outage; none else), %d released by a stopping worker, %d given back after the await window",
+		r.bodyRuns, r.activityLocks, r.expired, r.expired-r.expiredInOutage, r.expiredInOutage, r.closing, r.windowEnded)
+	t.Logf("soak: no execution waited longer than one lease past its last event: the longest wait beyond that bound %s (scheduling slack allowed %s, plus the longest outage); 5xx answers 0 (since the last start); 499 (client gone) %d",
 		r.maxOvershoot.Round(time.Millisecond), soakSlack, status499)
 	t.Logf("soak: continuation after a response that arrived after the await window, to the workflow's next event (target p99 ≤ 50 ms after the response is stored): "+
 		"from the write's acknowledgement (%d cases) p50 %s, p99 %s, max %s; from the response's created_at, stamped before its write (%d cases) p50 %s, p99 %s, max %s",
@@ -170,6 +197,97 @@ func TestSoak(t *testing.T) {
 	t.Logf("soak: the response's write, from its created_at to its acknowledgement (it was stored in between): p50 %s, p99 %s, max %s",
 		pw(0.5), pw(0.99), pw(1))
 	t.Logf("soak: submitted in %s, all finished %s after the start", submittedAt.Round(time.Millisecond), doneAt.Round(time.Millisecond))
+}
+
+// --- the server -------------------------------------------------------------------------
+
+// outage is one stop of the server: from its signal to its answering again.
+type outage struct{ down, up time.Time }
+
+// soakServer is the `stela dev` process of the soak, restarted on the same
+// data directory and address.
+type soakServer struct {
+	t               *testing.T
+	data, addr      string
+	d               *devServer
+	outages         []outage
+	sigterms, kills int
+}
+
+func (s *soakServer) start() {
+	s.t.Helper()
+	s.d = startDev(s.t, s.data, "--addr", s.addr, "--timers-interval", "200ms", "--log-level", "warn")
+}
+
+// restart stops the server (SIGKILL when kill, else SIGTERM, after which it
+// must exit cleanly) and starts it again.
+func (s *soakServer) restart(kill bool) {
+	s.t.Helper()
+	down := time.Now()
+	if kill {
+		_ = s.d.cmd.Process.Kill()
+		<-s.d.done
+		s.kills++
+	} else {
+		if err := s.d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			s.t.Fatal(err)
+		}
+		select {
+		case err := <-s.d.done:
+			if err != nil {
+				s.t.Fatalf("stela dev stopped with SIGTERM exited with %v\nstderr:\n%s", err, s.d.stderr)
+			}
+		case <-time.After(deadline):
+			s.t.Fatalf("stela dev did not stop on SIGTERM\nstderr:\n%s", s.d.stderr)
+		}
+		s.sigterms++
+	}
+	s.start()
+	s.outages = append(s.outages, outage{down: down, up: time.Now()})
+}
+
+func (s *soakServer) longest() time.Duration {
+	return (&soakReport{outages: s.outages}).slack() - soakSlack
+}
+
+func (s *soakServer) outageList() string {
+	parts := make([]string, len(s.outages))
+	for i, o := range s.outages {
+		parts[i] = o.up.Sub(o.down).Round(time.Millisecond).String()
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// freeAddr returns a loopback address with a port free now, for a server
+// that is restarted on the same address.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// submitRetrying submits as a user's code riding over a server restart
+// does: a failed Submit is tried again (a new execution; one whose answer
+// was lost runs too, unchecked) until ctx is done.
+func submitRetrying(ctx context.Context, sub *sdk.Worker, ffqn string, param func(attempt int) any) (core.ExecutionId, error) {
+	for attempt := 0; ; attempt++ {
+		id, err := sub.Submit(ctx, ffqn, param(attempt))
+		if err == nil || ctx.Err() != nil {
+			return id, err
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
 }
 
 // --- worker processes -------------------------------------------------------------------
@@ -369,9 +487,11 @@ type soakReport struct {
 	runs   map[string]int       // activity token → body runs
 	acks   map[string]time.Time // execution id → its Finished acknowledged
 	killed map[string]bool      // executor ids of the killed workers
+	// outages are the server's, from its stop to its answering again.
+	outages []outage
 
 	activities, workflows, bodyRuns, activityLocks int
-	expired, closing, windowEnded                  int
+	expired, expiredInOutage, closing, windowEnded int
 	maxOvershoot                                   time.Duration
 	// continuation and fromAck are the times from a late response's
 	// created_at (stamped by its writer before the write) and from its
@@ -456,12 +576,17 @@ func (r *soakReport) checkActivity(id core.ExecutionId, created *core.Created, l
 // checkLocks: only the killed workers' locks expired; counts releases.
 func (r *soakReport) checkLocks(id core.ExecutionId, log *core.ExecutionLog) {
 	var holder *core.Locked
+	var lockedAt time.Time
 	for _, e := range log.Events {
 		switch ev := e.Event.(type) {
 		case *core.Locked:
-			holder = ev
+			holder, lockedAt = ev, e.CreatedAt.Time
 		case *core.TemporarilyTimedOut:
 			r.expired++
+			if holder != nil && !r.killed[holder.ExecutorID.String()] && r.duringOutage(lockedAt, holder.LockExpiresAt.Time) {
+				r.expiredInOutage++
+				continue
+			}
 			if holder == nil || !r.killed[holder.ExecutorID.String()] {
 				r.fail("%s: the lock of %v expired at v%d, but that worker was not killed (a lock it was granted was neither run nor released)",
 					id, holderOf(holder), e.Version)
@@ -475,6 +600,30 @@ func (r *soakReport) checkLocks(id core.ExecutionId, log *core.ExecutionLog) {
 			}
 		}
 	}
+}
+
+// duringOutage reports whether a lock live from `from` to `until` was
+// live during one of the server's outages: its holder's writes (a result,
+// a lease extension) may then have failed after the client's retries, and
+// the lock expired although its worker did not die.
+func (r *soakReport) duringOutage(from, until time.Time) bool {
+	for _, o := range r.outages {
+		if from.Before(o.up) && until.After(o.down) {
+			return true
+		}
+	}
+	return false
+}
+
+// slack is the wait beyond the lease rule that checkWaits allows: the
+// scheduling noise, plus the longest server outage (a timer or a poll due
+// during one runs once the server is back).
+func (r *soakReport) slack() time.Duration {
+	longest := time.Duration(0)
+	for _, o := range r.outages {
+		longest = max(longest, o.up.Sub(o.down))
+	}
+	return soakSlack + longest
 }
 
 func holderOf(l *core.Locked) any {
@@ -587,7 +736,7 @@ func (r *soakReport) checkWaits(id core.ExecutionId, log *core.ExecutionLog) {
 		if over := next.Sub(due); over > r.maxOvershoot {
 			r.maxOvershoot = over
 		}
-		if next.Sub(due) > soakSlack {
+		if next.Sub(due) > r.slack() {
 			r.fail("%s: waited %s past its lease rule after %s at %s (next at %s)", id, next.Sub(due).Round(time.Millisecond),
 				describeItem(it), it.at.Format("15:04:05.000"), next.Format("15:04:05.000"))
 		}
