@@ -419,3 +419,21 @@ func runStoreScenario(t *testing.T, s storeMethods) {
 		t.Fatal("Get must not carry backtrace ids")
 	}
 }
+
+// TestFireDelayOfAnUnknownDelayKeepsTheRoute: the route answers an unknown
+// delay with a 404 naming it, which FireDelay returns as core.ErrNotFound
+// and which does not make the client stop asking the route (only the
+// mux's "not found" of a server without it does).
+func TestFireDelayOfAnUnknownDelayKeepsTheRoute(t *testing.T) {
+	c := newClient(t, serve(t, newService(t)))
+	js, err := core.ParseJoinSetId("g:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unknown := core.NewDelayId(newID(t), js, 1)
+	for range 2 {
+		if _, err := c.FireDelay(context.Background(), unknown); !errors.Is(err, core.ErrNotFound) {
+			t.Fatalf("FireDelay of an unknown delay: %v, want an error wrapping core.ErrNotFound (both times)", err)
+		}
+	}
+}

@@ -640,9 +640,11 @@ var _ core.DelayFireAppender = (*Client)(nil)
 // FireDelay implements core.DelayFirer (POST
 // /v1/worker/delays/{delay_id}/fire): the server fires delay when it is
 // due at its clock and unpaused. Idempotent (a retry of a fire that
-// committed answers "answered"). A server that predates the route (404,
-// 405) gets no more calls: FireDelay then answers DelayFireNotDue, and the
-// server's timers sweep fires the delay as before.
+// committed answers "answered"). A server that predates the route (405,
+// or 404 "not found"; the route answers an unknown delay with 404
+// "execution or delay not found", an error wrapping core.ErrNotFound) gets
+// no more calls: FireDelay then answers DelayFireNotDue, and the server's
+// timers sweep fires the delay as before.
 func (c *Client) FireDelay(ctx context.Context, delay core.DelayId) (core.DelayFireAnswer, error) {
 	if c.noFireDelay.Load() {
 		return core.DelayFireAnswer{Outcome: core.DelayFireNotDue}, nil
@@ -650,7 +652,7 @@ func (c *Client) FireDelay(ctx context.Context, delay core.DelayId) (core.DelayF
 	var out wire.FireDelayAnswer
 	_, err := c.post(ctx, http.MethodPost, wire.Path(wire.PathWorkerFireDelay, delay.String()), nil, idempotent, &out)
 	var ae *Error
-	if errors.As(err, &ae) && (ae.Status == http.StatusNotFound || ae.Status == http.StatusMethodNotAllowed) {
+	if errors.As(err, &ae) && (ae.Status == http.StatusNotFound && ae.Message == "not found" || ae.Status == http.StatusMethodNotAllowed) {
 		c.noFireDelay.Store(true)
 		return core.DelayFireAnswer{Outcome: core.DelayFireNotDue}, nil
 	}

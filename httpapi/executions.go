@@ -656,6 +656,11 @@ func (s *server) workerFireDelay(c *call) error {
 		return c.json(http.StatusOK, wire.FireDelayAnswer{Outcome: core.DelayFireNotDue.String()})
 	}
 	out, err := f.FireDelay(c.ctx(), delay)
+	if errors.Is(err, core.ErrNotFound) {
+		// Named, so that a client tells it from the 404 of a server
+		// that predates the route ("not found").
+		return httpErr(http.StatusNotFound, msgDelayNotFound)
+	}
 	if err != nil {
 		return err
 	}

@@ -314,6 +314,11 @@ func (s *server) workerDelayResponse(c *call) error {
 	return c.json(http.StatusOK, wire.NextVersionJSON{NextVersion: next})
 }
 
+// msgDelayNotFound is the 404 of the delay routes for an unknown execution
+// or delay: not the mux's "not found", which tells a client that the
+// server predates the route.
+const msgDelayNotFound = "execution or delay not found"
+
 // POST /v1/worker/append-batch/fire-delay (core.DelayFireAppender): a store
 // that cannot fire and append in one commit answers not_due (the worker
 // then gives the execution back, and the run that replays it after the
@@ -334,7 +339,7 @@ func (s *server) workerFireAppend(c *call) error {
 	if errors.Is(err, core.ErrNotFound) {
 		// Named, so that a client tells it from the 404 of a server
 		// that predates the route ("not found").
-		return httpErr(http.StatusNotFound, "execution or delay not found")
+		return httpErr(http.StatusNotFound, msgDelayNotFound)
 	}
 	if err != nil {
 		return err
