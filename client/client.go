@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/stela-dev/stela/core"
@@ -39,11 +40,19 @@ type RetryPolicy struct {
 	BaseDelay time.Duration
 	// MaxDelay caps one backoff (and a server's Retry-After).
 	MaxDelay time.Duration
+	// Refused is how long a request whose connection is refused (nothing
+	// was sent: a server restarting, or not up yet) is tried again beyond
+	// MaxAttempts, counted from the first refusal, with the same backoff
+	// (at most MaxDelay, or 250 ms when MaxDelay is 0). 0: refusals count as
+	// attempts like any failure.
+	Refused time.Duration
 }
 
 // DefaultRetry is the policy of New: 4 attempts, 100 ms doubling up to 2 s,
-// each backoff drawn uniformly from [0, bound) (full jitter).
-var DefaultRetry = RetryPolicy{MaxAttempts: 4, BaseDelay: 100 * time.Millisecond, MaxDelay: 2 * time.Second}
+// each backoff drawn uniformly from [0, bound) (full jitter), and refused
+// connections tried for 10 s, so that a Submit or an Await rides over a
+// restart of the server.
+var DefaultRetry = RetryPolicy{MaxAttempts: 4, BaseDelay: 100 * time.Millisecond, MaxDelay: 2 * time.Second, Refused: 10 * time.Second}
 
 // Client calls one Stela server. It is safe for concurrent use.
 type Client struct {
@@ -131,7 +140,7 @@ func WithHTTPClient(h *http.Client) Option {
 // WithRetry replaces DefaultRetry.
 func WithRetry(p RetryPolicy) Option {
 	return func(c *Client) error {
-		if p.MaxAttempts < 1 || p.BaseDelay < 0 || p.MaxDelay < p.BaseDelay {
+		if p.MaxAttempts < 1 || p.BaseDelay < 0 || p.MaxDelay < p.BaseDelay || p.Refused < 0 {
 			return fmt.Errorf("client: invalid retry policy %+v", p)
 		}
 		c.retry = p
@@ -305,6 +314,8 @@ func (c *Client) Call(ctx context.Context, method, path string, query url.Values
 // send runs the attempts of r.
 func (c *Client) send(ctx context.Context, r *request) (*Response, error) {
 	ambiguous := false
+	var refusedSince time.Time // the first refused attempt of a run of them
+	refusals := 0
 	for attempt := 1; ; attempt++ {
 		resp, err := c.attempt(ctx, r)
 		last := attempt >= c.retry.MaxAttempts
@@ -315,6 +326,19 @@ func (c *Client) send(ctx context.Context, r *request) (*Response, error) {
 				return nil, fmt.Errorf("client: %s %s: %w", r.method, r.path, ctx.Err())
 			}
 			unsent := notSent(err)
+			if refused(err) && c.retry.Refused > 0 {
+				if refusedSince.IsZero() {
+					refusedSince = time.Now()
+				}
+				if time.Since(refusedSince) < c.retry.Refused {
+					refusals++
+					if err := sleep(ctx, c.refusedBackoff(refusals)); err != nil {
+						return nil, fmt.Errorf("client: %s %s: %w", r.method, r.path, err)
+					}
+					attempt-- // not counted against MaxAttempts
+					continue
+				}
+			}
 			if last || (!unsent && r.safety != idempotent) {
 				return nil, fmt.Errorf("client: %s %s: %w", r.method, r.path, err)
 			}
@@ -364,6 +388,24 @@ func parseRetryAfter(h http.Header) time.Duration {
 
 // notSent reports whether err proves the request never reached the server:
 // the connection could not be established.
+// refused reports whether err is a refused connection: nothing was sent,
+// and the server is likely restarting.
+func refused(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" && errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// refusedBackoff is the delay before trying a refused request again:
+// backoff's, and at least a few milliseconds, so that a run of refusals
+// does not spin.
+func (c *Client) refusedBackoff(attempt int) time.Duration {
+	d := c.backoff(attempt)
+	if c.retry.MaxDelay == 0 {
+		d = time.Duration(rand.Int64N(int64(250 * time.Millisecond)))
+	}
+	return max(d, 5*time.Millisecond)
+}
+
 func notSent(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {

@@ -55,7 +55,9 @@
 //
 // Every request is retried with exponential backoff and full jitter
 // (RetryPolicy) when it certainly did not reach the store: the connection
-// could not be made, or the answer is 429. Requests that are safe to repeat
+// could not be made, or the answer is 429. A refused connection (a server
+// restarting) is tried again for RetryPolicy.Refused (10 s by default)
+// whatever MaxAttempts says. Requests that are safe to repeat
 // are also retried after ambiguous failures (a network error once the request
 // may have been sent, 502, 503, 504):
 //

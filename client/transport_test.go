@@ -11,9 +11,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -200,6 +202,50 @@ func TestRetries(t *testing.T) {
 			t.Fatalf("%d attempts, want 3", rt.calls.Load())
 		}
 	})
+	t.Run("RefusedConnectionsRideOverARestart", func(t *testing.T) {
+		// A server restarting refuses connections for a while: more
+		// refusals than MaxAttempts, within Refused, still succeed (a
+		// Create: nothing was sent, so even a POST is safe to repeat).
+		svc := newService(t)
+		srv := httptest.NewServer(handlerOf(svc))
+		defer srv.Close()
+		for _, tc := range []struct {
+			refused time.Duration
+			ok      bool
+		}{{time.Minute, true}, {0, false}} {
+			rt := &refusingTransport{next: http.DefaultTransport, refuse: 10, errno: true}
+			c := newClient(t, srv.URL, client.WithRetry(client.RetryPolicy{MaxAttempts: 4, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond, Refused: tc.refused}),
+				client.WithHTTPClient(&http.Client{Transport: rt}))
+			_, err := c.Create(ctx, createReq(core.TS(time.Now()), newID(t), ffqnActivity, core.ComponentTypeActivity, nil))
+			switch {
+			case tc.ok && (err != nil || rt.calls.Load() != 11):
+				t.Fatalf("Refused %s: %v after %d attempts, want success after 11", tc.refused, err, rt.calls.Load())
+			case !tc.ok && (err == nil || rt.calls.Load() != 4):
+				t.Fatalf("Refused 0: %v after %d attempts, want the refusal after 4 (MaxAttempts)", err, rt.calls.Load())
+			}
+		}
+	})
+	t.Run("RefusalsEndAfterTheRefusedWindow", func(t *testing.T) {
+		rt := &refusingTransport{next: http.DefaultTransport, refuse: 1 << 30, errno: true}
+		c := newClient(t, "http://127.0.0.1:1", client.WithRetry(client.RetryPolicy{MaxAttempts: 1, MaxDelay: 5 * time.Millisecond, Refused: 50 * time.Millisecond}),
+			client.WithHTTPClient(&http.Client{Transport: rt}))
+		_, err := c.GetPendingState(ctx, newID(t))
+		if !errors.Is(err, syscall.ECONNREFUSED) || rt.calls.Load() < 2 {
+			t.Fatalf("%v after %d attempts, want the refusal after several", err, rt.calls.Load())
+		}
+	})
+	t.Run("ARealClosedPortIsARefusal", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		c := newClient(t, "http://"+addr, client.WithRetry(client.RetryPolicy{MaxAttempts: 1, MaxDelay: 5 * time.Millisecond, Refused: 30 * time.Millisecond}))
+		if _, err := c.GetPendingState(ctx, newID(t)); !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("%v, want a refused connection", err)
+		}
+	})
 	t.Run("CommittedAppendWhoseAnswerWasLostSucceeds", func(t *testing.T) {
 		svc := newService(t)
 		f := &faultyHandler{next: handlerOf(svc), match: "/v1/worker/append-batch", status: 502, fail: 1, commit: true}
@@ -293,11 +339,15 @@ func activityLock() core.LockRequest {
 type refusingTransport struct {
 	next   http.RoundTripper
 	refuse int32
+	errno  bool // refuse with ECONNREFUSED (a server restarting), else another dial error
 	calls  atomic.Int32
 }
 
 func (r *refusingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if r.calls.Add(1) <= r.refuse {
+		if r.errno {
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+		}
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
 	}
 	return r.next.RoundTrip(req)

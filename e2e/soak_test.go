@@ -39,6 +39,7 @@ var (
 	// killed with SIGKILL and started again on the same data and port.
 	soakServerSigterms = flag.Int("soak.server-sigterms", 2, "times the server is stopped with SIGTERM (and started again) while work runs")
 	soakServerKills    = flag.Int("soak.server-kills", 2, "times the server is killed with SIGKILL (and started again) while work runs")
+	soakServerDown     = flag.Duration("soak.server-down", 0, "how long the server stays down before each restart")
 	soakPeriod         = flag.Duration("soak.period", 24*time.Second, "how long work is submitted while workers are stopped and killed")
 )
 
@@ -68,10 +69,10 @@ const (
 // response's storage time. The server itself is stopped with SIGTERM
 // soak.server-sigterms times and killed with SIGKILL soak.server-kills
 // times, each time started again on the same data directory and port: the
-// workers and the submitter ride over the outage (the client's retries,
-// the worker's write retries; a submitter retries a failed Submit as a
-// user would), and a lock may then expire only if it was live during an
-// outage; the wait bound allows the longest outage on top.
+// workers and the submitter ride over the outage (the client tries a
+// refused connection again for client.RetryPolicy.Refused, and a plain
+// Submit must succeed), and a lock may then expire only if it was live
+// during an outage; the wait bound allows the longest outage on top.
 func TestSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak: not in -short")
@@ -118,15 +119,14 @@ func TestSoak(t *testing.T) {
 		next := time.Now()
 		wf := 0
 		for i := range total {
-			// Each attempt of a top-level activity has its own token: a
-			// Submit whose answer was lost still runs.
-			ffqn, param := soak.WorkFFQN, func(attempt int) any { return fmt.Sprintf("top/%d/%d", i, attempt) }
+			ffqn, param := soak.WorkFFQN, any(fmt.Sprintf("top/%d", i))
 			if wf < *soakWorkflows && i*(*soakWorkflows) >= wf*total { // spread the workflows evenly
-				n := wf
-				ffqn, param = soak.FlowFFQN, func(int) any { return n }
+				ffqn, param = soak.FlowFFQN, wf
 				wf++
 			}
-			id, err := submitRetrying(ctx, sub, ffqn, param)
+			// A plain Submit: the client rides over the server's restarts
+			// (client.RetryPolicy.Refused).
+			id, err := sub.Submit(ctx, ffqn, param)
 			if err != nil {
 				submitted <- err
 				return
@@ -242,6 +242,7 @@ func (s *soakServer) restart(kill bool) {
 		}
 		s.sigterms++
 	}
+	time.Sleep(*soakServerDown) // an outage's length, not synchronising
 	s.start()
 	s.outages = append(s.outages, outage{down: down, up: time.Now()})
 }
@@ -268,26 +269,6 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
-}
-
-// submitRetrying submits as a user's code riding over a server restart
-// does: a failed Submit is tried again (a new execution; one whose answer
-// was lost runs too, unchecked) until ctx is done.
-func submitRetrying(ctx context.Context, sub *sdk.Worker, ffqn string, param func(attempt int) any) (core.ExecutionId, error) {
-	for attempt := 0; ; attempt++ {
-		id, err := sub.Submit(ctx, ffqn, param(attempt))
-		if err == nil || ctx.Err() != nil {
-			return id, err
-		}
-		sleepCtx(ctx, 100*time.Millisecond)
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
 }
 
 // --- worker processes -------------------------------------------------------------------

@@ -125,6 +125,11 @@ func (cf *clientFlags) client(extra ...client.Option) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A person is waiting: a refused connection fails at once (after the
+	// usual attempts) instead of being tried for the SDK's 10 s.
+	noWait := client.DefaultRetry
+	noWait.Refused = 0
+	opts = append([]client.Option{client.WithRetry(noWait)}, opts...)
 	c, err := client.New(cf.url, append(opts, extra...)...)
 	if err != nil {
 		return nil, usagef("invalid --url: %v", err)
