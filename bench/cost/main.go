@@ -11,6 +11,7 @@
 //	go run ./bench/cost -layouts all     # default, each opt-out, lean
 //	go run ./bench/cost -fanout 100 -workflows 0 -activities 0   # the fan-in contention figure
 //	go run ./bench/cost -eager           # the workflows' children created locked (eager dispatch)
+//	go run ./bench/cost -sleeps 100 -workflows 0 -activities 0   # a sleep fired with the next write, or in two requests
 //	go run ./bench/cost -eager-start     # also activities created locked by their worker (eager start)
 //	go run ./bench/cost -eager-start -start-batch 1   # … one create-locked request each (default 8)
 //
@@ -91,6 +92,7 @@ func main() {
 type config struct {
 	activities, workflows, children int
 	fanout, fanouts                 int
+	sleeps                          int
 	parallel                        int
 	contended                       bool
 	batch                           int     // executions a worker finishes per request (batch routes)
@@ -303,6 +305,10 @@ type result struct {
 	EagerStart workload
 	Workflows  workload
 	Fanout     workload
+	// Sleeps and SleepsTwoStep are the sleep workload (-sleeps): the
+	// delay fired with the next write (fire-and-continue), and fired, then
+	// the write, in two requests.
+	Sleeps, SleepsTwoStep workload
 	// ActivityRetention and WorkflowRetention are the retention passes
 	// after each workload.
 	ActivityRetention, EagerStartRetention, WorkflowRetention retentionUsage
@@ -338,6 +344,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	fs.IntVar(&c.children, "children", 10, "child activities per workflow")
 	fs.IntVar(&c.fanout, "fanout", 0, "children per workflow of the fan-out workload, all finishing at once (0: no fan-out workload)")
 	fs.IntVar(&c.fanouts, "fanouts", 3, "workflows of the fan-out workload (one after the other)")
+	fs.IntVar(&c.sleeps, "sleeps", 0, "workflows of the sleep workload, run twice: each sleeps once (awaited in memory) and finishes at the expiry, its worker firing the delay with the Finished write in one commit (fire-and-continue), then firing it and writing Finished in two requests (0: no sleep workload)")
 	fs.IntVar(&c.parallel, "parallel", 8, "concurrent clients")
 	fs.BoolVar(&c.eager, "eager", false, "the workflows' children are created locked to their worker (eager dispatch): no child lock step")
 	fs.BoolVar(&c.eagerStart, "eager-start", false, "also run -activities activities created locked to their worker through the worker's create-locked route (eager start): no pending entries, no lock step")
@@ -457,6 +464,14 @@ func (c config) measure(ctx context.Context, spec layoutSpec, getenv func(string
 		}
 		meter.Reset()
 		if res.WorkflowRetention, err = bn.retain(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if c.sleeps > 0 {
+		if res.Sleeps, err = collect(c.sleeps, func() error { return bn.sleeps(ctx, t0, 200000, c.sleeps, true) }); err != nil {
+			return nil, err
+		}
+		if res.SleepsTwoStep, err = collect(c.sleeps, func() error { return bn.sleeps(ctx, t0, 300000, c.sleeps, false) }); err != nil {
 			return nil, err
 		}
 	}

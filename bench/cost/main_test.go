@@ -232,3 +232,42 @@ func TestEagerStartBatchesShareALease(t *testing.T) {
 		t.Log(out.String())
 	}
 }
+
+// TestSleepsAreMeasuredBothWays: the sleep workload runs once with the
+// delay fired by the Finished write (one request, one transaction) and
+// once fired, then written (two requests); the first costs fewer requests
+// and fewer write units per sleep, and both are reported.
+func TestSleepsAreMeasuredBothWays(t *testing.T) {
+	requireEndpoint(t)
+	var out bytes.Buffer
+	res, err := run(context.Background(), []string{"-activities=0", "-workflows=0", "-sleeps=4", "-parallel=2", "-layouts=default"}, env(nil), &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res[0]
+	one, two := r.Sleeps, r.SleepsTwoStep
+	if one.Units != 4 || two.Units != 4 {
+		t.Fatalf("%d and %d sleeps, want 4 and 4", one.Units, two.Units)
+	}
+	if s := one.Steps["sleep, fire-and-continue 4: fire + finish (one commit)"]; s.n != 4 {
+		t.Errorf("fire + finish steps %+v, want 4", s)
+	}
+	if s := two.Steps["sleep, two requests 4: fire"]; s.n != 4 {
+		t.Errorf("fire steps %+v, want 4", s)
+	}
+	if a, b := sumWRU(one), sumWRU(two); a >= b {
+		t.Errorf("fire-and-continue %.1f WRU, not below the two requests' %.1f", a, b)
+	}
+	c := config{workerDoor: doorFunctionURL, batch: 1}
+	if a, b := c.costOf(one), c.costOf(two); a.requestCount >= b.requestCount {
+		t.Errorf("fire-and-continue %+v, two requests %+v: want fewer requests", a, b)
+	}
+	for _, want := range []string{"Sleeps, fire-and-continue: 4 x", "Sleeps, fired then written: 4 x"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(out.String())
+	}
+}

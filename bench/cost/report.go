@@ -83,6 +83,10 @@ func (cfg config) report(out io.Writer, res *result) {
 		cfg.reportWorkload(out, fmt.Sprintf("Workflows: %d x (%d children + 1 delay)", res.Workflows.Units, cfg.children), res.Workflows, "workflow", "workflows")
 		reportRetention(out, res.WorkflowRetention, res.Workflows, res.Workflows.Units, "workflow")
 	}
+	if res.Sleeps.Units > 0 {
+		cfg.reportWorkload(out, fmt.Sprintf("Sleeps, fire-and-continue: %d x (create, lock, sleep awaited in memory, the delay fired with the Finished write in one commit)", res.Sleeps.Units), res.Sleeps, "sleep", "sleeps")
+		cfg.reportWorkload(out, fmt.Sprintf("Sleeps, fired then written: %d x (create, lock, sleep awaited in memory, fire, then Finished: two requests)", res.SleepsTwoStep.Units), res.SleepsTwoStep, "sleep", "sleeps")
+	}
 	if res.Fanout.Units > 0 {
 		cfg.reportWorkload(out, fmt.Sprintf("Fan-out: %d x (a workflow with %d children, all finishing at once)", res.Fanout.Units, cfg.fanout), res.Fanout, "fan-out", "fan-outs")
 		conflicts, finishes := fanInConflicts(res.Fanout)

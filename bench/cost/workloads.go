@@ -413,6 +413,68 @@ func (bn *bench) workflows(ctx context.Context, t0 core.Timestamp, n, nChildren 
 	return bn.sweepPastLocks(ctx, "sweep 3: past the lock expiry", t0, 0)
 }
 
+// sleeps runs n workflows (ids from offset on) that sleep once, the delay
+// awaited in memory under their lock, and finish at its expiry: with
+// fireAppend the worker fires the delay and appends Finished in one commit
+// (fire-and-continue, store.Service.AppendBatchFiringDelay), else it fires
+// it (FireDelay) and then appends Finished, two requests (a worker against
+// a server without the one-commit route).
+func (bn *bench) sleeps(ctx context.Context, t0 core.Timestamp, offset, n int, fireAppend bool) error {
+	lbl := "sleep, two requests"
+	if fireAppend {
+		lbl = "sleep, fire-and-continue"
+	}
+	locked, err := bn.createAndLock(ctx, lbl+" 1: create", lbl+" 2: lock (batch of 10)", t0, offset, n, ffqnWf, compWf)
+	if err != nil {
+		return err
+	}
+	js := mustV(core.ParseJoinSetId("o:1"))
+	t1 := t0.Add(time.Second)
+	result := core.RetOk(&core.WastValWithType{Type: "u32", Value: []byte(`42`)})
+	return parallelDo(len(locked), bn.cfg.parallel, func(i int) error {
+		le := locked[i]
+		id := le.ExecutionID
+		delay := core.NewDelayId(id, js, 1)
+		sleep := []core.AppendRequest{
+			{CreatedAt: t0, Event: hist(&core.JoinSetCreate{JoinSetID: js})},
+			{CreatedAt: t0, Event: hist(&core.JoinSetRequestEvent{JoinSetID: js, Request: &core.DelayRequest{DelayID: delay,
+				ExpiresAt: t1, ScheduleAt: core.ScheduleAt{Kind: "in", In: core.DurationOf(time.Second)}}})},
+			{CreatedAt: t0, Event: hist(&core.JoinNext{JoinSetID: js, RunExpiresAt: le.LockedEvent.LockExpiresAt})},
+		}
+		var v core.Version
+		if err := bn.step(ctx, lbl+" 3: sleep (awaited in memory)", worker, len(sleep), func(ctx context.Context) error {
+			var err error
+			v, err = bn.svc.AppendBatch(ctx, t0, sleep, id, le.NextVersion)
+			return err
+		}); err != nil {
+			return err
+		}
+		fin := []core.AppendRequest{{CreatedAt: t1, Event: &core.Finished{Retval: result}}}
+		if fireAppend {
+			return bn.step(ctx, lbl+" 4: fire + finish (one commit)", worker, 2, func(ctx context.Context) error {
+				ans, err := bn.svc.AppendBatchFiringDelay(ctx, t1, fin, id, v, delay)
+				if err == nil && ans.Outcome != core.DelayFired {
+					err = fmt.Errorf("%s: fire-and-append answered %s, want fired", id, ans.Outcome)
+				}
+				return err
+			})
+		}
+		if err := bn.step(ctx, lbl+" 4: fire", worker, 1, func(ctx context.Context) error {
+			ans, err := bn.svc.FireDelay(ctx, delay)
+			if err == nil && ans.Outcome != core.DelayFired {
+				err = fmt.Errorf("%s: fire answered %s, want fired", id, ans.Outcome)
+			}
+			return err
+		}); err != nil {
+			return err
+		}
+		return bn.step(ctx, lbl+" 5: finish", batchable, 1, func(ctx context.Context) error {
+			_, err := bn.svc.AppendBatch(ctx, t1, fin, id, v)
+			return err
+		})
+	})
+}
+
 // fanouts runs n workflows one after the other, each submitting children
 // child activities and awaiting the first; all its children then finish at
 // the same moment (one goroutine each), and the workflow collects them.
