@@ -316,6 +316,13 @@ func (c *Client) send(ctx context.Context, r *request) (*Response, error) {
 	ambiguous := false
 	var refusedSince time.Time // the first refused attempt of a run of them
 	refusals := 0
+	var refusal error // the last refusal, kept in the error when ctx ends meanwhile
+	ctxErr := func(err error) error {
+		if refusal != nil {
+			return fmt.Errorf("client: %s %s: %w (the server refused the connection: %w)", r.method, r.path, err, refusal)
+		}
+		return fmt.Errorf("client: %s %s: %w", r.method, r.path, err)
+	}
 	for attempt := 1; ; attempt++ {
 		resp, err := c.attempt(ctx, r)
 		last := attempt >= c.retry.MaxAttempts
@@ -323,17 +330,18 @@ func (c *Client) send(ctx context.Context, r *request) (*Response, error) {
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("client: %s %s: %w", r.method, r.path, ctx.Err())
+				return nil, ctxErr(ctx.Err())
 			}
 			unsent := notSent(err)
 			if refused(err) && c.retry.Refused > 0 {
+				refusal = err
 				if refusedSince.IsZero() {
 					refusedSince = time.Now()
 				}
 				if time.Since(refusedSince) < c.retry.Refused {
 					refusals++
 					if err := sleep(ctx, c.refusedBackoff(refusals)); err != nil {
-						return nil, fmt.Errorf("client: %s %s: %w", r.method, r.path, err)
+						return nil, ctxErr(err)
 					}
 					attempt-- // not counted against MaxAttempts
 					continue

@@ -234,6 +234,19 @@ func TestRetries(t *testing.T) {
 			t.Fatalf("%v after %d attempts, want the refusal after several", err, rt.calls.Load())
 		}
 	})
+	t.Run("ADeadlineDuringRefusalsKeepsTheRefusal", func(t *testing.T) {
+		// The caller's deadline ends the refusals first: the error is
+		// both, so that IsUnreachable still tells what happened.
+		rt := &refusingTransport{next: http.DefaultTransport, refuse: 1 << 30, errno: true}
+		c := newClient(t, "http://127.0.0.1:1", client.WithRetry(client.RetryPolicy{MaxAttempts: 1, MaxDelay: 5 * time.Millisecond, Refused: time.Hour}),
+			client.WithHTTPClient(&http.Client{Transport: rt}))
+		dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		_, err := c.GetPendingState(dctx, newID(t))
+		if !errors.Is(err, context.DeadlineExceeded) || !client.IsUnreachable(err) || !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("%v, want the deadline and the refusal", err)
+		}
+	})
 	t.Run("ARealClosedPortIsARefusal", func(t *testing.T) {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
