@@ -688,6 +688,14 @@ func (s *slots) claim(n, k int) int {
 	return got
 }
 
+// available returns how many slots (at most limit) are free and not
+// reserved, taking none.
+func (s *slots) available(limit int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return max(0, min(len(s.ch)-s.reserved, limit))
+}
+
 // tryAcquire takes up to limit free slots without waiting.
 func (s *slots) tryAcquire(limit int) int {
 	n := 0
@@ -954,7 +962,11 @@ func (w *Worker) RunUntilIdle(ctx context.Context) error {
 		quiet := w.inflight.Load() == 0
 		progress := false
 		for i, g := range groups {
-			n := w.slots.tryAcquire(share)
+			// The request is sized by the free slots but does not hold
+			// them, as Run's idle poll: a workflow creating children
+			// meanwhile finds every free slot for its eager locks. What
+			// it locked takes the slots free then and waits for the rest.
+			n := w.slots.available(share)
 			if n == 0 {
 				break
 			}
@@ -963,7 +975,6 @@ func (w *Worker) RunUntilIdle(ctx context.Context) error {
 			if len(locked) == 0 {
 				locked, err = w.conn.LockPending(ctx, w.request(g, n), g.ffqns, 0)
 			}
-			w.slots.release(n - len(locked))
 			if err != nil {
 				if ctx.Err() != nil {
 					break
@@ -971,7 +982,11 @@ func (w *Worker) RunUntilIdle(ctx context.Context) error {
 				w.waitAll()
 				return fmt.Errorf("worker: lock: %w", err)
 			}
-			for _, le := range locked {
+			got := w.slots.tryAcquire(len(locked))
+			for j, le := range locked {
+				if j >= got {
+					_, _ = w.slots.acquire(context.Background(), 1)
+				}
 				w.start(le)
 			}
 			progress = progress || len(locked) > 0
