@@ -62,7 +62,11 @@ func MainArgs(args []string, synopsis string, maxArgs int, stdout, stderr io.Wri
 		fs.Usage()
 		return 2
 	}
-	conn, err := client.New(*url, client.WithToken(*token))
+	// A person is watching: a server that is not running is reported
+	// after about a second of refused connections, not the SDK's 10 s.
+	retry := client.DefaultRetry
+	retry.Refused = time.Second
+	conn, err := client.New(*url, client.WithToken(*token), client.WithRetry(retry))
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
